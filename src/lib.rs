@@ -1,0 +1,72 @@
+//! mcpatch: finds installed copies of `@deepseek-ai/dsh-mcp-client`, patches
+//! them so session loss reaches the reconnect supervisor, reverts from backup,
+//! and verifies the result against a bundled fake stateful MCP server.
+
+pub mod apply;
+pub mod backup;
+pub mod classify;
+pub mod cli;
+pub mod diff;
+pub mod error;
+pub mod exit_code;
+pub mod kill_point;
+pub mod locate;
+pub mod lock;
+pub mod node;
+pub mod registry;
+pub mod replace;
+pub mod revert;
+pub mod stage;
+pub mod status;
+
+use clap::CommandFactory;
+
+use crate::cli::{Cli, Command};
+use crate::error::Result;
+use crate::exit_code::Outcome;
+use crate::locate::Environment;
+
+/// Run one parsed command line.
+pub fn run(cli: Cli) -> Result<Outcome> {
+    let spec = registry::session_loss()?;
+    let env = Environment::from_process();
+    match cli.command {
+        Command::Status { paths, json } => status::run(&spec, &paths.paths, json, &env),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "mcpatch",
+                &mut std::io::stdout(),
+            );
+            Ok(Outcome::Clean)
+        }
+        Command::Apply {
+            paths,
+            dry_run,
+            yes,
+            node,
+        } => apply::run(
+            &spec,
+            &apply::ApplyOptions {
+                paths: paths.paths,
+                dry_run,
+                yes,
+                node: node.node,
+            },
+            &env,
+        ),
+        Command::Revert { paths, backup, yes } => revert::run(
+            &spec,
+            &revert::RevertOptions {
+                paths: paths.paths,
+                backup,
+                yes,
+            },
+            &env,
+        ),
+        Command::Backups { json } => revert::list(&spec, json, &env),
+        Command::Diff { paths } => diff::run(&spec, &paths.paths, &env),
+        _ => todo!(),
+    }
+}

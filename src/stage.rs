@@ -1,0 +1,176 @@
+//! Stages the patch: applies the diff to a scratch copy with a real diff
+//! library (all-or-nothing), then syntax-checks it with `node --check` in its
+//! module context and load-checks it from inside the install.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::error::{Error, Result};
+use crate::node::Node;
+use crate::registry::PatchSpec;
+
+/// Apply the patch's diff to `original`, all hunks or none.
+pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<String> {
+    let patch = spec.parsed_diff();
+    diffy::apply(original, &patch).map_err(|e| {
+        let hunk = e
+            .to_string()
+            .trim_start_matches("error applying hunk #")
+            .parse::<usize>()
+            .ok()
+            .and_then(|n| patch.hunks().get(n.saturating_sub(1)).map(|h| (n, h)));
+        let detail = match hunk {
+            Some((n, h)) => format!(
+                "hunk #{n} (@@ -{},{} +{},{} @@) does not match: its context lines are not in the file",
+                h.old_range().start(),
+                h.old_range().len(),
+                h.new_range().start(),
+                h.new_range().len()
+            ),
+            None => e.to_string(),
+        };
+        Error::PatchDoesNotApply {
+            path: path.to_path_buf(),
+            detail,
+        }
+    })
+}
+
+/// `node --check` the staged text in a scratch package that carries the
+/// install's package.json, so its `type` (ESM) applies.
+pub fn syntax_check(
+    node: &Node,
+    staged: &str,
+    package_dir: &Path,
+    relative_file: &str,
+) -> Result<()> {
+    let scratch = tempfile::Builder::new()
+        .prefix("mcpatch-stage-")
+        .tempdir()
+        .map_err(|e| {
+            Error::io(
+                "create",
+                std::env::temp_dir(),
+                e,
+                "make the temp folder writable or set TMPDIR",
+            )
+        })?;
+    let pkg_json = package_dir.join("package.json");
+    let target_pkg_json = scratch.path().join("package.json");
+    std::fs::copy(&pkg_json, &target_pkg_json).map_err(|e| {
+        Error::io(
+            "copy",
+            &pkg_json,
+            e,
+            "check that the install has a readable package.json",
+        )
+    })?;
+    let file = scratch.path().join(relative_file);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::io(
+                "create",
+                dir,
+                e,
+                "make the temp folder writable or set TMPDIR",
+            )
+        })?;
+    }
+    std::fs::write(&file, staged).map_err(|e| {
+        Error::io(
+            "write",
+            &file,
+            e,
+            "make the temp folder writable or set TMPDIR",
+        )
+    })?;
+    crate::kill_point::reached("syntax-check");
+    let out = Command::new(&node.path)
+        .arg("--check")
+        .arg(&file)
+        .output()
+        .map_err(|e| Error::NodeUnavailable {
+            node: node.path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(Error::SyntaxCheckFailed {
+            path: file,
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// Import the staged file (already written next to the target, inside the
+/// install) so its own imports resolve, and check it exports `apply`.
+pub fn load_check(node: &Node, staged_in_install: &Path) -> Result<()> {
+    let url = file_url(staged_in_install);
+    let out = Command::new(&node.path)
+        .args([
+            "--input-type=module",
+            "-e",
+            "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') { console.error('the module has no apply export'); process.exit(3); }",
+        ])
+        .arg(&url)
+        .output()
+        .map_err(|e| Error::NodeUnavailable {
+            node: node.path.display().to_string(),
+            detail: e.to_string(),
+        })?;
+    if !out.status.success() {
+        return Err(Error::LoadCheckFailed {
+            dir: staged_in_install
+                .parent()
+                .unwrap_or(staged_in_install)
+                .to_path_buf(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        });
+    }
+    Ok(())
+}
+
+/// A `file://` URL for an absolute path, percent-encoding what URLs reserve.
+pub fn file_url(path: &Path) -> String {
+    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut url = String::from("file://");
+    for b in abs.to_string_lossy().bytes() {
+        match b {
+            b'A'..=b'Z'
+            | b'a'..=b'z'
+            | b'0'..=b'9'
+            | b'/'
+            | b'-'
+            | b'_'
+            | b'.'
+            | b'~'
+            | b'@'
+            | b'+' => url.push(b as char),
+            _ => url.push_str(&format!("%{b:02X}")),
+        }
+    }
+    url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_url_encodes_spaces_and_percent() {
+        assert_eq!(file_url(Path::new("/a b/%c.js")), "file:///a%20b/%25c.js");
+    }
+
+    #[test]
+    fn failing_hunk_is_named() {
+        let spec = crate::registry::session_loss().unwrap();
+        let err = apply_diff(
+            &spec,
+            "nothing like the original\n",
+            Path::new("/x/lib/index.js"),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -470,6 +470,22 @@) does not match"), "{msg}");
+    }
+}
