@@ -18,6 +18,7 @@ pub mod replace;
 pub mod revert;
 pub mod stage;
 pub mod status;
+pub mod verify;
 
 use clap::CommandFactory;
 
@@ -67,6 +68,23 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         ),
         Command::Backups { json } => revert::list(&spec, json, &env),
         Command::Diff { paths } => diff::run(&spec, &paths.paths, &env),
-        _ => todo!(),
+        Command::Verify {
+            paths,
+            backup,
+            scenarios,
+            node,
+            json,
+        } => verify::run(
+            &spec,
+            &verify::VerifyOptions {
+                paths: paths.paths,
+                backup,
+                scenarios,
+                node: node.node,
+                json,
+            },
+            &env,
+        ),
+        Command::Serve { scenario, port } => verify::serve(&scenario, port),
     }
 }
