@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The test command: fetch what the tests need (the real package from the npm
+# registry, Node.js 22) into .cache/, then run every test. Fails loudly when a
+# prerequisite cannot be installed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v cargo >/dev/null || { echo "error: cargo is not on PATH; install Rust with rustup" >&2; exit 2; }
+scripts/fetch-fixtures.sh
+cargo build --locked --release --bin mcpatch
+cargo test --locked "$@"

