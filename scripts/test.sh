@@ -6,5 +6,4 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "error: cargo is not on PATH; install Rust with rustup" >&2; exit 2; }
 scripts/fetch-fixtures.sh
-cargo build --locked --release --bin mcpatch
 cargo test --locked "$@"

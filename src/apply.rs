@@ -146,6 +146,7 @@ fn apply_file(
     file: &Path,
     opts: &ApplyOptions,
 ) -> Result<FileResult> {
+    replace::remove_stale_temps(file);
     // Re-read under the lock: another mcpatch may have patched it meanwhile.
     let (bytes, before) = classify::hash_file(file)?;
     let (state, _, note) = classify::classify_bytes(spec, &bytes, &before);

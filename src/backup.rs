@@ -64,6 +64,7 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
         source,
     };
     std::fs::create_dir_all(root).map_err(unwritable)?;
+    remove_incomplete(root);
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_millis(now).to_string();
     let compact: String = stamp
@@ -124,6 +125,17 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
     })?;
     crate::replace::sync_dir(root)?;
     Ok(Backup { id, dir, manifest })
+}
+
+/// Remove half-written backups a killed mcpatch left (call only under the write lock).
+fn remove_incomplete(root: &Path) {
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(".incomplete-") {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
 }
 
 /// All complete backups under `root`, oldest first.

@@ -88,6 +88,20 @@ impl PendingFile {
     }
 }
 
+/// Remove temp files a killed mcpatch left beside `target` (call only under the write lock).
+pub fn remove_stale_temps(target: &Path) {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with(".mcpatch-staged-") && name.ends_with(".js") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+}
+
 fn temp_path_of(dir: &Path) -> PathBuf {
     dir.join(".mcpatch-staged-*.js")
 }

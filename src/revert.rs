@@ -122,6 +122,7 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
         }
     }
     kill_point::reached("backup-checked");
+    replace::remove_stale_temps(file);
     let (current_mode, owner) = replace::mode_and_owner(file)?;
     let mode = chosen.manifest.mode.or(current_mode);
     let pending = PendingFile::write_beside(file, &saved, mode, owner)?;

@@ -1,0 +1,527 @@
+//! `mcpatch apply`, `revert`, `diff`, `backups` on the real package.
+
+use super::*;
+
+fn node22() -> PathBuf {
+    node22_dir().join("node")
+}
+
+fn node_check(file: &Path) {
+    let o = std::process::Command::new(node22())
+        .arg("--check")
+        .arg(file)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "node --check {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+fn node_loads(file: &Path) {
+    let url = format!("file://{}", file.display());
+    let o = std::process::Command::new(node22())
+        .args(["--input-type=module", "-e", "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') process.exit(3);"])
+        .arg(url)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "import {}: {}",
+        file.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Files in a folder other than the package's own (temp litter).
+fn litter(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".mcpatch"))
+        .collect()
+}
+
+#[test]
+fn apply_patches_the_real_rc8_and_is_idempotent_and_revert_restores_it() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    let id = std::fs::read_dir(sb.dsh_home().join("backups/dsh-mcp-client-session-loss"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .find(|n| !n.starts_with('.'))
+        .unwrap();
+    assert_eq!(
+        out,
+        format!(
+            "patched [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
+  sha256 now e91f1b77…1dcd, original saved as backup {id}
+restart DSH so it loads the patched client; check it with `mcpatch verify`
+"
+        )
+    );
+    assert_eq!(sha256_file(&file), patched_hash());
+    node_check(&file);
+    node_loads(&file);
+    assert!(litter(&client.join("lib")).is_empty());
+
+    // The backup: byte-for-byte original, mode kept, manifest complete.
+    let backup_dir = sb
+        .dsh_home()
+        .join("backups/dsh-mcp-client-session-loss")
+        .join(&id);
+    assert_eq!(sha256_file(&backup_dir.join("index.js")), ORIGINAL);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(backup_dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["sha256_before"], ORIGINAL);
+    assert_eq!(manifest["sha256_after"], patched_hash());
+    assert_eq!(manifest["version"], "0.1.0-rc.8");
+    assert_eq!(
+        manifest["original_path"],
+        file.canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(manifest["mcpatch_version"], env!("CARGO_PKG_VERSION"));
+    assert!(manifest["created"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(manifest["mode"].as_u64().unwrap() & 0o777, 0o644);
+
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "already patched: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8); nothing to do\n"
+    );
+    assert_eq!(backup_count(&sb), 1, "no new backup");
+
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "restored [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js from backup {id}
+  sha256 now b126dcec…7d56
+backups are kept (`mcpatch backups`); restart DSH so it loads the restored client
+"
+        )
+    );
+    assert_eq!(sha256_file(&file), ORIGINAL);
+    assert_eq!(backup_count(&sb), 1, "backups are kept");
+}
+
+#[test]
+fn apply_keeps_the_file_mode() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o640);
+    assert_eq!(
+        code(&sb.run(&["revert", "--path", client.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(std::fs::metadata(&file).unwrap().mode() & 0o777, 0o640);
+}
+
+#[test]
+fn apply_on_rc7_works_too() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.7", "g");
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
+}
+
+#[test]
+fn apply_through_a_pnpm_hard_link_leaves_the_store_copy_unchanged() {
+    let sb = Sandbox::new();
+    let a = sb.pnpm_profile("0.1.0-rc.8", "work");
+    let b = sb.pnpm_profile("0.1.0-rc.8", "play");
+    let store = sb.root().join("pnpm-store/index.js");
+    let store_ino = std::fs::metadata(&store).unwrap().ino();
+    let o = sb.run(&["apply"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        sha256_file(&store),
+        ORIGINAL,
+        "the store copy is byte-identical"
+    );
+    assert_eq!(std::fs::metadata(&store).unwrap().ino(), store_ino);
+    assert_eq!(
+        std::fs::metadata(&store).unwrap().nlink(),
+        1,
+        "both profiles now have their own file"
+    );
+    for client in [&a, &b] {
+        assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
+    }
+    assert_eq!(backup_count(&sb), 2);
+    assert_eq!(code(&sb.run(&["revert"])), 0);
+    for client in [&a, &b] {
+        assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+    }
+    assert_eq!(sha256_file(&store), ORIGINAL);
+}
+
+#[test]
+fn dry_run_checks_everything_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let o = sb.run(&["apply", "--dry-run", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "dry run: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8) would be patched (the diff applies, node --check and the load check pass); nothing changed\n"
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+    assert_eq!(backup_count(&sb), 0);
+    assert!(litter(&client.join("lib")).is_empty());
+}
+
+/// Make a folder unwritable even for root (immutable), undone on drop.
+struct ReadOnly(PathBuf);
+
+impl ReadOnly {
+    fn new(dir: &Path) -> Self {
+        let root = unsafe { libc::geteuid() } == 0;
+        let ok = if root {
+            std::process::Command::new("chattr")
+                .arg("+i")
+                .arg(dir)
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        } else {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).is_ok()
+        };
+        assert!(ok, "cannot make {} read-only: as root this needs chattr (e2fsprogs) on a filesystem with attributes", dir.display());
+        ReadOnly(dir.to_path_buf())
+    }
+}
+
+impl Drop for ReadOnly {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&self.0)
+            .status();
+        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+    }
+}
+
+#[test]
+fn a_read_only_install_fails_clearly_and_stays_unchanged() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let lib = client.join("lib");
+    let _guard = ReadOnly::new(&lib);
+    let o = sb.run(&["apply", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    let err = sb.normalize(&o.stderr);
+    assert!(
+        err.starts_with(
+            "error: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: "
+        ) && err
+            .ends_with("help: run with sudo, or use --path on a writable copy of the install\n"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&lib.join("index.js")), ORIGINAL);
+    assert_eq!(
+        backup_count(&sb),
+        0,
+        "the backup of a change that did not happen is removed"
+    );
+}
+
+#[test]
+fn an_unwritable_backup_folder_stops_before_touching_anything() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    std::fs::write(sb.root().join("not-a-dir"), "").unwrap();
+    let o = sb
+        .cmd(&["apply", "--path", client.to_str().unwrap()])
+        .env("DSH_HOME", sb.root().join("not-a-dir/.dsh"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "error: cannot write the backup folder [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss: Not a directory (os error 20)
+help: nothing was changed; make [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss writable or set DSH_HOME to a writable folder
+"
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+}
+
+#[test]
+fn a_modified_file_is_refused_without_yes_and_nothing_changes() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let text = std::fs::read_to_string(&file).unwrap() + "\n// local edit\n";
+    std::fs::write(&file, &text).unwrap();
+    let before = sha256_file(&file);
+    let o = sb
+        .cmd(&["apply", "--path", client.to_str().unwrap()])
+        .write_stdin("")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "refused: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
+  modified: sha256 {before} is not a revision mcpatch knows (unknown revision with the reconnect supervisor present); review with `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`, then rerun with --yes to patch it anyway
+"
+        )
+    );
+    assert_eq!(sha256_file(&file), before);
+    assert_eq!(backup_count(&sb), 0);
+
+    // With --yes it is patched (the hunks still apply) and revert restores the edit.
+    let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("function isSessionLostError(error)"));
+    let o = sb.run(&["revert", "--yes", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), before);
+}
+
+#[test]
+fn a_failing_hunk_is_named_and_nothing_changes() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "if (attemptSettled) generationDown(generation);",
+        "if (attemptSettled) { generationDown(generation); }",
+    );
+    std::fs::write(&file, &text).unwrap();
+    let before = sha256_file(&file);
+    let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #2 (@@ -623,6 +639,14 @@) does not match: its context lines are not in the file
+help: this file is not the revision the patch was cut against; run `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js` to compare, or reinstall @deepseek-ai/dsh
+"
+    );
+    assert_eq!(sha256_file(&file), before);
+    assert_eq!(backup_count(&sb), 0);
+}
+
+#[test]
+fn a_staged_file_that_fails_node_check_changes_nothing() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let text = std::fs::read_to_string(&file).unwrap() + "\nexport const broken = ;\n";
+    std::fs::write(&file, &text).unwrap();
+    let before = sha256_file(&file);
+    let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.starts_with("error: the patched file fails `node --check` ("),
+        "{err}"
+    );
+    assert!(err.contains("SyntaxError: Unexpected token ';'"), "{err}");
+    assert!(
+        err.ends_with(
+            "help: nothing was changed; report this with the output of `mcpatch status --json`\n"
+        ),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&file), before);
+    assert_eq!(backup_count(&sb), 0);
+    assert!(litter(&client.join("lib")).is_empty());
+}
+
+#[test]
+fn a_staged_file_that_does_not_load_changes_nothing() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "from \"@deepseek-ai/dsh-subprocess\"",
+        "from \"@deepseek-ai/dsh-subprocess-missing\"",
+    );
+    std::fs::write(&file, &text).unwrap();
+    let before = sha256_file(&file);
+    let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    let err = sb.normalize(&o.stderr);
+    assert!(err.starts_with("error: the patched module does not load from [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib:"), "{err}");
+    assert!(
+        err.contains("Cannot find package '@deepseek-ai/dsh-subprocess-missing'"),
+        "{err}"
+    );
+    assert_eq!(sha256_file(&file), before);
+    assert_eq!(backup_count(&sb), 0);
+    assert!(litter(&client.join("lib")).is_empty());
+}
+
+#[test]
+fn an_unsupported_install_is_refused() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.0.1-rc.1", "old");
+    let o = sb.run(&["apply", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "refused: [SANDBOX]/old/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.0.1-rc.1)
+  unsupported: no reconnect supervisor: the patch cannot help this revision; upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later
+"
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), UNSUPPORTED);
+}
+
+#[test]
+fn no_node_is_an_error_naming_the_flag() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let o = sb.run(&[
+        "apply",
+        "--node",
+        "/nonexistent/node",
+        "--path",
+        client.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: install Node.js 22 or later, or pass --node PATH\n"
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+}
+
+#[test]
+fn a_damaged_backup_is_refused_and_nothing_changes() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    let root = sb.dsh_home().join("backups/dsh-mcp-client-session-loss");
+    let id = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .find(|n| !n.starts_with('.'))
+        .unwrap();
+    let saved = root.join(&id).join("index.js");
+    let mut bytes = std::fs::read(&saved).unwrap();
+    bytes[100] ^= 1;
+    std::fs::write(&saved, &bytes).unwrap();
+    let damaged = sha256_file(&saved);
+    let o = sb.run(&["revert", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!(
+            "error: backup {id} is damaged: [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss/{id}/index.js has sha256 {damaged}, its manifest says {ORIGINAL}
+help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh
+"
+        )
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
+}
+
+#[test]
+fn revert_restores_the_named_backup() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&sb.run(&["backups", "--json"]).stdout).unwrap();
+    let id = listing["backups"][0]["id"].as_str().unwrap().to_string();
+    assert_eq!(listing["backups"][0]["manifest"]["sha256_before"], ORIGINAL);
+    let o = sb.run(&["revert", "--backup", "no-such-backup", "--path", p]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "error: no backup named no-such-backup under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nhelp: list the backups with `mcpatch backups`\n"
+    );
+    let o = sb.run(&["revert", "--backup", &id, "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+    let o = sb.run(&["backups"]);
+    let text = sb.normalize(&o.stdout);
+    assert_eq!(
+        text,
+        format!(
+            "backups under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss:\n{id}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"
+        )
+    );
+}
+
+#[test]
+fn diff_shows_the_patch_as_it_would_apply() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let o = sb.run(&["diff", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0);
+    let out = sb.normalize(&o.stdout);
+    assert!(out.starts_with("# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (affected)\n--- a/lib/index.js\n+++ b/lib/index.js\n@@ -470,6 +470,22 @@"), "{out}");
+    assert!(
+        out.contains("+function isSessionLostError(error) {"),
+        "{out}"
+    );
+    assert!(
+        !out.contains('\u{1b}'),
+        "no colour when NO_COLOR is set or not a terminal"
+    );
+}
+
+#[test]
+fn two_applies_at_once_make_one_patch_and_one_backup() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            let mut c = sb.command(&["apply", "--path", client.to_str().unwrap()]);
+            c.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outs: Vec<Output> = children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect();
+    for o in &outs {
+        assert_eq!(code(o), 0, "{}{}", stdout(o), stderr(o));
+    }
+    let patched = outs
+        .iter()
+        .filter(|o| stdout(o).starts_with("patched "))
+        .count();
+    let already = outs
+        .iter()
+        .filter(|o| stdout(o).starts_with("already patched: "))
+        .count();
+    assert_eq!((patched, already), (1, 1));
+    assert_eq!(backup_count(&sb), 1);
+    let file = client.join("lib/index.js");
+    assert_eq!(sha256_file(&file), patched_hash());
+    node_check(&file);
+}

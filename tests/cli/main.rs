@@ -14,7 +14,10 @@ const UNSUPPORTED: &str = "88f6cfe9ca486d171108b85ca115ab6887e17ab064f2deb7eec70
 const CLIENT: &str = "@deepseek-ai/dsh-mcp-client";
 
 fn patched_hash() -> String {
-    mcpatch::registry::session_loss().unwrap().patched_sha256().to_string()
+    mcpatch::registry::session_loss()
+        .unwrap()
+        .patched_sha256()
+        .to_string()
 }
 
 fn cache() -> PathBuf {
@@ -53,7 +56,10 @@ struct Sandbox {
 
 impl Sandbox {
     fn new() -> Self {
-        let dir = tempfile::Builder::new().prefix("mcpatch-test-").tempdir().unwrap();
+        let dir = tempfile::Builder::new()
+            .prefix("mcpatch-test-")
+            .tempdir()
+            .unwrap();
         std::fs::create_dir_all(dir.path().join("home/.dsh")).unwrap();
         std::fs::create_dir_all(dir.path().join("bin")).unwrap();
         Sandbox { dir }
@@ -68,8 +74,8 @@ impl Sandbox {
     }
 
     /// The one helper that builds an mcpatch command, isolated from the machine's own installs.
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::cargo_bin("mcpatch").unwrap();
+    fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("mcpatch"));
         let path = std::env::join_paths([self.root().join("bin"), node22_dir()]).unwrap();
         c.args(args)
             .env("PATH", path)
@@ -82,6 +88,11 @@ impl Sandbox {
         c
     }
 
+    /// [`Sandbox::command`] with assert_cmd's conveniences (stdin, output).
+    fn cmd(&self, args: &[&str]) -> Command {
+        Command::from_std(self.command(args))
+    }
+
     fn run(&self, args: &[&str]) -> Output {
         self.cmd(args).output().unwrap()
     }
@@ -89,9 +100,16 @@ impl Sandbox {
     /// Copy the real client package to `dest` (dependencies hard-linked, its own
     /// lib/index.js and package.json real copies) and return the package folder.
     fn copy_client(&self, version: &str, dest: &Path) -> PathBuf {
-        let src = fetched_prefix(version).join("lib/node_modules").join(CLIENT);
+        let src = fetched_prefix(version)
+            .join("lib/node_modules")
+            .join(CLIENT);
         std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-        let st = std::process::Command::new("cp").arg("-al").arg(&src).arg(dest).status().unwrap();
+        let st = std::process::Command::new("cp")
+            .arg("-al")
+            .arg(&src)
+            .arg(dest)
+            .status()
+            .unwrap();
         assert!(st.success());
         for f in ["lib/index.js", "package.json"] {
             let target = dest.join(f);
@@ -104,7 +122,10 @@ impl Sandbox {
 
     /// A plain global-prefix install of the client: `<root>/<name>/lib/node_modules/@deepseek-ai/dsh-mcp-client`.
     fn client_install(&self, version: &str, name: &str) -> PathBuf {
-        self.copy_client(version, &self.root().join(name).join("lib/node_modules").join(CLIENT))
+        self.copy_client(
+            version,
+            &self.root().join(name).join("lib/node_modules").join(CLIENT),
+        )
     }
 
     /// `npm install -g @deepseek-ai/dsh` layout: the client nested under the host,
@@ -118,16 +139,28 @@ impl Sandbox {
         )
         .unwrap();
         std::fs::write(host.join("lib/bin.js"), "#!/usr/bin/env node\n").unwrap();
-        std::fs::set_permissions(host.join("lib/bin.js"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::set_permissions(
+            host.join("lib/bin.js"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .unwrap();
         let client = self.copy_client(version, &host.join("node_modules").join(CLIENT));
-        std::os::unix::fs::symlink("../prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js", self.root().join("bin/dsh")).unwrap();
+        std::os::unix::fs::symlink(
+            "../prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js",
+            self.root().join("bin/dsh"),
+        )
+        .unwrap();
         client
     }
 
     /// pnpm layout under `$DSH_HOME/profiles/<name>`: the real folder in
     /// `.pnpm/`, a symlink to it, and lib/index.js hard-linked to a shared store file.
     fn pnpm_profile(&self, version: &str, profile: &str) -> PathBuf {
-        let nm = self.dsh_home().join("profiles").join(profile).join("node_modules");
+        let nm = self
+            .dsh_home()
+            .join("profiles")
+            .join(profile)
+            .join("node_modules");
         let slot = nm
             .join(".pnpm")
             .join(format!("@deepseek-ai+dsh-mcp-client@{version}"))
@@ -148,7 +181,8 @@ impl Sandbox {
 
     /// Replace the sandbox path with [SANDBOX] and collapse column padding.
     fn normalize(&self, text: &[u8]) -> String {
-        let s = String::from_utf8_lossy(text).replace(&self.root().display().to_string(), "[SANDBOX]");
+        let s =
+            String::from_utf8_lossy(text).replace(&self.root().display().to_string(), "[SANDBOX]");
         let re_spaces = |line: &str| {
             let mut out = String::new();
             let mut run = 0;
@@ -187,18 +221,23 @@ fn status_json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
     let mut all = vec!["status", "--json"];
     all.extend_from_slice(args);
     let o = sb.run(&all);
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {}", stdout(&o)))
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {}", stdout(&o)))
 }
 
 fn backup_count(sb: &Sandbox) -> usize {
     let root = sb.dsh_home().join("backups/dsh-mcp-client-session-loss");
     std::fs::read_dir(root)
-        .map(|d| d.flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count())
+        .map(|d| {
+            d.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .count()
+        })
         .unwrap_or(0)
 }
 
-mod status;
 mod apply;
-mod verify;
-mod server;
 mod evidence;
+mod server;
+mod status;
+mod verify;

@@ -31,10 +31,30 @@ fn status_json_follows_the_documented_schema() {
     keys.sort();
     assert_eq!(
         keys,
-        ["file", "found_via", "hard_links", "next_step", "note", "path", "revision", "same_file_as", "sha256", "state", "version"]
+        [
+            "file",
+            "found_via",
+            "hard_links",
+            "next_step",
+            "note",
+            "path",
+            "revision",
+            "same_file_as",
+            "sha256",
+            "state",
+            "version"
+        ]
     );
     assert_eq!(i["path"], client.canonicalize().unwrap().to_str().unwrap());
-    assert_eq!(i["file"], client.join("lib/index.js").canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        i["file"],
+        client
+            .join("lib/index.js")
+            .canonicalize()
+            .unwrap()
+            .to_str()
+            .unwrap()
+    );
     assert_eq!(i["version"], "0.1.0-rc.8");
     assert_eq!(i["sha256"], ORIGINAL);
     assert_eq!(i["state"], "affected");
@@ -42,7 +62,10 @@ fn status_json_follows_the_documented_schema() {
     assert_eq!(i["hard_links"], 1);
     assert_eq!(i["same_file_as"], serde_json::json!([]));
     assert_eq!(i["next_step"], "run `mcpatch apply`");
-    assert!(v["searched"].as_array().unwrap()[0].as_str().unwrap().starts_with("--path "));
+    assert!(v["searched"].as_array().unwrap()[0]
+        .as_str()
+        .unwrap()
+        .starts_with("--path "));
 }
 
 #[test]
@@ -52,9 +75,18 @@ fn status_finds_the_nested_copy_through_dsh_on_path() {
     let v = status_json(&sb, &[]);
     let installs = v["installs"].as_array().unwrap();
     assert_eq!(installs.len(), 1, "{v:#}");
-    assert_eq!(installs[0]["path"], client.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        installs[0]["path"],
+        client.canonicalize().unwrap().to_str().unwrap()
+    );
     assert_eq!(installs[0]["state"], "affected");
-    assert!(installs[0]["found_via"][0].as_str().unwrap().starts_with("`dsh` on PATH ("), "{v:#}");
+    assert!(
+        installs[0]["found_via"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("`dsh` on PATH ("),
+        "{v:#}"
+    );
 }
 
 #[test]
@@ -65,10 +97,23 @@ fn status_finds_the_host_through_a_shim_script_on_path() {
     // A pnpm-style shell shim that names the host's path instead of linking to it.
     let shim = "#!/bin/sh\nbasedir=$(dirname \"$0\")\nexec node \"$basedir/../prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js\" \"$@\"\n";
     std::fs::write(sb.root().join("bin/dsh"), shim).unwrap();
-    std::fs::set_permissions(sb.root().join("bin/dsh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(
+        sb.root().join("bin/dsh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
     let v = status_json(&sb, &[]);
-    let paths: Vec<&str> = v["installs"].as_array().unwrap().iter().map(|i| i["path"].as_str().unwrap()).collect();
-    assert_eq!(paths, [client.canonicalize().unwrap().to_str().unwrap()], "{v:#}");
+    let paths: Vec<&str> = v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        paths,
+        [client.canonicalize().unwrap().to_str().unwrap()],
+        "{v:#}"
+    );
 }
 
 #[test]
@@ -81,15 +126,29 @@ fn status_reports_each_pnpm_file_once_and_notes_the_hard_link() {
     assert_eq!(installs.len(), 1, "one real file, found twice: {v:#}");
     let i = &installs[0];
     assert_eq!(i["hard_links"], 3, "store + two profiles");
-    let mut both = vec![i["path"].as_str().unwrap().to_string(), i["same_file_as"][0].as_str().unwrap().to_string()];
+    let mut both = vec![
+        i["path"].as_str().unwrap().to_string(),
+        i["same_file_as"][0].as_str().unwrap().to_string(),
+    ];
     both.sort();
-    let mut expected = vec![a.canonicalize().unwrap().display().to_string(), b.canonicalize().unwrap().display().to_string()];
+    let mut expected = vec![
+        a.canonicalize().unwrap().display().to_string(),
+        b.canonicalize().unwrap().display().to_string(),
+    ];
     expected.sort();
     assert_eq!(both, expected);
     let o = sb.run(&["status"]);
     let text = sb.normalize(&o.stdout);
-    assert!(text.contains("3 hard links: a shared store copy, replaced by a new file, never written through"), "{text}");
-    assert!(text.contains("same file as [SANDBOX]/home/.dsh/profiles/"), "{text}");
+    assert!(
+        text.contains(
+            "3 hard links: a shared store copy, replaced by a new file, never written through"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("same file as [SANDBOX]/home/.dsh/profiles/"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -98,7 +157,10 @@ fn status_finds_pnpm_profiles_at_the_profiles_root() {
     let nm = sb.dsh_home().join("profiles/node_modules");
     let client = sb.copy_client("0.1.0-rc.8", &nm.join(CLIENT));
     let v = status_json(&sb, &[]);
-    assert_eq!(v["installs"][0]["path"], client.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        v["installs"][0]["path"],
+        client.canonicalize().unwrap().to_str().unwrap()
+    );
 }
 
 #[test]
@@ -123,9 +185,16 @@ fn the_real_0_0_1_rc_1_is_unsupported() {
     let v = status_json(&sb, &["--path", client.to_str().unwrap()]);
     assert_eq!(v["installs"][0]["sha256"], UNSUPPORTED);
     assert_eq!(v["installs"][0]["state"], "unsupported");
-    assert_eq!(v["installs"][0]["next_step"], "upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later");
+    assert_eq!(
+        v["installs"][0]["next_step"],
+        "upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later"
+    );
     let o = sb.run(&["status", "--path", client.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "unsupported alone is not actionable by mcpatch");
+    assert_eq!(
+        code(&o),
+        0,
+        "unsupported alone is not actionable by mcpatch"
+    );
 }
 
 #[test]
@@ -154,7 +223,12 @@ fn path_accepts_the_file_the_package_or_a_folder_above() {
         (sb.root().join("projects"), 2),
     ] {
         let v = status_json(&sb, &["--path", arg.to_str().unwrap()]);
-        assert_eq!(v["installs"].as_array().unwrap().len(), count, "--path {}: {v:#}", arg.display());
+        assert_eq!(
+            v["installs"].as_array().unwrap().len(),
+            count,
+            "--path {}: {v:#}",
+            arg.display()
+        );
     }
 }
 
@@ -194,10 +268,17 @@ fn locate_cost_follows_package_folders_not_files() {
     let client = sb.client_install("0.1.0-rc.8", "g");
     let junk = sb.root().join("g/lib/node_modules/big-package/dist");
     std::fs::create_dir_all(&junk).unwrap();
-    std::fs::write(junk.parent().unwrap().join("package.json"), r#"{"name":"big-package"}"#).unwrap();
+    std::fs::write(
+        junk.parent().unwrap().join("package.json"),
+        r#"{"name":"big-package"}"#,
+    )
+    .unwrap();
     for i in 0..2000 {
         std::fs::write(junk.join(format!("f{i}.js")), "x").unwrap();
     }
     let v = status_json(&sb, &["--path", sb.root().join("g").to_str().unwrap()]);
-    assert_eq!(v["installs"][0]["path"], client.canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        v["installs"][0]["path"],
+        client.canonicalize().unwrap().to_str().unwrap()
+    );
 }
