@@ -33,7 +33,7 @@ struct Transaction {
     target: PathBuf,
     original: Vec<u8>,
     mode: Option<u32>,
-    owner: Option<(u32, u32)>,
+    owner: Option<replace::Owner>,
     backup_dir: Option<PathBuf>,
     replaced: bool,
     committed: bool,

@@ -118,8 +118,11 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A file's owner: uid and gid.
+pub type Owner = (u32, u32);
+
 /// Mode and owner of a file, to carry over to its replacement.
-pub fn mode_and_owner(path: &Path) -> Result<(Option<u32>, Option<(u32, u32)>)> {
+pub fn mode_and_owner(path: &Path) -> Result<(Option<u32>, Option<Owner>)> {
     let meta = std::fs::metadata(path)
         .map_err(|e| Error::io("read", path, e, "check that the file exists"))?;
     #[cfg(unix)]

@@ -132,6 +132,17 @@ async fn initialize_negotiates_the_protocol_and_issues_a_fresh_session() {
     assert_eq!(ping.json()["result"], json!({}));
 }
 
+/// What, HTTP method, content type, body, session, expected status, expected JSON-RPC code.
+type MalformedCase<'a> = (
+    &'a str,
+    reqwest::Method,
+    &'a str,
+    Vec<u8>,
+    Option<&'a str>,
+    u16,
+    Option<i64>,
+);
+
 #[tokio::test]
 async fn malformed_input_gets_the_right_status_and_never_disturbs_other_sessions() {
     let server = start(ServerBehaviour::default()).await;
@@ -139,15 +150,7 @@ async fn malformed_input_gets_the_right_status_and_never_disturbs_other_sessions
     healthy.initialize("2025-06-18").await;
     let c = HandClient::new(&server);
     let s = healthy.session.clone();
-    let cases: Vec<(
-        &str,
-        reqwest::Method,
-        &str,
-        Vec<u8>,
-        Option<&str>,
-        u16,
-        Option<i64>,
-    )> = vec![
+    let cases: Vec<MalformedCase> = vec![
         (
             "bad json",
             reqwest::Method::POST,
