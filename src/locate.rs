@@ -37,7 +37,7 @@ impl Environment {
             path_var: std::env::var_os("PATH"),
             home: std::env::var_os("HOME").map(PathBuf::from),
             dsh_home: std::env::var_os("DSH_HOME")
-                .filter(|v| !v.is_empty())
+                .filter(|v| !v.to_string_lossy().trim().is_empty())
                 .map(PathBuf::from),
             pnpm_home: std::env::var_os("PNPM_HOME")
                 .filter(|v| !v.is_empty())
@@ -50,10 +50,18 @@ impl Environment {
         }
     }
 
-    /// `$DSH_HOME`, or `~/.dsh`.
+    /// `$DSH_HOME`, or `~/.dsh`, resolved as DSH resolves it: a blank value
+    /// is unset, and a leading `~` means the home folder.
     pub fn dsh_home(&self) -> Result<PathBuf> {
         match (&self.dsh_home, &self.home) {
-            (Some(d), _) => Ok(d.clone()),
+            (Some(d), home) => {
+                let text = d.to_string_lossy();
+                match (text.as_ref(), home) {
+                    ("~", Some(h)) => Ok(h.clone()),
+                    (t, Some(h)) if t.starts_with("~/") => Ok(h.join(&t[2..])),
+                    _ => Ok(std::path::absolute(d).unwrap_or_else(|_| d.clone())),
+                }
+            }
             (None, Some(h)) => Ok(h.join(".dsh")),
             (None, None) => Err(Error::NoHome),
         }

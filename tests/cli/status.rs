@@ -282,3 +282,44 @@ fn locate_cost_follows_package_folders_not_files() {
         client.canonicalize().unwrap().to_str().unwrap()
     );
 }
+
+#[test]
+fn dsh_home_is_resolved_as_dsh_resolves_it() {
+    let sb = Sandbox::new();
+    // Default: ~/.dsh; a blank DSH_HOME is unset; `~/x` is under HOME.
+    let default_home = sb.copy_client(
+        "0.1.0-rc.8",
+        &sb.dsh_home()
+            .join("profiles/main/node_modules")
+            .join(CLIENT),
+    );
+    for value in [None, Some("   ")] {
+        let mut c = sb.cmd(&["status", "--json"]);
+        match value {
+            Some(v) => c.env("DSH_HOME", v),
+            None => c.env_remove("DSH_HOME"),
+        };
+        let v: serde_json::Value = serde_json::from_slice(&c.output().unwrap().stdout).unwrap();
+        assert_eq!(
+            v["installs"][0]["path"],
+            default_home.canonicalize().unwrap().to_str().unwrap(),
+            "DSH_HOME={value:?}"
+        );
+    }
+    let tilde = sb.copy_client(
+        "0.1.0-rc.7",
+        &sb.root()
+            .join("home/other-dsh/profiles/p/node_modules")
+            .join(CLIENT),
+    );
+    let o = sb
+        .cmd(&["status", "--json"])
+        .env("DSH_HOME", "~/other-dsh")
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["installs"][0]["path"],
+        tilde.canonicalize().unwrap().to_str().unwrap()
+    );
+}

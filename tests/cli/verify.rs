@@ -230,3 +230,81 @@ fn an_unknown_scenario_is_an_error_listing_the_known_ones() {
         "error: unknown scenario \"nope\"\nhelp: choose one of: expired-404, expired-400, idle-timeout, restart, restart-persisted, ordinary-errors, strict-reinit\n"
     );
 }
+
+#[test]
+fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
+    use std::io::{BufRead, BufReader, Write};
+    let sb = Sandbox::new();
+    let mut child = sb
+        .command(&["serve", "--scenario", "expired-404"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = BufReader::new(child.stdout.take().unwrap());
+    let mut lines = Vec::new();
+    for _ in 0..6 {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        lines.push(l);
+    }
+    assert_eq!(lines[0], "mcpatch fake MCP server (expired-404: drops the session; answers 404 + JSON-RPC -32001 \"Session not found\")\n");
+    let url = lines[1]
+        .trim()
+        .strip_prefix("MCP endpoint:")
+        .unwrap()
+        .trim()
+        .to_string();
+    assert!(
+        url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
+        "{url}"
+    );
+    assert!(
+        lines[2].contains("press Enter, or  curl -X POST http://127.0.0.1:"),
+        "{}",
+        lines[2]
+    );
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let post = |body: serde_json::Value, session: Option<String>| {
+        let url = url.clone();
+        rt.block_on(async move {
+            let mut r = reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .body(body.to_string());
+            if let Some(s) = session {
+                r = r.header("mcp-session-id", s);
+            }
+            let r = r.send().await.unwrap();
+            (
+                r.status().as_u16(),
+                r.headers()
+                    .get("mcp-session-id")
+                    .map(|v| v.to_str().unwrap().to_string()),
+            )
+        })
+    };
+    let (status, session) = post(
+        serde_json::json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}),
+        None,
+    );
+    assert_eq!(status, 200);
+    let ping = serde_json::json!({"jsonrpc":"2.0","id":2,"method":"ping"});
+    assert_eq!(post(ping.clone(), session.clone()).0, 200);
+    child.stdin.as_mut().unwrap().write_all(b"\n").unwrap();
+    let mut saw = String::new();
+    for _ in 0..20 {
+        let mut l = String::new();
+        out.read_line(&mut l).unwrap();
+        saw.push_str(&l);
+        if l.contains("dropped every session") {
+            break;
+        }
+    }
+    assert!(saw.contains("dropped every session"), "{saw}");
+    assert_eq!(post(ping, session).0, 404);
+    child.kill().unwrap();
+    let _ = child.wait();
+}
