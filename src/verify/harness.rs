@@ -96,7 +96,7 @@ pub async fn run(
         "plan": plan.as_str(),
         "idleMs": IDLE_FOR.as_millis() as u64,
         "deadlineMs": policy.deadline().as_millis() as u64,
-        "pollMs": 100,
+        "pollMs": 25,
         "settleMs": 700,
         "callTimeoutMs": 3000,
         "reconnect": policy.config(),
