@@ -97,7 +97,16 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
         print!("{}", status::render_table(&report));
         return Ok(Outcome::Clean);
     }
-    let node = node::find(opts.node.as_deref())?;
+    // node is needed only when something may be patched.
+    let node = if report
+        .installs
+        .iter()
+        .any(|i| matches!(i.state, State::Affected | State::Modified))
+    {
+        Some(node::find(opts.node.as_deref())?)
+    } else {
+        None
+    };
     let root = backup::root(&env.dsh_home()?, spec);
     let _lock = crate::lock::acquire(&root)?;
     kill_point::reached("locked");
@@ -115,7 +124,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                 Some(v) => format!("{} ({v})", package_dir.display()),
                 None => package_dir.display().to_string(),
             };
-            match apply_file(spec, &node, &root, &package_dir, &file, opts)? {
+            match apply_file(spec, node.as_ref(), &root, &package_dir, &file, opts)? {
                 FileResult::Patched { backup_id } => {
                     changed = true;
                     println!("patched {label}\n    sha256 now {}, original saved as backup {backup_id}", status::short_hash(spec.patched_sha256()));
@@ -140,7 +149,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
 
 fn apply_file(
     spec: &PatchSpec,
-    node: &Node,
+    node: Option<&Node>,
     backup_root: &Path,
     package_dir: &Path,
     file: &Path,
@@ -202,6 +211,11 @@ fn apply_file(
             )));
         }
     }
+    let node = match node {
+        Some(n) => n.clone(),
+        None => node::find(opts.node.as_deref())?,
+    };
+    let node = &node;
     stage::syntax_check(node, &staged, package_dir, &spec.file)?;
     kill_point::reached("syntax-checked");
 

@@ -472,9 +472,29 @@ fn usual_global_roots(env: &Environment) -> Vec<PathBuf> {
                 }
             }
         }
+        // volta keeps each global package in its own prefix (scoped names one level deeper).
         if let Ok(entries) = std::fs::read_dir(home.join(".volta/tools/image/packages")) {
             for e in entries.flatten() {
-                roots.push(e.path().join("lib/node_modules"));
+                if e.file_name().to_string_lossy().starts_with('@') {
+                    for scoped in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
+                        roots.push(scoped.path().join("lib/node_modules"));
+                    }
+                } else {
+                    roots.push(e.path().join("lib/node_modules"));
+                }
+            }
+        }
+        for (versions, inner) in [
+            (
+                home.join(".local/share/fnm/node-versions"),
+                "installation/lib/node_modules",
+            ),
+            (home.join(".asdf/installs/nodejs"), "lib/node_modules"),
+        ] {
+            if let Ok(entries) = std::fs::read_dir(&versions) {
+                for e in entries.flatten() {
+                    roots.push(e.path().join(inner));
+                }
             }
         }
         roots.push(home.join(".config/yarn/global/node_modules"));

@@ -95,8 +95,8 @@ fn status_finds_the_host_through_a_shim_script_on_path() {
     let client = sb.global_dsh("0.1.0-rc.8");
     std::fs::remove_file(sb.root().join("bin/dsh")).unwrap();
     // A pnpm-style shell shim that names the host's path instead of linking to it.
-    let shim = "#!/bin/sh\nbasedir=$(dirname \"$0\")\nexec node \"$basedir/../prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js\" \"$@\"\n";
-    std::fs::write(sb.root().join("bin/dsh"), shim).unwrap();
+    let shim = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/dsh-shim.sh");
+    std::fs::copy(shim, sb.root().join("bin/dsh")).unwrap();
     std::fs::set_permissions(
         sb.root().join("bin/dsh"),
         std::fs::Permissions::from_mode(0o755),
