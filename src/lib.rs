@@ -18,6 +18,7 @@ pub mod replace;
 pub mod revert;
 pub mod stage;
 pub mod status;
+pub mod table;
 pub mod verify;
 
 use clap::CommandFactory;

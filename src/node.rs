@@ -16,6 +16,23 @@ pub struct Node {
     pub has_with_resolvers: bool,
 }
 
+impl Node {
+    /// Run this node with `args` and collect its output.
+    pub fn output<I, S>(&self, args: I) -> Result<std::process::Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<std::ffi::OsStr>,
+    {
+        Command::new(&self.path)
+            .args(args)
+            .output()
+            .map_err(|e| Error::NodeUnavailable {
+                node: self.path.display().to_string(),
+                detail: e.to_string(),
+            })
+    }
+}
+
 /// `--node PATH`, else `node` on PATH.
 pub fn find(explicit: Option<&Path>) -> Result<Node> {
     let path = match explicit {

@@ -3,7 +3,6 @@
 //! module context and load-checks it from inside the install.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::error::{Error, Result};
 use crate::node::Node;
@@ -85,14 +84,7 @@ pub fn syntax_check(
         )
     })?;
     crate::kill_point::reached("syntax-check");
-    let out = Command::new(&node.path)
-        .arg("--check")
-        .arg(&file)
-        .output()
-        .map_err(|e| Error::NodeUnavailable {
-            node: node.path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+    let out = node.output([std::ffi::OsStr::new("--check"), file.as_os_str()])?;
     if !out.status.success() {
         return Err(Error::SyntaxCheckFailed {
             path: file,
@@ -106,18 +98,12 @@ pub fn syntax_check(
 /// install) so its own imports resolve, and check it exports `apply`.
 pub fn load_check(node: &Node, staged_in_install: &Path) -> Result<()> {
     let url = file_url(staged_in_install);
-    let out = Command::new(&node.path)
-        .args([
-            "--input-type=module",
-            "-e",
-            "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') { console.error('the module has no apply export'); process.exit(3); }",
-        ])
-        .arg(&url)
-        .output()
-        .map_err(|e| Error::NodeUnavailable {
-            node: node.path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+    let out = node.output([
+        "--input-type=module",
+        "-e",
+        "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') { console.error('the module has no apply export'); process.exit(3); }",
+        &url,
+    ])?;
     if !out.status.success() {
         return Err(Error::LoadCheckFailed {
             dir: staged_in_install

@@ -9,6 +9,7 @@ use crate::error::Result;
 use crate::exit_code::Outcome;
 use crate::locate::{self, Environment, LocateReport};
 use crate::registry::PatchSpec;
+use crate::table::{Align, Table};
 
 /// The `status --json` document.
 #[derive(Debug, Serialize)]
@@ -85,43 +86,22 @@ pub fn render_table(report: &StatusReport) -> String {
         s.push_str("help: if DSH is installed elsewhere, pass its folder with --path\n");
         return s;
     }
-    let rows: Vec<[String; 4]> = report
-        .installs
-        .iter()
-        .map(|i| {
-            [
-                i.path.display().to_string(),
-                i.version.clone().unwrap_or_else(|| "?".into()),
-                i.state.as_str().to_string(),
-                i.next_step.to_string(),
-            ]
-        })
-        .collect();
-    let header = ["PATH", "VERSION", "STATE", "NEXT STEP"].map(String::from);
-    let widths: Vec<usize> = (0..3)
-        .map(|c| {
-            rows.iter()
-                .chain([&header])
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let line = |r: &[String; 4]| {
-        format!(
-            "{:<w0$}  {:<w1$}  {:<w2$}  {}\n",
-            r[0],
-            r[1],
-            r[2],
-            r[3],
-            w0 = widths[0],
-            w1 = widths[1],
-            w2 = widths[2]
-        )
-    };
-    s.push_str(&line(&header));
-    for (row, install) in rows.iter().zip(&report.installs) {
-        s.push_str(&line(row));
+    let mut table = Table::new(
+        &["PATH", "VERSION", "STATE", "NEXT STEP"],
+        &[Align::Left, Align::Left, Align::Left, Align::Left],
+    );
+    for i in &report.installs {
+        table.row(vec![
+            i.path.display().to_string(),
+            i.version.clone().unwrap_or_else(|| "?".into()),
+            i.state.as_str().to_string(),
+            i.next_step.to_string(),
+        ]);
+    }
+    let lines = table.lines();
+    s.push_str(&lines[0]);
+    for (line, install) in lines[1..].iter().zip(&report.installs) {
+        s.push_str(line);
         let mut detail = format!("    sha256 {}", short_hash(&install.sha256));
         if let Some(rev) = install.revision {
             detail.push_str(&format!(" ({rev})"));

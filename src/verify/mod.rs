@@ -19,6 +19,7 @@ use crate::locate::Environment;
 use crate::node::{self, Node};
 use crate::registry::PatchSpec;
 use crate::status;
+use crate::table::{Align, Table};
 use harness::Policy;
 use scenario::{Expectation, Scenario};
 use server::FakeServer;
@@ -310,62 +311,42 @@ fn render(r: &InstallResult) -> String {
             ""
         }
     ));
-    let rows: Vec<[String; 5]> = r
-        .scenarios
-        .iter()
-        .map(|x| {
-            let name = if x.policy == "default" {
-                format!("{} (default policy)", x.name)
-            } else {
-                x.name.to_string()
+    let mut table = Table::new(
+        &["SCENARIO", "VERDICT", "RECOVERY MS", "HANDSHAKES", "NOTE"],
+        &[
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
+    );
+    for x in &r.scenarios {
+        let name = if x.policy == "default" {
+            format!("{} (default policy)", x.name)
+        } else {
+            x.name.to_string()
+        };
+        let verdict = if x.ok {
+            x.verdict.to_string()
+        } else {
+            let expected = match x.expected {
+                Expectation::Recover => "RECOVERED",
+                Expectation::Hold => "HELD",
             };
-            let verdict = if x.ok {
-                x.verdict.to_string()
-            } else {
-                format!(
-                    "{} (expected {})",
-                    x.verdict,
-                    match x.expected {
-                        Expectation::Recover => "RECOVERED",
-                        Expectation::Hold => "HELD",
-                    }
-                )
-            };
-            [
-                name,
-                verdict,
-                x.recovery_ms
-                    .map(|m| m.to_string())
-                    .unwrap_or_else(|| "-".into()),
-                x.initialize_count.to_string(),
-                x.note.clone(),
-            ]
-        })
-        .collect();
-    let header = ["SCENARIO", "VERDICT", "RECOVERY MS", "HANDSHAKES", "NOTE"].map(String::from);
-    let w: Vec<usize> = (0..4)
-        .map(|c| {
-            rows.iter()
-                .chain([&header])
-                .map(|r| r[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(rows.iter()) {
-        s.push_str(&format!(
-            "{:<a$}  {:<b$}  {:>c$}  {:>d$}  {}\n",
-            row[0],
-            row[1],
-            row[2],
-            row[3],
-            row[4],
-            a = w[0],
-            b = w[1],
-            c = w[2],
-            d = w[3]
-        ));
+            format!("{} (expected {expected})", x.verdict)
+        };
+        table.row(vec![
+            name,
+            verdict,
+            x.recovery_ms
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "-".into()),
+            x.initialize_count.to_string(),
+            x.note.clone(),
+        ]);
     }
+    s.push_str(&table.lines().concat());
     s.push_str(r.overall);
     s.push('\n');
     s

@@ -495,19 +495,7 @@ fn diff_shows_the_patch_as_it_would_apply() {
 fn two_applies_at_once_make_one_patch_and_one_backup() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
-    let children: Vec<_> = (0..2)
-        .map(|_| {
-            let mut c = sb.command(&["apply", "--path", client.to_str().unwrap()]);
-            c.stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outs = applies_at_once(&sb, &client, 2);
     for o in &outs {
         assert_eq!(code(o), 0, "{}{}", stdout(o), stderr(o));
     }

@@ -120,19 +120,7 @@ fn a_kill_at_any_step_of_revert_leaves_the_file_patched_or_original() {
 fn eight_applies_started_at_once_leave_one_patch_and_one_backup() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
-    let children: Vec<_> = (0..8)
-        .map(|_| {
-            sb.command(&["apply", "--path", client.to_str().unwrap()])
-                .stdout(std::process::Stdio::piped())
-                .stderr(std::process::Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    let outs: Vec<Output> = children
-        .into_iter()
-        .map(|c| c.wait_with_output().unwrap())
-        .collect();
+    let outs = applies_at_once(&sb, &client, 8);
     assert!(outs.iter().all(|o| code(o) == 0), "every apply succeeds");
     assert_eq!(
         outs.iter()

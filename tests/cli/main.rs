@@ -225,6 +225,23 @@ fn status_json(sb: &Sandbox, args: &[&str]) -> serde_json::Value {
         .unwrap_or_else(|e| panic!("status --json is not JSON ({e}): {}", stdout(&o)))
 }
 
+/// Start `n` applies of one install at once and wait for them all.
+fn applies_at_once(sb: &Sandbox, client: &Path, n: usize) -> Vec<Output> {
+    let children: Vec<_> = (0..n)
+        .map(|_| {
+            sb.command(&["apply", "--path", client.to_str().unwrap()])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| c.wait_with_output().unwrap())
+        .collect()
+}
+
 fn backup_count(sb: &Sandbox) -> usize {
     let root = sb.dsh_home().join("backups/dsh-mcp-client-session-loss");
     std::fs::read_dir(root)
