@@ -157,6 +157,6 @@ mod tests {
         )
         .unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -470,6 +470,22 @@) does not match"), "{msg}");
+        assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -470,6 +470,26 @@) does not match"), "{msg}");
     }
 }

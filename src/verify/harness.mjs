@@ -112,6 +112,10 @@ switch (cfg.plan) {
     await call("add", { a: 2, b: 3 });
     await call("echo", { text: "after" });
     break;
+  case "settle":
+    await sleep(cfg.settleMs);
+    await call("echo", { text: "after" });
+    break;
   default:
     emit("fatal", { error: `unknown plan ${cfg.plan}` });
 }

@@ -19,6 +19,8 @@ pub enum Plan {
     Restart,
     /// Call tools that fail in ordinary ways, then call tools that work.
     Ordinary,
+    /// Call, wait for anything the client does on its own, call again.
+    Settle,
 }
 
 impl Plan {
@@ -28,6 +30,7 @@ impl Plan {
             Plan::Idle => "idle",
             Plan::Restart => "restart",
             Plan::Ordinary => "ordinary",
+            Plan::Settle => "settle",
         }
     }
 }
@@ -77,6 +80,16 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
         Scenario {
+            name: "expired-401",
+            what: "drops the session; answers 401 \"Unauthorized: Session not found\"",
+            behaviour: ServerBehaviour {
+                lost_session: LostSessionAnswer::UnauthorizedText,
+                ..base.clone()
+            },
+            plan: Plan::Invalidate,
+            expect: Expectation::Recover,
+        },
+        Scenario {
             name: "idle-timeout",
             what: "prunes sessions idle longer than a short limit; answers 404 \"Not Found: Session not found\"",
             behaviour: ServerBehaviour {
@@ -112,6 +125,16 @@ pub fn all() -> Vec<Scenario> {
             what: "answers tool calls with HTTP 500, 400 invalid params, a JSON-RPC error, a tool error",
             behaviour: base.clone(),
             plan: Plan::Ordinary,
+            expect: Expectation::Hold,
+        },
+        Scenario {
+            name: "sse-404",
+            what: "has no GET stream and answers the optional GET with 404 instead of 405",
+            behaviour: ServerBehaviour {
+                get_not_found: true,
+                ..base.clone()
+            },
+            plan: Plan::Settle,
             expect: Expectation::Hold,
         },
         Scenario {

@@ -36,8 +36,10 @@ pub enum LostSessionAnswer {
     NotFoundJsonRpc,
     /// 400 + JSON-RPC -32000 "Bad Request: No valid session ID provided" (TS SDK examples).
     BadRequestNoValidSession,
-    /// 404 + text "Not Found: Session not found" (rmcp).
+    /// 404 + text "Not Found: Session not found" (rmcp >= 0.17).
     NotFoundText,
+    /// 401 + text "Unauthorized: Session not found" (rmcp < 0.17).
+    UnauthorizedText,
 }
 
 /// The server's behaviour, set per scenario.
@@ -50,6 +52,8 @@ pub struct ServerBehaviour {
     pub persist_sessions: bool,
     /// Reject an initialize that carries a session id, like servers that refuse a duplicate initialize.
     pub strict_initialize: bool,
+    /// Answer the optional GET stream with 404 instead of 405, like servers with no GET route.
+    pub get_not_found: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -59,6 +63,7 @@ impl Default for ServerBehaviour {
             idle_limit: None,
             persist_sessions: false,
             strict_initialize: false,
+            get_not_found: false,
         }
     }
 }
@@ -378,6 +383,9 @@ async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
             ),
         },
         Method::DELETE => handle_delete(&shared, session_sent.as_deref()),
+        Method::GET if shared.behaviour.get_not_found => {
+            Answer::text(StatusCode::NOT_FOUND, "Not Found")
+        }
         _ => Answer {
             allow: Some("POST, DELETE"),
             ..Answer::text(StatusCode::METHOD_NOT_ALLOWED, "Method Not Allowed")
@@ -440,6 +448,9 @@ fn lost_session(shared: &Shared, id: &Value) -> Answer {
         ),
         LostSessionAnswer::NotFoundText => {
             Answer::text(StatusCode::NOT_FOUND, "Not Found: Session not found")
+        }
+        LostSessionAnswer::UnauthorizedText => {
+            Answer::text(StatusCode::UNAUTHORIZED, "Unauthorized: Session not found")
         }
     }
 }

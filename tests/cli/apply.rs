@@ -65,7 +65,7 @@ fn apply_patches_the_real_rc8_and_is_idempotent_and_revert_restores_it() {
         out,
         format!(
             "patched [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
-  sha256 now e91f1b77…1dcd, original saved as backup {id}
+  sha256 now 52a33245…9da3, original saved as backup {id}
 restart DSH so it loads the patched client; check it with `mcpatch verify`
 "
         )
@@ -318,7 +318,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         sb.normalize(&o.stderr),
-        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #2 (@@ -623,6 +639,14 @@) does not match: its context lines are not in the file
+        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #2 (@@ -623,6 +643,14 @@) does not match: its context lines are not in the file
 help: this file is not the revision the patch was cut against; run `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js` to compare, or reinstall @deepseek-ai/dsh
 "
     );
@@ -480,7 +480,7 @@ fn diff_shows_the_patch_as_it_would_apply() {
     let o = sb.run(&["diff", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 0);
     let out = sb.normalize(&o.stdout);
-    assert!(out.starts_with("# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (affected)\n--- a/lib/index.js\n+++ b/lib/index.js\n@@ -470,6 +470,22 @@"), "{out}");
+    assert!(out.starts_with("# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (affected)\n--- a/lib/index.js\n+++ b/lib/index.js\n@@ -470,6 +470,26 @@"), "{out}");
     assert!(
         out.contains("+function isSessionLostError(error) {"),
         "{out}"
@@ -512,4 +512,52 @@ fn two_applies_at_once_make_one_patch_and_one_backup() {
     let file = client.join("lib/index.js");
     assert_eq!(sha256_file(&file), patched_hash());
     node_check(&file);
+}
+
+#[test]
+fn the_session_loss_predicate_is_narrow_on_real_sdk_errors() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    let table = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/predicate-table.mjs");
+    let o = std::process::Command::new(node22())
+        .arg(table)
+        .arg(client.join("lib/index.js"))
+        .arg(&client)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let verdicts: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let expected = serde_json::json!({
+        "404 json -32001": true,
+        "404 html": true,
+        "404 rmcp": true,
+        "404 python": true,
+        "400 ts examples": true,
+        "400 python text": true,
+        "400 header required": true,
+        "400 server not initialized": true,
+        "401 old rmcp": true,
+        "v2 404": true,
+        "v2 400 session": true,
+        "500": false,
+        "400 invalid params": false,
+        "400 invalid params naming a session field": false,
+        "401 bad token": false,
+        "403": false,
+        "404 on the GET stream": false,
+        "jsonrpc error": false,
+        "timeout": false,
+        "v2 string code": false,
+        "string code only": false,
+        "plain error naming the session": false,
+        "fetch failed": false,
+        "abort": false,
+        "null": false,
+        "string": false,
+    });
+    assert_eq!(verdicts, expected);
 }

@@ -53,10 +53,12 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers() {
         owned(&[
             ("expired-404", "short", "STUCK"),
             ("expired-400", "short", "STUCK"),
+            ("expired-401", "short", "STUCK"),
             ("idle-timeout", "short", "STUCK"),
             ("restart", "short", "STUCK"),
             ("restart-persisted", "short", "HELD"),
             ("ordinary-errors", "short", "HELD"),
+            ("sse-404", "short", "HELD"),
             ("strict-reinit", "short", "STUCK"),
             ("expired-404", "default", "STUCK"),
         ])
@@ -79,10 +81,12 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers() {
         owned(&[
             ("expired-404", "short", "RECOVERED"),
             ("expired-400", "short", "RECOVERED"),
+            ("expired-401", "short", "RECOVERED"),
             ("idle-timeout", "short", "RECOVERED"),
             ("restart", "short", "RECOVERED"),
             ("restart-persisted", "short", "HELD"),
             ("ordinary-errors", "short", "HELD"),
+            ("sse-404", "short", "HELD"),
             ("strict-reinit", "short", "RECOVERED"),
             ("expired-404", "default", "RECOVERED"),
         ])
@@ -178,7 +182,7 @@ fn verify_prints_a_table_and_a_last_line_per_install() {
         "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (patched)"
     );
     assert!(
-        lines[1].starts_with("  sha256 e91f1b77…1dcd, node v22."),
+        lines[1].starts_with("  sha256 52a33245…9da3, node v22."),
         "{out}"
     );
     assert_eq!(lines[2], "SCENARIO  VERDICT  RECOVERY MS  HANDSHAKES  NOTE");
@@ -227,7 +231,7 @@ fn an_unknown_scenario_is_an_error_listing_the_known_ones() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: unknown scenario \"nope\"\nhelp: choose one of: expired-404, expired-400, idle-timeout, restart, restart-persisted, ordinary-errors, strict-reinit\n"
+        "error: unknown scenario \"nope\"\nhelp: choose one of: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit\n"
     );
 }
 
