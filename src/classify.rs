@@ -120,6 +120,13 @@ pub fn classify_bytes(
             Some("no reconnect supervisor found in this file: the patch cannot help it".into()),
         );
     }
+    if text.contains(spec.patch_marker.as_str()) {
+        return (
+            State::Modified,
+            None,
+            Some("carries another revision of the mcpatch patch: run `mcpatch revert`, then `mcpatch apply`".into()),
+        );
+    }
     if has_all(&spec.upstream_fix_markers) {
         return (State::UpstreamFixed, None, None);
     }
@@ -179,6 +186,18 @@ mod tests {
         let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};\ngeneration.onerror = (e) => generationDown(generation);";
         let (state, _, _) = classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
         assert_eq!(state, State::UpstreamFixed);
+    }
+
+    #[test]
+    fn another_mcpatch_revision_is_modified_with_the_way_to_update() {
+        let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};\n// (mcpatch: dsh-mcp-client-session-loss)\ngeneration.onerror = () => {};";
+        let (state, _, note) =
+            classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
+        assert_eq!(state, State::Modified);
+        assert_eq!(
+            note.as_deref(),
+            Some("carries another revision of the mcpatch patch: run `mcpatch revert`, then `mcpatch apply`")
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub struct PatchSpec {
     pub supervisor_markers: Vec<String>,
     /// Substrings that show the file already routes `onerror` into the supervisor.
     pub upstream_fix_markers: Vec<String>,
+    /// A string the patch adds: its presence in an unknown file means another mcpatch revision.
+    pub patch_marker: String,
     pub revisions: Vec<Revision>,
 }
 
@@ -74,6 +76,7 @@ struct ManifestFile {
     description: String,
     supervisor_markers: Vec<String>,
     upstream_fix_markers: Vec<String>,
+    patch_marker: String,
     revisions: Vec<Revision>,
 }
 
@@ -137,6 +140,7 @@ pub fn load(
         diff,
         supervisor_markers: parsed.supervisor_markers,
         upstream_fix_markers: parsed.upstream_fix_markers,
+        patch_marker: parsed.patch_marker,
         revisions: parsed.revisions,
     })
 }
@@ -208,7 +212,7 @@ mod tests {
     #[test]
     fn manifest_without_a_patched_revision_is_rejected() {
         let manifest = r#"{"id":"x","package":"p","file":"f","patch":"d","description":"",
-            "supervisor_markers":[],"upstream_fix_markers":[],
+            "supervisor_markers":[],"upstream_fix_markers":[],"patch_marker":"m",
             "revisions":[{"sha256":"b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56","versions":[],"kind":"original","note":""}]}"#;
         let err = load(manifest, |_| Some(SESSION_LOSS_DIFF.into())).unwrap_err();
         assert!(
