@@ -84,7 +84,7 @@ impl Drop for Transaction {
 
 /// What happened to one file.
 enum FileResult {
-    Patched { backup_id: String },
+    Patched { backup_id: String, sha256: String },
     WouldPatch,
     AlreadyPatched,
     NothingToDo(&'static str),
@@ -125,9 +125,12 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                 None => package_dir.display().to_string(),
             };
             match apply_file(spec, node.as_ref(), &root, &package_dir, &file, opts)? {
-                FileResult::Patched { backup_id } => {
+                FileResult::Patched { backup_id, sha256 } => {
                     changed = true;
-                    println!("patched {label}\n    sha256 now {}, original saved as backup {backup_id}", status::short_hash(spec.patched_sha256()));
+                    println!(
+                        "patched {label}\n    sha256 now {}, original saved as backup {backup_id}",
+                        status::short_hash(&sha256)
+                    );
                 }
                 FileResult::WouldPatch => println!(
                     "dry run: {label} would be patched (the diff applies, node --check and the load check pass); nothing changed"
@@ -255,7 +258,10 @@ fn apply_file(
         }
         tx.commit();
         kill_point::reached("committed");
-        return Ok(FileResult::Patched { backup_id: made.id });
+        return Ok(FileResult::Patched {
+            backup_id: made.id,
+            sha256: now,
+        });
     }
     // Dry run: the load check still runs from inside the install, then the temp file goes.
     let pending = PendingFile::write_beside(file, staged.as_bytes(), tx.mode, tx.owner)?;

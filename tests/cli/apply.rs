@@ -561,3 +561,82 @@ fn the_session_loss_predicate_is_narrow_on_real_sdk_errors() {
     });
     assert_eq!(verdicts, expected);
 }
+
+/// Run mcpatch on a pseudo-terminal (util-linux `script`), typing `keys` after a pause.
+fn on_a_terminal(sb: &Sandbox, args: &[&str], keys: &str) -> (i32, String) {
+    use std::io::Write;
+    let script = which::which("script").unwrap_or_else(|_| {
+        panic!(
+            "`script` (util-linux) is needed to test the terminal prompt: apt-get install bsdutils"
+        )
+    });
+    let cmd = sb.command(args);
+    let line = std::iter::once(cmd.get_program())
+        .chain(cmd.get_args())
+        .map(|a| format!("'{}'", a.to_string_lossy()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let mut c = std::process::Command::new(script);
+    c.args(["-qec", &line, "/dev/null"]);
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    let mut child = c
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    child
+        .stdin
+        .as_mut()
+        .unwrap()
+        .write_all(keys.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    (code(&o), String::from_utf8_lossy(&o.stdout).to_string())
+}
+
+#[test]
+fn a_modified_file_on_a_terminal_shows_the_change_and_asks() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let text = std::fs::read_to_string(&file).unwrap() + "\n// local edit\n";
+    std::fs::write(&file, &text).unwrap();
+    let before = sha256_file(&file);
+    let p = client.to_str().unwrap();
+
+    let (rc, screen) = on_a_terminal(&sb, &["apply", "--path", p], "n");
+    assert_eq!(rc, 1, "{screen}");
+    assert!(
+        screen.contains("is modified (not a revision mcpatch knows); the patch would change:"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("+function isSessionLostError(error) {"),
+        "{screen}"
+    );
+    assert!(screen.contains("patch this file anyway?"), "{screen}");
+    assert!(
+        screen.contains("modified: you declined; nothing changed"),
+        "{screen}"
+    );
+    assert_eq!(sha256_file(&file), before);
+    assert_eq!(backup_count(&sb), 0);
+
+    let (rc, screen) = on_a_terminal(&sb, &["apply", "--path", p], "y");
+    assert_eq!(rc, 0, "{screen}");
+    let now = sha256_file(&file);
+    assert!(
+        screen.contains(&format!("sha256 now {}…{}", &now[..8], &now[60..])),
+        "{screen}"
+    );
+    assert!(std::fs::read_to_string(&file)
+        .unwrap()
+        .contains("function isSessionLostError(error)"));
+    assert_eq!(backup_count(&sb), 1);
+}

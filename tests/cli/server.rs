@@ -468,3 +468,89 @@ async fn a_client_that_reinitializes_but_never_relists_tools_is_stuck() {
         "a new session started but its tools were never listed again"
     );
 }
+
+/// Drive one scenario with the hand-written client and record its calls as the harness would.
+/// `reinit`: start a fresh session whenever a call fails, and once more at the end
+/// (a client that recycles sessions).
+async fn drive(
+    server: &FakeServer,
+    scenario: &scenario::Scenario,
+    reinit: bool,
+) -> Vec<HarnessCall> {
+    let mut c = HandClient::new(server);
+    let mut calls = Vec::new();
+    let mut record = |name: &str, r: &Reply| {
+        let v = r.json();
+        let ok =
+            r.status == 200 && v.get("error").is_none() && v["result"]["isError"] != json!(true);
+        calls.push(HarnessCall {
+            name: name.into(),
+            ok,
+            error: (!ok).then(|| r.body.clone()),
+        });
+        ok
+    };
+    c.initialize("2025-06-18").await;
+    record("echo", &c.call_echo().await);
+    match scenario.plan {
+        scenario::Plan::Invalidate => server.invalidate(),
+        scenario::Plan::Idle => tokio::time::sleep(scenario::IDLE_FOR).await,
+        scenario::Plan::Restart => {
+            server.restart();
+            tokio::time::sleep(Duration::from_millis(400)).await;
+            c.http = reqwest::Client::new();
+        }
+        scenario::Plan::Ordinary => {
+            for kind in ["http500", "http400", "jsonrpc", "tool"] {
+                let r = c
+                    .post(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "fail", "arguments": {"kind": kind}}}))
+                    .await;
+                record("fail", &r);
+            }
+        }
+        scenario::Plan::Settle => tokio::time::sleep(Duration::from_millis(200)).await,
+    }
+    let ok = record("echo", &c.call_echo().await);
+    if reinit {
+        if ok {
+            // A client that recycles a healthy session anyway.
+            c.initialize("2025-06-18").await;
+            c.list().await;
+            record("echo", &c.call_echo().await);
+        } else {
+            c.initialize("2025-06-18").await;
+            assert_eq!(c.list().await.status, 200);
+            record("echo", &c.call_echo().await);
+        }
+    }
+    calls
+}
+
+#[tokio::test]
+async fn every_scenario_judges_a_hand_written_client_from_the_witness_log() {
+    for s in scenario::all() {
+        for reinit in [false, true] {
+            let server = start(s.behaviour.clone()).await;
+            let calls = drive(&server, &s, reinit).await;
+            let j = scenario::judge(
+                &s,
+                &server.witness(),
+                &server.dropped_sessions(),
+                &calls,
+                Duration::from_secs(4),
+            );
+            let expected = match (s.expect, reinit) {
+                (scenario::Expectation::Recover, false) => "STUCK",
+                (scenario::Expectation::Recover, true) => "RECOVERED",
+                (scenario::Expectation::Hold, false) => "HELD",
+                (scenario::Expectation::Hold, true) => "RECYCLED",
+            };
+            assert_eq!(
+                j.verdict, expected,
+                "{} with reinit={reinit}: {}",
+                s.name, j.note
+            );
+            assert_eq!(j.ok, expected == "RECOVERED" || expected == "HELD");
+        }
+    }
+}
