@@ -6,4 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v cargo >/dev/null || { echo "error: cargo is not on PATH; install Rust with rustup" >&2; exit 2; }
 scripts/fetch-fixtures.sh
+cargo fmt --check
+cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked "$@"
