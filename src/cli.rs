@@ -7,7 +7,13 @@ use clap::{Args, Parser, Subcommand};
 /// Find, patch, revert and verify @deepseek-ai/dsh-mcp-client installs so DSH
 /// recovers when an MCP server forgets its session.
 #[derive(Debug, Parser)]
-#[command(name = "mcpatch", version, about, long_about = None)]
+#[command(
+    name = "mcpatch",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, or a verify scenario failed its expectation; 2 error (nothing was changed)."
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -65,7 +71,8 @@ pub enum Command {
         /// Check a saved original instead (the newest backup, or the one named): the control.
         #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
         backup: Option<String>,
-        /// Run only these scenarios (repeatable).
+        /// Run only these scenarios (repeatable): expired-404, expired-400, expired-401,
+        /// idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit.
         #[arg(long = "scenario", value_name = "NAME")]
         scenarios: Vec<String>,
         #[command(flatten)]
@@ -76,7 +83,7 @@ pub enum Command {
     },
     /// Run the fake stateful MCP server alone, for any MCP client.
     Serve {
-        /// How the server treats a session it dropped.
+        /// The scenario whose server behaviour to run (see `verify --help`).
         #[arg(long, value_name = "NAME", default_value = "expired-404")]
         scenario: String,
         /// Port on 127.0.0.1 (0: the OS picks).

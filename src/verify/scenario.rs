@@ -376,3 +376,21 @@ fn judge_hold(
         "kept working on the same session, no new initialize".into(),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_cli_help_lists_every_scenario() {
+        let help = include_str!("../cli.rs");
+        let listed = super::names().join(", ");
+        let flat: String = help
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace("/// ", "");
+        assert!(
+            flat.contains(&listed),
+            "update the --scenario help in cli.rs to: {listed}"
+        );
+    }
+}
