@@ -112,40 +112,66 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
     kill_point::reached("locked");
     let mut outcome = Outcome::Clean;
     let mut changed = false;
-    for install in &report.installs {
-        let targets = std::iter::once((install.path.clone(), install.file.clone())).chain(
-            install
-                .same_file_as
-                .iter()
-                .map(|d| (d.clone(), d.join(&spec.file))),
-        );
-        for (package_dir, file) in targets {
-            let label = match &install.version {
-                Some(v) => format!("{} ({v})", package_dir.display()),
-                None => package_dir.display().to_string(),
-            };
-            match apply_file(spec, node.as_ref(), &root, &package_dir, &file, opts)? {
-                FileResult::Patched { backup_id, sha256 } => {
-                    changed = true;
-                    println!(
-                        "patched {label}\n    sha256 now {}, original saved as backup {backup_id}",
-                        status::short_hash(&sha256)
-                    );
-                }
-                FileResult::WouldPatch => println!(
-                    "dry run: {label} would be patched (the diff applies, node --check and the load check pass); nothing changed"
-                ),
-                FileResult::AlreadyPatched => println!("already patched: {label}; nothing to do"),
-                FileResult::NothingToDo(why) => println!("{why}: {label}; nothing to do"),
-                FileResult::Refused(why) => {
-                    outcome = Outcome::Attention;
-                    println!("refused: {label}\n    {why}");
-                }
+    let targets: Vec<(PathBuf, PathBuf, String)> = report
+        .installs
+        .iter()
+        .flat_map(|install| {
+            std::iter::once((install.path.clone(), install.file.clone()))
+                .chain(
+                    install
+                        .same_file_as
+                        .iter()
+                        .map(|d| (d.clone(), d.join(&spec.file))),
+                )
+                .map(move |(dir, file)| {
+                    let label = match &install.version {
+                        Some(v) => format!("{} ({v})", dir.display()),
+                        None => dir.display().to_string(),
+                    };
+                    (file, dir, label)
+                })
+        })
+        .collect();
+    let mut failed = 0;
+    for (file, package_dir, label) in &targets {
+        let result = match apply_file(spec, node.as_ref(), &root, package_dir, file, opts) {
+            Ok(r) => r,
+            // One bad install does not stop the others; each error is shown as it happens.
+            Err(e) if targets.len() > 1 => {
+                eprintln!("error: {e}");
+                failed += 1;
+                continue;
+            }
+            Err(e) => return Err(e),
+        };
+        match result {
+            FileResult::Patched { backup_id, sha256 } => {
+                changed = true;
+                println!(
+                    "patched {label}\n    sha256 now {}, original saved as backup {backup_id}",
+                    status::short_hash(&sha256)
+                );
+            }
+            FileResult::WouldPatch => println!(
+                "dry run: {label} would be patched (the diff applies, node --check and the load check pass); nothing changed"
+            ),
+            FileResult::AlreadyPatched => println!("already patched: {label}; nothing to do"),
+            FileResult::NothingToDo(why) => println!("{why}: {label}; nothing to do"),
+            FileResult::Refused(why) => {
+                outcome = Outcome::Attention;
+                println!("refused: {label}\n    {why}");
             }
         }
     }
     if changed {
         println!("restart DSH so it loads the patched client; check it with `mcpatch verify`");
+    }
+    if failed > 0 {
+        return Err(Error::SomeFailed {
+            failed,
+            total: targets.len(),
+            action: "patched",
+        });
     }
     Ok(outcome)
 }

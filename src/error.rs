@@ -73,6 +73,13 @@ pub enum Error {
     #[error("unknown scenario {name:?}\nhelp: choose one of: {known}")]
     UnknownScenario { name: String, known: String },
 
+    #[error("{failed} of {total} install(s) could not be {action}; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done")]
+    SomeFailed {
+        failed: usize,
+        total: usize,
+        action: &'static str,
+    },
+
     #[error("the verify harness failed for {path}: {detail}\nhelp: run again with --node pointing at Node.js 22 or later; if it persists, report the output")]
     Harness { path: PathBuf, detail: String },
 }

@@ -42,34 +42,49 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
     let mut outcome = Outcome::Clean;
     let mut restored_any = false;
     let mut matched_named = false;
-    for install in &report.installs {
-        let files = std::iter::once(install.file.clone())
-            .chain(install.same_file_as.iter().map(|d| d.join(&spec.file)));
-        for file in files {
-            let Some(chosen) = backup::pick(&backups, &file, opts.backup.as_deref()) else {
-                if opts.backup.is_none() {
-                    println!("no backup of {}; nothing to revert", file.display());
-                }
+    let files: Vec<PathBuf> = report
+        .installs
+        .iter()
+        .flat_map(|install| {
+            std::iter::once(install.file.clone())
+                .chain(install.same_file_as.iter().map(|d| d.join(&spec.file)))
+        })
+        .collect();
+    let mut failed = 0;
+    for file in &files {
+        let Some(chosen) = backup::pick(&backups, file, opts.backup.as_deref()) else {
+            if opts.backup.is_none() {
+                println!("no backup of {}; nothing to revert", file.display());
+            }
+            continue;
+        };
+        matched_named = true;
+        let result = match revert_file(spec, file, chosen, opts.yes) {
+            Ok(r) => r,
+            // One bad install does not stop the others; each error is shown as it happens.
+            Err(e) if files.len() > 1 => {
+                eprintln!("error: {e}");
+                failed += 1;
                 continue;
-            };
-            matched_named = true;
-            match revert_file(spec, &file, chosen, opts.yes)? {
-                Reverted::Restored => {
-                    restored_any = true;
-                    println!(
-                        "restored {} from backup {}\n    sha256 now {}",
-                        file.display(),
-                        chosen.id,
-                        status::short_hash(&chosen.manifest.sha256_before)
-                    );
-                }
-                Reverted::AlreadyOriginal => {
-                    println!("{} is already the original; nothing to do", file.display())
-                }
-                Reverted::Refused(why) => {
-                    outcome = Outcome::Attention;
-                    println!("refused: {}\n    {why}", file.display());
-                }
+            }
+            Err(e) => return Err(e),
+        };
+        match result {
+            Reverted::Restored => {
+                restored_any = true;
+                println!(
+                    "restored {} from backup {}\n    sha256 now {}",
+                    file.display(),
+                    chosen.id,
+                    status::short_hash(&chosen.manifest.sha256_before)
+                );
+            }
+            Reverted::AlreadyOriginal => {
+                println!("{} is already the original; nothing to do", file.display())
+            }
+            Reverted::Refused(why) => {
+                outcome = Outcome::Attention;
+                println!("refused: {}\n    {why}", file.display());
             }
         }
     }
@@ -90,6 +105,13 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
         println!(
             "backups are kept (`mcpatch backups`); restart DSH so it loads the restored client"
         );
+    }
+    if failed > 0 {
+        return Err(Error::SomeFailed {
+            failed,
+            total: files.len(),
+            action: "restored",
+        });
     }
     Ok(outcome)
 }

@@ -640,3 +640,30 @@ fn a_modified_file_on_a_terminal_shows_the_change_and_asks() {
         .contains("function isSessionLostError(error)"));
     assert_eq!(backup_count(&sb), 1);
 }
+
+#[test]
+fn one_read_only_install_does_not_stop_the_others() {
+    let sb = Sandbox::new();
+    let locked = sb.client_install("0.1.0-rc.8", "a");
+    let open = sb.client_install("0.1.0-rc.7", "b");
+    let _guard = ReadOnly::new(&locked.join("lib"));
+    let o = sb.run(&["apply", "--path", sb.root().to_str().unwrap()]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let err = sb.normalize(&o.stderr);
+    assert!(
+        err.starts_with(
+            "error: [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with("error: 1 of 2 install(s) could not be patched; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done\n"),
+        "{err}"
+    );
+    assert!(sb.normalize(&o.stdout).starts_with(
+        "patched [SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.7)"
+    ));
+    assert_eq!(sha256_file(&locked.join("lib/index.js")), ORIGINAL);
+    assert_eq!(sha256_file(&open.join("lib/index.js")), patched_hash());
+    assert_eq!(backup_count(&sb), 1);
+}
