@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::backup::{self, NewBackup};
 use crate::classify::{self, sha256_hex, State};
-use crate::error::{Error, Result};
+use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::kill_point;
 use crate::locate::Environment;
@@ -71,10 +71,10 @@ impl Drop for Transaction {
                 eprintln!("error: could not roll back {}: {e}", self.target.display());
             }
         }
-        let original_in_place = std::fs::read(&self.target)
-            .map(|b| b == self.original)
-            .unwrap_or(false);
         if let Some(dir) = &self.backup_dir {
+            let original_in_place = std::fs::read(&self.target)
+                .map(|b| b == self.original)
+                .unwrap_or(false);
             if original_in_place {
                 let _ = std::fs::remove_dir_all(dir);
             }
@@ -132,17 +132,18 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                 })
         })
         .collect();
-    let mut failed = 0;
+    let mut failures = Failures::new(targets.len(), "patched");
     for (file, package_dir, label) in &targets {
-        let result = match apply_file(spec, node.as_ref(), &root, package_dir, file, opts) {
-            Ok(r) => r,
-            // One bad install does not stop the others; each error is shown as it happens.
-            Err(e) if targets.len() > 1 => {
-                eprintln!("error: {e}");
-                failed += 1;
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some(result) = failures.absorb(apply_file(
+            spec,
+            node.as_ref(),
+            &root,
+            package_dir,
+            file,
+            opts,
+        ))?
+        else {
+            continue;
         };
         match result {
             FileResult::Patched { backup_id, sha256 } => {
@@ -166,13 +167,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
     if changed {
         println!("restart DSH so it loads the patched client; check it with `mcpatch verify`");
     }
-    if failed > 0 {
-        return Err(Error::SomeFailed {
-            failed,
-            total: targets.len(),
-            action: "patched",
-        });
-    }
+    failures.finish()?;
     Ok(outcome)
 }
 
@@ -200,11 +195,11 @@ fn apply_file(
         }
         State::Modified => {}
     }
-    let original = String::from_utf8(bytes.clone()).map_err(|_| Error::PatchDoesNotApply {
+    let original = std::str::from_utf8(&bytes).map_err(|_| Error::PatchDoesNotApply {
         path: file.to_path_buf(),
         detail: "the file is not UTF-8 text".into(),
     })?;
-    let staged = stage::apply_diff(spec, &original, file)?;
+    let staged = stage::apply_diff(spec, original, file)?;
     kill_point::reached("staged");
     let after = sha256_hex(staged.as_bytes());
     if state == State::Affected && after != spec.patched_sha256() {
@@ -215,7 +210,7 @@ fn apply_file(
         });
     }
     if state == State::Modified && !opts.yes {
-        let diff = diffy::create_patch(&original, &staged);
+        let diff = diffy::create_patch(original, &staged);
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             eprintln!(
                 "{} is modified (not a revision mcpatch knows); the patch would change:",

@@ -102,3 +102,49 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Per-install failures of a command that goes on past them: with several
+/// installs, one failing is shown as it happens and the others are still handled.
+#[derive(Debug)]
+pub struct Failures {
+    failed: usize,
+    total: usize,
+    action: &'static str,
+}
+
+impl Failures {
+    /// For `total` installs to be `action` ("patched", "restored").
+    pub fn new(total: usize, action: &'static str) -> Self {
+        Failures {
+            failed: 0,
+            total,
+            action,
+        }
+    }
+
+    /// The value, or, when there are several installs, `None` after printing
+    /// and counting the error; with a single install the error itself.
+    pub fn absorb<T>(&mut self, result: Result<T>) -> Result<Option<T>> {
+        match result {
+            Ok(value) => Ok(Some(value)),
+            Err(e) if self.total > 1 => {
+                eprintln!("error: {e}");
+                self.failed += 1;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A summary error if any install failed.
+    pub fn finish(self) -> Result<()> {
+        if self.failed == 0 {
+            return Ok(());
+        }
+        Err(Error::SomeFailed {
+            failed: self.failed,
+            total: self.total,
+            action: self.action,
+        })
+    }
+}

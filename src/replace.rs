@@ -23,14 +23,7 @@ impl PendingFile {
         owner: Option<(u32, u32)>,
     ) -> Result<Self> {
         let dir = target.parent().unwrap_or(Path::new("."));
-        let mut temp = tempfile::Builder::new()
-            .prefix(".mcpatch-staged-")
-            .suffix(".js")
-            .tempfile_in(dir)
-            .map_err(|source| Error::ReadOnlyInstall {
-                dir: dir.to_path_buf(),
-                source,
-            })?;
+        let mut temp = temp_beside(target, ".mcpatch-staged-")?;
         let io = |e| {
             Error::io(
                 "write",
@@ -86,6 +79,20 @@ impl PendingFile {
         })?;
         sync_dir(target.parent().unwrap_or(Path::new(".")))
     }
+}
+
+/// An empty `<prefix>*.js` temp file in `target`'s folder (a `.js` name, so
+/// node loads it as a module of the install), removed on drop.
+pub fn temp_beside(target: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
+    let dir = target.parent().unwrap_or(Path::new("."));
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .suffix(".js")
+        .tempfile_in(dir)
+        .map_err(|source| Error::ReadOnlyInstall {
+            dir: dir.to_path_buf(),
+            source,
+        })
 }
 
 /// Remove temp files a killed mcpatch left beside `target` (call only under the write lock).

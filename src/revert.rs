@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::backup::{self, Backup};
-use crate::classify::{self, sha256_hex};
-use crate::error::{Error, Result};
+use crate::classify;
+use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::kill_point;
 use crate::locate::Environment;
@@ -50,7 +50,7 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
                 .chain(install.same_file_as.iter().map(|d| d.join(&spec.file)))
         })
         .collect();
-    let mut failed = 0;
+    let mut failures = Failures::new(files.len(), "restored");
     for file in &files {
         let Some(chosen) = backup::pick(&backups, file, opts.backup.as_deref()) else {
             if opts.backup.is_none() {
@@ -59,15 +59,8 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
             continue;
         };
         matched_named = true;
-        let result = match revert_file(spec, file, chosen, opts.yes) {
-            Ok(r) => r,
-            // One bad install does not stop the others; each error is shown as it happens.
-            Err(e) if files.len() > 1 => {
-                eprintln!("error: {e}");
-                failed += 1;
-                continue;
-            }
-            Err(e) => return Err(e),
+        let Some(result) = failures.absorb(revert_file(spec, file, chosen, opts.yes))? else {
+            continue;
         };
         match result {
             Reverted::Restored => {
@@ -106,13 +99,7 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
             "backups are kept (`mcpatch backups`); restart DSH so it loads the restored client"
         );
     }
-    if failed > 0 {
-        return Err(Error::SomeFailed {
-            failed,
-            total: files.len(),
-            action: "restored",
-        });
-    }
+    failures.finish()?;
     Ok(outcome)
 }
 
@@ -124,7 +111,8 @@ enum Reverted {
 
 fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Result<Reverted> {
     let saved = backup::read_checked(chosen, spec)?;
-    let saved_hash = sha256_hex(&saved);
+    // read_checked proved the saved bytes hash to the manifest's sha256_before.
+    let saved_hash = chosen.manifest.sha256_before.clone();
     let known_original = spec.revision(&saved_hash).map(|r| r.kind) == Some(RevisionKind::Original);
     let (_, current) = classify::hash_file(file)?;
     if current == saved_hash {

@@ -35,6 +35,17 @@ pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<Strin
     })
 }
 
+/// What to do when the system temp folder cannot be written.
+pub const SCRATCH_HELP: &str = "make the temp folder writable or set TMPDIR";
+
+/// A scratch folder under the system temp folder, removed on drop.
+pub fn scratch_dir(prefix: &str) -> Result<tempfile::TempDir> {
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .map_err(|e| Error::io("create", std::env::temp_dir(), e, SCRATCH_HELP))
+}
+
 /// `node --check` the staged text in a scratch package that carries the
 /// install's package.json, so its `type` (ESM) applies.
 pub fn syntax_check(
@@ -43,17 +54,7 @@ pub fn syntax_check(
     package_dir: &Path,
     relative_file: &str,
 ) -> Result<()> {
-    let scratch = tempfile::Builder::new()
-        .prefix("mcpatch-stage-")
-        .tempdir()
-        .map_err(|e| {
-            Error::io(
-                "create",
-                std::env::temp_dir(),
-                e,
-                "make the temp folder writable or set TMPDIR",
-            )
-        })?;
+    let scratch = scratch_dir("mcpatch-stage-")?;
     let pkg_json = package_dir.join("package.json");
     let target_pkg_json = scratch.path().join("package.json");
     std::fs::copy(&pkg_json, &target_pkg_json).map_err(|e| {
@@ -66,23 +67,9 @@ pub fn syntax_check(
     })?;
     let file = scratch.path().join(relative_file);
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::io(
-                "create",
-                dir,
-                e,
-                "make the temp folder writable or set TMPDIR",
-            )
-        })?;
+        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e, SCRATCH_HELP))?;
     }
-    std::fs::write(&file, staged).map_err(|e| {
-        Error::io(
-            "write",
-            &file,
-            e,
-            "make the temp folder writable or set TMPDIR",
-        )
-    })?;
+    std::fs::write(&file, staged).map_err(|e| Error::io("write", &file, e, SCRATCH_HELP))?;
     crate::kill_point::reached("syntax-check");
     let out = node.output([std::ffi::OsStr::new("--check"), file.as_os_str()])?;
     if !out.status.success() {

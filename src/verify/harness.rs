@@ -68,26 +68,10 @@ pub async fn run(
     plan: Plan,
     policy: Policy,
 ) -> Result<HarnessRun> {
-    let dir = tempfile::Builder::new()
-        .prefix("mcpatch-harness-")
-        .tempdir()
-        .map_err(|e| {
-            Error::io(
-                "create",
-                std::env::temp_dir(),
-                e,
-                "make the temp folder writable or set TMPDIR",
-            )
-        })?;
+    let dir = crate::stage::scratch_dir("mcpatch-harness-")?;
     let script = dir.path().join("harness.mjs");
-    std::fs::write(&script, HARNESS_JS).map_err(|e| {
-        Error::io(
-            "write",
-            &script,
-            e,
-            "make the temp folder writable or set TMPDIR",
-        )
-    })?;
+    std::fs::write(&script, HARNESS_JS)
+        .map_err(|e| Error::io("write", &script, e, crate::stage::SCRATCH_HELP))?;
     let control_base = url.trim_end_matches("/mcp").to_string();
     let config = json!({
         "url": url,

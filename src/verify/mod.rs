@@ -7,7 +7,7 @@ pub mod scenario;
 pub mod server;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -42,12 +42,9 @@ pub struct ScenarioResult {
     /// The reconnect policy the client ran with: short (100 ms first backoff) or default (the package's own).
     pub policy: &'static str,
     pub expected: Expectation,
-    pub verdict: &'static str,
-    pub ok: bool,
-    pub recovery_ms: Option<u64>,
-    pub initialize_count: usize,
-    pub trigger_error: Option<String>,
-    pub note: String,
+    /// verdict, ok, recovery_ms, initialize_count, trigger_error, note.
+    #[serde(flatten)]
+    pub judgement: scenario::Judgement,
     pub node_version: String,
 }
 
@@ -202,15 +199,7 @@ impl Target {
             dir: root.clone(),
         })?;
         let bytes = backup::read_checked(chosen, spec)?;
-        let dir = install.file.parent().unwrap_or(Path::new("."));
-        let mut temp = tempfile::Builder::new()
-            .prefix(".mcpatch-verify-")
-            .suffix(".js")
-            .tempfile_in(dir)
-            .map_err(|source| Error::ReadOnlyInstall {
-                dir: dir.to_path_buf(),
-                source,
-            })?;
+        let mut temp = crate::replace::temp_beside(&install.file, ".mcpatch-verify-")?;
         temp.write_all(&bytes)
             .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
         let temp = temp.into_temp_path();
@@ -268,16 +257,11 @@ async fn verify_install(
             name: scenario.name,
             policy: policy.as_str(),
             expected: scenario.expect,
-            verdict: judged.verdict,
-            ok: judged.ok,
-            recovery_ms: judged.recovery_ms,
-            initialize_count: judged.initialize_count,
-            trigger_error: judged.trigger_error,
-            note: judged.note,
+            judgement: judged,
             node_version: node_version.clone(),
         });
     }
-    let overall = if results.iter().all(|r| r.ok) {
+    let overall = if results.iter().all(|r| r.judgement.ok) {
         "RECOVERED"
     } else {
         "STUCK"
@@ -327,23 +311,24 @@ fn render(r: &InstallResult) -> String {
         } else {
             x.name.to_string()
         };
-        let verdict = if x.ok {
-            x.verdict.to_string()
+        let j = &x.judgement;
+        let verdict = if j.ok {
+            j.verdict.to_string()
         } else {
             let expected = match x.expected {
                 Expectation::Recover => "RECOVERED",
                 Expectation::Hold => "HELD",
             };
-            format!("{} (expected {expected})", x.verdict)
+            format!("{} (expected {expected})", j.verdict)
         };
         table.row(vec![
             name,
             verdict,
-            x.recovery_ms
+            j.recovery_ms
                 .map(|m| m.to_string())
                 .unwrap_or_else(|| "-".into()),
-            x.initialize_count.to_string(),
-            x.note.clone(),
+            j.initialize_count.to_string(),
+            j.note.clone(),
         ]);
     }
     s.push_str(&table.lines().concat());
