@@ -272,9 +272,7 @@ fn a_modified_file_is_refused_without_yes_and_nothing_changes() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let text = std::fs::read_to_string(&file).unwrap() + "\n// local edit\n";
-    std::fs::write(&file, &text).unwrap();
-    let before = sha256_file(&file);
+    let before = edit_file(&file, |t| t + "\n// local edit\n");
     let o = sb
         .cmd(&["apply", "--path", client.to_str().unwrap()])
         .write_stdin("")
@@ -308,12 +306,12 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "if (attemptSettled) generationDown(generation);",
-        "if (attemptSettled) { generationDown(generation); }",
-    );
-    std::fs::write(&file, &text).unwrap();
-    let before = sha256_file(&file);
+    let before = edit_file(&file, |t| {
+        t.replace(
+            "if (attemptSettled) generationDown(generation);",
+            "if (attemptSettled) { generationDown(generation); }",
+        )
+    });
     let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 2);
     assert_eq!(
@@ -331,9 +329,7 @@ fn a_staged_file_that_fails_node_check_changes_nothing() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let text = std::fs::read_to_string(&file).unwrap() + "\nexport const broken = ;\n";
-    std::fs::write(&file, &text).unwrap();
-    let before = sha256_file(&file);
+    let before = edit_file(&file, |t| t + "\nexport const broken = ;\n");
     let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 2);
     let err = stderr(&o);
@@ -358,12 +354,12 @@ fn a_staged_file_that_does_not_load_changes_nothing() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "from \"@deepseek-ai/dsh-subprocess\"",
-        "from \"@deepseek-ai/dsh-subprocess-missing\"",
-    );
-    std::fs::write(&file, &text).unwrap();
-    let before = sha256_file(&file);
+    let before = edit_file(&file, |t| {
+        t.replace(
+            "from \"@deepseek-ai/dsh-subprocess\"",
+            "from \"@deepseek-ai/dsh-subprocess-missing\"",
+        )
+    });
     let o = sb.run(&["apply", "--yes", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 2);
     let err = sb.normalize(&o.stderr);
@@ -605,9 +601,7 @@ fn a_modified_file_on_a_terminal_shows_the_change_and_asks() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let text = std::fs::read_to_string(&file).unwrap() + "\n// local edit\n";
-    std::fs::write(&file, &text).unwrap();
-    let before = sha256_file(&file);
+    let before = edit_file(&file, |t| t + "\n// local edit\n");
     let p = client.to_str().unwrap();
 
     let (rc, screen) = on_a_terminal(&sb, &["apply", "--path", p], "n");

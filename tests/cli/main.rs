@@ -49,6 +49,13 @@ fn sha256_file(p: &Path) -> String {
     hex::encode(Sha256::digest(std::fs::read(p).unwrap()))
 }
 
+/// Make a local change to an installed file through `edit`; returns its new sha256.
+fn edit_file(file: &Path, edit: impl FnOnce(String) -> String) -> String {
+    let text = edit(std::fs::read_to_string(file).unwrap());
+    std::fs::write(file, text).unwrap();
+    sha256_file(file)
+}
+
 /// A temp folder per test with its own HOME, DSH_HOME and PATH.
 struct Sandbox {
     dir: tempfile::TempDir,

@@ -168,9 +168,7 @@ fn unknown_hash_is_modified_and_never_affected() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let mut text = std::fs::read_to_string(&file).unwrap();
-    text.push_str("\n// local edit\n");
-    std::fs::write(&file, text).unwrap();
+    edit_file(&file, |t| t + "\n// local edit\n");
     let o = sb.run(&["status", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 1);
     let out = sb.normalize(&o.stdout);
@@ -202,11 +200,12 @@ fn an_onerror_routing_revision_is_upstream_fixed() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
-    let text = std::fs::read_to_string(&file).unwrap().replace(
-        "\t\tgeneration.setNotificationHandler(",
-        "\t\tgeneration.onerror = (error) => { if (attemptSettled && error?.code === 404) generationDown(generation); };\n\t\tgeneration.setNotificationHandler(",
-    );
-    std::fs::write(&file, text).unwrap();
+    edit_file(&file, |t| {
+        t.replace(
+            "\t\tgeneration.setNotificationHandler(",
+            "\t\tgeneration.onerror = (error) => { if (attemptSettled && error?.code === 404) generationDown(generation); };\n\t\tgeneration.setNotificationHandler(",
+        )
+    });
     let v = status_json(&sb, &["--path", client.to_str().unwrap()]);
     assert_eq!(v["installs"][0]["state"], "upstream-fixed");
 }
