@@ -84,8 +84,15 @@ impl Drop for Transaction {
 
 /// What happened to one file.
 enum FileResult {
-    Patched { backup_id: String, sha256: String },
-    WouldPatch,
+    Patched {
+        backup_id: String,
+        sha256: String,
+        /// The earlier patch revision it was upgraded from, if any.
+        upgraded_from: Option<u32>,
+    },
+    WouldPatch {
+        upgrade_from: Option<u32>,
+    },
     AlreadyPatched,
     NothingToDo(&'static str),
     Refused(String),
@@ -101,7 +108,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
     let node = if report
         .installs
         .iter()
-        .any(|i| matches!(i.state, State::Affected | State::Modified))
+        .any(|i| matches!(i.state, State::Affected | State::Modified | State::Outdated))
     {
         Some(node::find(opts.node.as_deref())?)
     } else {
@@ -146,16 +153,30 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
             continue;
         };
         match result {
-            FileResult::Patched { backup_id, sha256 } => {
+            FileResult::Patched {
+                backup_id,
+                sha256,
+                upgraded_from,
+            } => {
                 changed = true;
+                let what = match upgraded_from {
+                    Some(r) => format!("upgraded {label} from patch revision {r}"),
+                    None => format!("patched {label}"),
+                };
                 println!(
-                    "patched {label}\n    sha256 now {}, original saved as backup {backup_id}",
+                    "{what}\n    sha256 now {}, original saved as backup {backup_id}",
                     status::short_hash(&sha256)
                 );
             }
-            FileResult::WouldPatch => println!(
-                "dry run: {label} would be patched (the diff applies, node --check and the load check pass); nothing changed"
-            ),
+            FileResult::WouldPatch { upgrade_from } => {
+                let what = match upgrade_from {
+                    Some(r) => format!("upgraded from patch revision {r}"),
+                    None => "patched".to_string(),
+                };
+                println!(
+                    "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
+                )
+            }
             FileResult::AlreadyPatched => println!("already patched: {label}; nothing to do"),
             FileResult::NothingToDo(why) => println!("{why}: {label}; nothing to do"),
             FileResult::Refused(why) => {
@@ -184,7 +205,7 @@ fn apply_file(
     let (bytes, before) = classify::hash_file(file)?;
     let (state, _, note) = classify::classify_bytes(spec, &bytes, &before);
     match state {
-        State::Affected => {}
+        State::Affected | State::Outdated => {}
         State::Patched => return Ok(FileResult::AlreadyPatched),
         State::UpstreamFixed => return Ok(FileResult::NothingToDo("upstream-fixed")),
         State::Unsupported => {
@@ -195,14 +216,28 @@ fn apply_file(
         }
         State::Modified => {}
     }
-    let original = std::str::from_utf8(&bytes).map_err(|_| Error::PatchDoesNotApply {
+    let current = std::str::from_utf8(&bytes).map_err(|_| Error::PatchDoesNotApply {
         path: file.to_path_buf(),
         detail: "the file is not UTF-8 text".into(),
     })?;
+    // An earlier patch revision comes out first: the result must be the original, byte for byte.
+    let upgrade = if state == State::Outdated {
+        Some(stage::remove_earlier(spec, current, &before, file)?)
+    } else {
+        None
+    };
+    let (original, original_hash, upgrade_from) = match &upgrade {
+        Some((text, revision)) => (
+            text.as_str(),
+            spec.original_sha256().to_string(),
+            Some(*revision),
+        ),
+        None => (current, before.clone(), None),
+    };
     let staged = stage::apply_diff(spec, original, file)?;
     kill_point::reached("staged");
     let after = sha256_hex(staged.as_bytes());
-    if state == State::Affected && after != spec.patched_sha256() {
+    if matches!(state, State::Affected | State::Outdated) && after != spec.patched_sha256() {
         return Err(Error::HashMismatch {
             path: file.to_path_buf(),
             expected: spec.patched_sha256().to_string(),
@@ -243,7 +278,7 @@ fn apply_file(
     stage::syntax_check(node, &staged, package_dir, &spec.file)?;
     kill_point::reached("syntax-checked");
 
-    let mut tx = Transaction::new(file, bytes)?;
+    let mut tx = Transaction::new(file, bytes.clone())?;
     if opts.dry_run {
         probe_writable(backup_root)?;
     } else {
@@ -254,8 +289,9 @@ fn apply_file(
                 file,
                 package_dir,
                 version: classify::package_version(package_dir),
-                bytes: &tx.original,
-                sha256_before: &before,
+                bytes: original.as_bytes(),
+                sha256_before: &original_hash,
+                replaced_sha256: upgrade_from.map(|_| before.as_str()),
                 sha256_after: &after,
                 mode: tx.mode,
             },
@@ -282,6 +318,7 @@ fn apply_file(
         return Ok(FileResult::Patched {
             backup_id: made.id,
             sha256: now,
+            upgraded_from: upgrade_from,
         });
     }
     // Dry run: the load check still runs from inside the install, then the temp file goes.
@@ -289,7 +326,7 @@ fn apply_file(
     stage::load_check(node, pending.path())?;
     drop(pending);
     tx.commit();
-    Ok(FileResult::WouldPatch)
+    Ok(FileResult::WouldPatch { upgrade_from })
 }
 
 fn probe_writable(dir: &Path) -> Result<()> {

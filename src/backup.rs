@@ -27,6 +27,10 @@ pub struct BackupManifest {
     pub version: Option<String>,
     pub sha256_before: String,
     pub sha256_after: String,
+    /// The file's sha256 when it was backed up, when that was not the original
+    /// (an earlier patch revision, which `apply` took out to save the original).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_sha256: Option<String>,
     pub mode: Option<u32>,
     pub mcpatch_version: String,
     /// RFC 3339 UTC.
@@ -54,6 +58,8 @@ pub struct NewBackup<'a> {
     pub bytes: &'a [u8],
     pub sha256_before: &'a str,
     pub sha256_after: &'a str,
+    /// The file's sha256 when it differs from `sha256_before` (an upgrade).
+    pub replaced_sha256: Option<&'a str>,
     pub mode: Option<u32>,
 }
 
@@ -86,6 +92,7 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
         version: new.version,
         sha256_before: new.sha256_before.to_string(),
         sha256_after: new.sha256_after.to_string(),
+        replaced_sha256: new.replaced_sha256.map(str::to_string),
         mode: new.mode,
         mcpatch_version: env!("CARGO_PKG_VERSION").to_string(),
         created: humantime::format_rfc3339_seconds(now).to_string(),
@@ -187,13 +194,17 @@ pub fn read_checked(backup: &Backup, spec: &PatchSpec) -> Result<Vec<u8>> {
             ),
         });
     }
-    if spec.revision(&found).map(|r| r.kind) == Some(RevisionKind::Patched) {
+    if let Some(kind @ (RevisionKind::Patched | RevisionKind::Outdated)) =
+        spec.revision(&found).map(|r| r.kind)
+    {
+        let what = if kind == RevisionKind::Patched {
+            "the patched revision"
+        } else {
+            "an earlier patched revision"
+        };
         return Err(Error::BackupDamaged {
             id: backup.id.clone(),
-            detail: format!(
-                "{} is the patched revision, not an original",
-                path.display()
-            ),
+            detail: format!("{} is {what}, not an original", path.display()),
         });
     }
     Ok(bytes)

@@ -16,8 +16,10 @@ use crate::registry::{PatchSpec, RevisionKind};
 pub enum State {
     /// The known original: the patch applies and fixes it.
     Affected,
-    /// The known patched revision.
+    /// The known patched revision (the current patch revision).
     Patched,
+    /// Patched by an earlier mcpatch revision: `apply` upgrades it.
+    Outdated,
     /// Not a known hash, but it already routes `onerror` into the supervisor.
     UpstreamFixed,
     /// Not a known hash, and the supervisor the patch hooks into is present.
@@ -31,6 +33,7 @@ impl State {
         match self {
             State::Affected => "affected",
             State::Patched => "patched",
+            State::Outdated => "outdated",
             State::UpstreamFixed => "upstream-fixed",
             State::Modified => "modified",
             State::Unsupported => "unsupported",
@@ -42,6 +45,7 @@ impl State {
         match self {
             State::Affected => "run `mcpatch apply`",
             State::Patched => "none (`mcpatch verify` to check, `mcpatch revert` to undo)",
+            State::Outdated => "run `mcpatch apply` to upgrade to the current patch revision",
             State::UpstreamFixed => "none: this revision already recovers from session loss",
             State::Modified => {
                 "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
@@ -62,7 +66,7 @@ pub struct Install {
     pub version: Option<String>,
     pub sha256: String,
     pub state: State,
-    /// Which known revision the hash is: original, patched, unsupported, reported-affected; null if unknown.
+    /// Which known revision the hash is: original, patched, outdated, unsupported, reported-affected; null if unknown.
     pub revision: Option<&'static str>,
     /// Link count of the file; above 1 it is a shared store copy that is never written through.
     pub hard_links: u64,
@@ -103,6 +107,7 @@ pub fn classify_bytes(
         let (state, label) = match rev.kind {
             RevisionKind::Original => (State::Affected, "original"),
             RevisionKind::Patched => (State::Patched, "patched"),
+            RevisionKind::Outdated => (State::Outdated, "outdated"),
             RevisionKind::Unsupported => (State::Unsupported, "unsupported"),
             // Known only by an abbreviated hash: never claim more than "modified".
             RevisionKind::ReportedAffected => (State::Modified, "reported-affected"),

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::verify::scenario::ScenarioName;
+
 /// Find, patch, revert and verify @deepseek-ai/dsh-mcp-client installs so DSH
 /// recovers when an MCP server forgets its session.
 #[derive(Debug, Parser)]
@@ -71,10 +73,12 @@ pub enum Command {
         /// Check a saved original instead (the newest backup, or the one named): the control.
         #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
         backup: Option<String>,
-        /// Run only these scenarios (repeatable): expired-404, expired-400, expired-401,
-        /// idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit.
+        /// Run only these scenarios (repeatable).
         #[arg(long = "scenario", value_name = "NAME")]
-        scenarios: Vec<String>,
+        scenarios: Vec<ScenarioName>,
+        /// Scenario runs at once (default: all of them).
+        #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
         #[command(flatten)]
         node: NodeArg,
         /// Print JSON instead of a table.
@@ -83,9 +87,9 @@ pub enum Command {
     },
     /// Run the fake stateful MCP server alone, for any MCP client.
     Serve {
-        /// The scenario whose server behaviour to run (see `verify --help`).
+        /// The scenario whose server behaviour to run.
         #[arg(long, value_name = "NAME", default_value = "expired-404")]
-        scenario: String,
+        scenario: ScenarioName,
         /// Port on 127.0.0.1 (0: the OS picks).
         #[arg(long, default_value_t = 0)]
         port: u16,

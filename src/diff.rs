@@ -41,12 +41,18 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
     for install in &report.installs {
         println!("# {} ({})", install.file.display(), install.state.as_str());
         match install.state {
-            State::Affected | State::Modified => {
-                let (bytes, _) = classify::hash_file(&install.file)?;
-                let original = String::from_utf8_lossy(&bytes);
-                match stage::apply_diff(spec, &original, &install.file) {
+            State::Affected | State::Modified | State::Outdated => {
+                let (bytes, sha256) = classify::hash_file(&install.file)?;
+                let current = String::from_utf8_lossy(&bytes);
+                let staged = if install.state == State::Outdated {
+                    stage::remove_earlier(spec, &current, &sha256, &install.file)
+                        .and_then(|(original, _)| stage::apply_diff(spec, &original, &install.file))
+                } else {
+                    stage::apply_diff(spec, &current, &install.file)
+                };
+                match staged {
                     Ok(staged) => {
-                        let patch = diffy::create_patch(&original, &staged);
+                        let patch = diffy::create_patch(&current, &staged);
                         let text = format(&patch, color)
                             .replacen("--- original", &format!("--- a/{}", spec.file), 1)
                             .replacen("+++ modified", &format!("+++ b/{}", spec.file), 1);

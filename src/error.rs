@@ -70,8 +70,8 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("unknown scenario {name:?}\nhelp: choose one of: {known}")]
-    UnknownScenario { name: String, known: String },
+    #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n  - {searched}\nhelp: pass the install's folder with --path")]
+    NothingToVerify { searched: String },
 
     #[error("{failed} of {total} install(s) could not be {action}; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done")]
     SomeFailed {

@@ -73,6 +73,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             paths,
             backup,
             scenarios,
+            jobs,
             node,
             json,
         } => verify::run(
@@ -83,9 +84,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 scenarios,
                 node: node.node,
                 json,
+                jobs: jobs.map(usize::from),
             },
             &env,
         ),
-        Command::Serve { scenario, port } => verify::serve(&scenario, port),
+        Command::Serve { scenario, port } => verify::serve(scenario, port),
     }
 }

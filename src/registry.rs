@@ -21,6 +21,19 @@ pub struct PatchSpec {
     /// A string the patch adds: its presence in an unknown file means another mcpatch revision.
     pub patch_marker: String,
     pub revisions: Vec<Revision>,
+    /// Earlier revisions of this patch, oldest first: a file carrying one is
+    /// upgraded by reversing its diff and applying the current one.
+    pub earlier: Vec<EarlierPatch>,
+}
+
+/// An earlier revision of the patch, kept so `apply` can take it back out.
+#[derive(Debug, Clone)]
+pub struct EarlierPatch {
+    pub revision: u32,
+    /// sha256 of its diff applied to the original.
+    pub sha256: String,
+    /// Its unified diff against the original.
+    pub diff: String,
 }
 
 /// A known revision of the patched file.
@@ -44,8 +57,10 @@ pub struct Revision {
 pub enum RevisionKind {
     /// The unpatched revision the diff was cut against.
     Original,
-    /// The diff applied to `Original`.
+    /// The current diff applied to `Original`.
     Patched,
+    /// An earlier revision of the diff applied to `Original`: `apply` upgrades it.
+    Outdated,
     /// A revision the patch cannot help.
     Unsupported,
     /// Reported affected by others, known only by an abbreviated hash.
@@ -78,6 +93,15 @@ struct ManifestFile {
     upstream_fix_markers: Vec<String>,
     patch_marker: String,
     revisions: Vec<Revision>,
+    #[serde(default)]
+    earlier_patches: Vec<EarlierPatchFile>,
+}
+
+#[derive(Deserialize)]
+struct EarlierPatchFile {
+    revision: u32,
+    patch: String,
+    sha256: String,
 }
 
 /// The session-loss patch's folder, embedded.
@@ -85,6 +109,8 @@ const SESSION_LOSS_MANIFEST: &str =
     include_str!("../patches/dsh-mcp-client-session-loss/manifest.json");
 const SESSION_LOSS_DIFF: &str =
     include_str!("../patches/dsh-mcp-client-session-loss/session-loss.patch");
+const SESSION_LOSS_R1_DIFF: &str =
+    include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r1.patch");
 
 /// Parse a manifest and its diff into a [`PatchSpec`], checking it is usable.
 pub fn load(
@@ -103,6 +129,35 @@ pub fn load(
         what: parsed.patch.clone(),
         detail: e.to_string(),
     })?;
+    let mut earlier = Vec::new();
+    for e in &parsed.earlier_patches {
+        let text = diff_name_to_text(&e.patch).ok_or_else(|| Error::Registry {
+            what: parsed.id.clone(),
+            detail: format!("patch file {} is missing", e.patch),
+        })?;
+        diffy::Patch::from_str(&text).map_err(|err| Error::Registry {
+            what: e.patch.clone(),
+            detail: err.to_string(),
+        })?;
+        let outdated = parsed
+            .revisions
+            .iter()
+            .any(|r| r.kind == RevisionKind::Outdated && r.sha256.as_deref() == Some(&e.sha256));
+        if !outdated {
+            return Err(Error::Registry {
+                what: parsed.id.clone(),
+                detail: format!(
+                    "earlier patch {} (sha256 {}) has no outdated revision",
+                    e.patch, e.sha256
+                ),
+            });
+        }
+        earlier.push(EarlierPatch {
+            revision: e.revision,
+            sha256: e.sha256.clone(),
+            diff: text,
+        });
+    }
     for kind in [RevisionKind::Original, RevisionKind::Patched] {
         let count = parsed
             .revisions
@@ -142,13 +197,16 @@ pub fn load(
         upstream_fix_markers: parsed.upstream_fix_markers,
         patch_marker: parsed.patch_marker,
         revisions: parsed.revisions,
+        earlier,
     })
 }
 
 /// The session-loss patch for `@deepseek-ai/dsh-mcp-client`.
 pub fn session_loss() -> Result<PatchSpec> {
-    load(SESSION_LOSS_MANIFEST, |name| {
-        (name == "session-loss.patch").then(|| SESSION_LOSS_DIFF.to_string())
+    load(SESSION_LOSS_MANIFEST, |name| match name {
+        "session-loss.patch" => Some(SESSION_LOSS_DIFF.to_string()),
+        "session-loss-r1.patch" => Some(SESSION_LOSS_R1_DIFF.to_string()),
+        _ => None,
     })
 }
 
@@ -176,6 +234,20 @@ impl PatchSpec {
         self.revisions.iter().find(|r| r.matches(sha256))
     }
 
+    /// The parsed diff.
+    pub fn parsed_diff(&self) -> diffy::Patch<'_, str> {
+        diffy::Patch::from_str(&self.diff).expect("load() parsed this diff")
+    }
+
+    /// The earlier patch revision whose result has this hash, if any.
+    pub fn earlier_with_hash(&self, sha256: &str) -> Option<&EarlierPatch> {
+        self.earlier
+            .iter()
+            .find(|e| e.sha256.eq_ignore_ascii_case(sha256))
+    }
+}
+
+impl EarlierPatch {
     /// The parsed diff.
     pub fn parsed_diff(&self) -> diffy::Patch<'_, str> {
         diffy::Patch::from_str(&self.diff).expect("load() parsed this diff")

@@ -35,6 +35,41 @@ pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<Strin
     })
 }
 
+/// Take an earlier patch revision out of `current` (whose sha256 is `current_hash`):
+/// its diff reversed, all hunks or none, and the result must be the original the
+/// patch was cut against, byte for byte. Returns the original and the revision.
+pub fn remove_earlier(
+    spec: &PatchSpec,
+    current: &str,
+    current_hash: &str,
+    path: &Path,
+) -> Result<(String, u32)> {
+    let earlier = spec
+        .earlier_with_hash(current_hash)
+        .ok_or_else(|| Error::PatchDoesNotApply {
+            path: path.to_path_buf(),
+            detail: format!("sha256 {current_hash} is no earlier revision of the patch"),
+        })?;
+    let forward = earlier.parsed_diff();
+    let reversed = forward.reverse();
+    let original = diffy::apply(current, &reversed).map_err(|e| Error::PatchDoesNotApply {
+        path: path.to_path_buf(),
+        detail: format!(
+            "patch revision {} does not come out cleanly: {e}",
+            earlier.revision
+        ),
+    })?;
+    let found = crate::classify::sha256_hex(original.as_bytes());
+    if found != spec.original_sha256() {
+        return Err(Error::HashMismatch {
+            path: path.to_path_buf(),
+            expected: spec.original_sha256().to_string(),
+            found,
+        });
+    }
+    Ok((original, earlier.revision))
+}
+
 /// What to do when the system temp folder cannot be written.
 pub const SCRATCH_HELP: &str = "make the temp folder writable or set TMPDIR";
 

@@ -39,7 +39,7 @@ pub fn outcome(report: &StatusReport) -> Outcome {
     if report
         .installs
         .iter()
-        .any(|i| matches!(i.state, State::Affected | State::Modified))
+        .any(|i| matches!(i.state, State::Affected | State::Modified | State::Outdated))
     {
         Outcome::Attention
     } else {
@@ -123,10 +123,11 @@ pub fn render_table(report: &StatusReport) -> String {
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();
     s.push_str(&format!(
-        "{} install(s): {} affected, {} patched, {} upstream-fixed, {} modified, {} unsupported\n",
+        "{} install(s): {} affected, {} patched, {} outdated, {} upstream-fixed, {} modified, {} unsupported\n",
         report.installs.len(),
         count(State::Affected),
         count(State::Patched),
+        count(State::Outdated),
         count(State::UpstreamFixed),
         count(State::Modified),
         count(State::Unsupported)

@@ -1,12 +1,14 @@
 // mcpatch verify harness: loads a REAL @deepseek-ai/dsh-mcp-client lib/index.js
-// (by file URL, so the install's own dependencies resolve), gives it a minimal
-// host context, points it at mcpatch's fake MCP server, drives tool calls as
-// the scenario plan says, and reports what happened as JSON lines on stdout.
-// It talks to nothing but the fake server.
+// once (by file URL, so the install's own dependencies resolve), then runs
+// every scenario run at once (at most `jobs` together), each as its own plugin
+// instance with a minimal host context pointed at its own fake MCP server. It
+// drives tool calls as each run's plan says and reports what the caller saw as
+// JSON lines on stdout. It talks to nothing but the fake servers.
 const [targetUrl, configJson] = process.argv.slice(2);
 const cfg = JSON.parse(configJson);
 const started = Date.now();
-const emit = (event, data = {}) => process.stdout.write(JSON.stringify({ event, t: Date.now() - started, ...data }) + "\n");
+const emit = (run, event, data = {}) =>
+  process.stdout.write(JSON.stringify({ run, event, t: Date.now() - started, ...data }) + "\n");
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 let shim = false;
@@ -19,109 +21,177 @@ if (typeof Promise.withResolvers !== "function") {
   };
   shim = true;
 }
-emit("node", { version: process.version, shim });
-
-const tools = new Map();
-const disposers = [];
-const log = (level) => (msg) => emit("log", { level, msg: String(msg) });
-const ctx = {
-  root: {},
-  tools: {
-    register(def) {
-      tools.set(def.name, def);
-      return () => { if (tools.get(def.name) === def) tools.delete(def.name); };
-    },
-  },
-  logger: { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") },
-  effect(fn) { const d = fn(); if (typeof d === "function") disposers.push(d); return d; },
-  get() { return undefined; },
-};
-
-async function call(name, args) {
-  const def = tools.get(`mcp__${cfg.serverName}__${name}`);
-  const at = Date.now() - started;
-  if (!def) { emit("call", { name, at, ok: false, error: "tool not registered" }); return false; }
-  try {
-    const r = await def.execute(args, { signal: AbortSignal.timeout(cfg.callTimeoutMs) });
-    const text = Array.isArray(r?.content) ? r.content.map((c) => c?.text ?? "").join("") : "";
-    emit("call", { name, at, ok: true, text });
-    return true;
-  } catch (e) {
-    emit("call", { name, at, ok: false, error: String(e?.message ?? e) });
-    return false;
-  }
-}
-
-async function control(what) {
-  const r = await fetch(`${cfg.controlBase}/control/${what}`, { method: "POST" });
-  emit("control", { what, status: r.status });
-}
-
-async function pollUntilRecovered() {
-  const deadline = Date.now() + cfg.deadlineMs;
-  while (Date.now() < deadline) {
-    if (await call("echo", { text: "after" })) { emit("recovered"); return; }
-    await sleep(cfg.pollMs);
-  }
-  emit("deadline");
-}
+emit(null, "node", { version: process.version, shim });
+// One run's stray rejection must not end the others.
+process.on("unhandledRejection", (e) => emit(null, "log", { level: "error", msg: `unhandled rejection: ${e?.stack ?? e}` }));
 
 let mod;
 try {
   mod = await import(targetUrl);
 } catch (e) {
-  emit("fatal", { error: `cannot load ${targetUrl}: ${e?.stack ?? e}` });
+  emit(null, "fatal", { error: `cannot load ${targetUrl}: ${e?.stack ?? e}` });
   process.exit(3);
 }
-const config = {
-  transport: "streamable-http",
-  serverName: cfg.serverName,
-  url: cfg.url,
-  headers: {},
-  toolCallTimeoutMs: cfg.callTimeoutMs,
-  failOnStartupError: true,
-  ...(cfg.reconnect ? { reconnect: cfg.reconnect } : {}),
-};
-try {
-  await mod.apply(ctx, config);
-} catch (e) {
-  emit("fatal", { error: `apply() failed: ${e?.stack ?? e}` });
+if (typeof mod.apply !== "function") {
+  emit(null, "fatal", { error: `${targetUrl} has no apply export` });
   process.exit(3);
 }
-emit("ready", { tools: [...tools.keys()].sort() });
 
-await call("echo", { text: "before" });
-switch (cfg.plan) {
-  case "invalidate":
-    await control("invalidate");
-    await pollUntilRecovered();
-    break;
-  case "idle":
-    await sleep(cfg.idleMs);
-    emit("idled", { ms: cfg.idleMs });
-    await pollUntilRecovered();
-    break;
-  case "restart":
-    await control("restart");
-    await sleep(400);
-    await pollUntilRecovered();
-    break;
-  case "ordinary":
-    for (const kind of ["http500", "http400", "jsonrpc", "tool"]) await call("fail", { kind });
-    await sleep(cfg.settleMs);
-    await call("add", { a: 2, b: 3 });
-    await call("echo", { text: "after" });
-    break;
-  case "settle":
-    await sleep(cfg.settleMs);
-    await call("echo", { text: "after" });
-    break;
-  default:
-    emit("fatal", { error: `unknown plan ${cfg.plan}` });
+async function runOne(r) {
+  const tools = new Map();
+  const disposers = [];
+  const log = (level) => (msg) => emit(r.id, "log", { level, msg: String(msg) });
+  const ctx = {
+    root: {},
+    tools: {
+      register(def) {
+        tools.set(def.name, def);
+        return () => { if (tools.get(def.name) === def) tools.delete(def.name); };
+      },
+    },
+    logger: { debug: log("debug"), info: log("info"), warn: log("warn"), error: log("error") },
+    effect(fn) { const d = fn(); if (typeof d === "function") disposers.push(d); return d; },
+    get() { return undefined; },
+  };
+  let calls = 0;
+  async function call(name, args = {}, label = name) {
+    const callId = `c${++calls}`;
+    const def = tools.get(`mcp__${cfg.serverName}__${name}`);
+    const start = Date.now();
+    const done = (ok, extra) => emit(r.id, "call", { call_id: callId, name: label, ok, ms: Date.now() - start, ...extra });
+    if (!def) { done(false, { error: "tool not registered" }); return false; }
+    try {
+      const res = await def.execute({ ...args, call_id: callId }, { signal: AbortSignal.timeout(cfg.callTimeoutMs) });
+      done(true, { text: Array.isArray(res?.content) ? res.content.map((c) => c?.text ?? "").join("") : "" });
+      return true;
+    } catch (e) {
+      done(false, { error: String(e?.message ?? e) });
+      return false;
+    }
+  }
+  const control = async (what, method = "POST") => {
+    const res = await fetch(`${r.controlBase}/control/${what}`, { method });
+    const text = await res.text();
+    emit(r.id, "control", { what, status: res.status });
+    try { return JSON.parse(text); } catch { return text; }
+  };
+  // Wait until the server listens again as generation `g` (an event, not a guess).
+  async function listening(g) {
+    const until = Date.now() + 10_000;
+    while (Date.now() < until) {
+      try {
+        const res = await fetch(`${r.controlBase}/control/ready`);
+        if (res.ok && (await res.json()).generation >= g) return;
+      } catch {}
+      await sleep(10);
+    }
+    emit(r.id, "log", { level: "error", msg: `the fake server did not listen again as generation ${g}` });
+  }
+  async function pollUntilRecovered() {
+    const deadline = Date.now() + r.deadlineMs;
+    while (Date.now() < deadline) {
+      if (await call("echo", { text: "after" })) { emit(r.id, "recovered"); return; }
+      await sleep(cfg.pollMs);
+    }
+    emit(r.id, "deadline");
+  }
+
+  const config = {
+    transport: "streamable-http",
+    serverName: cfg.serverName,
+    url: r.url,
+    headers: {},
+    toolCallTimeoutMs: cfg.callTimeoutMs,
+    failOnStartupError: true,
+    ...(r.reconnect ? { reconnect: r.reconnect } : {}),
+  };
+  try {
+    await mod.apply(ctx, config);
+  } catch (e) {
+    emit(r.id, "fatal", { error: `apply() failed: ${e?.stack ?? e}` });
+    return;
+  }
+  emit(r.id, "ready", { tools: [...tools.keys()].sort() });
+
+  switch (r.plan) {
+    case "invalidate":
+      await call("echo", { text: "before" });
+      await control("invalidate");
+      await pollUntilRecovered();
+      break;
+    case "idle":
+      await call("echo", { text: "before" });
+      await sleep(r.idleMs);
+      emit(r.id, "idled", { ms: r.idleMs });
+      await pollUntilRecovered();
+      break;
+    case "restart": {
+      await call("echo", { text: "before" });
+      const { generation } = await control("restart");
+      await listening(generation);
+      await pollUntilRecovered();
+      break;
+    }
+    case "concurrent": {
+      await call("echo", { text: "before" });
+      await control(`hold?size=${r.concurrent}&run_first=${r.ranBeforeLoss}`);
+      const oks = await Promise.all(Array.from({ length: r.concurrent }, (_, i) => call("echo", { text: `at once ${i}` })));
+      if (!oks.every(Boolean)) await pollUntilRecovered();
+      break;
+    }
+    case "forgetful":
+      for (let i = 0; i < r.forgetfulCalls; i++) await call("echo", { text: `again ${i}` });
+      break;
+    case "cut": {
+      await call("echo", { text: "before" });
+      const { generation } = await control("ready", "GET");
+      await call("slow", { text: "cut", ms: 5000 });
+      await listening(generation + 1);
+      await pollUntilRecovered();
+      break;
+    }
+    case "ordinary":
+      await call("echo", { text: "before" });
+      for (const kind of ["http500", "http400", "jsonrpc", "tool"]) await call("fail", { kind }, `fail:${kind}`);
+      await sleep(r.settleMs);
+      await call("add", { a: 2, b: 3 });
+      await call("echo", { text: "after" });
+      break;
+    case "settle": {
+      await call("echo", { text: "before" });
+      // Wait for the server's GET 404 to reach the connected client, then watch.
+      const until = Date.now() + 5000;
+      while (Date.now() < until) {
+        const w = await fetch(`${r.controlBase}/control/witness`).then((x) => x.json()).catch(() => []);
+        if (w.some((e) => e.http_method === "GET" && e.status === 404)) break;
+        await sleep(10);
+      }
+      await sleep(r.settleMs);
+      await call("echo", { text: "after" });
+      break;
+    }
+    default:
+      emit(r.id, "fatal", { error: `unknown plan ${r.plan}` });
+  }
+  emit(r.id, "tools", { tools: [...tools.keys()].sort() });
+  emit(r.id, "done");
+  for (const d of disposers.reverse()) {
+    try { await d(); } catch {}
+  }
 }
-emit("tools", { tools: [...tools.keys()].sort() });
-for (const d of disposers.reverse()) {
-  try { await d(); } catch {}
-}
-emit("done");
+
+// At most `jobs` runs at once, started in order.
+const queue = [...cfg.runs];
+const workers = Array.from({ length: Math.max(1, Math.min(cfg.jobs, queue.length)) }, async () => {
+  while (queue.length > 0) {
+    const r = queue.shift();
+    try {
+      await runOne(r);
+    } catch (e) {
+      emit(r.id, "fatal", { error: `run failed: ${e?.stack ?? e}` });
+    }
+  }
+});
+await Promise.all(workers);
+emit(null, "exit");
 process.exit(0);

@@ -1,6 +1,9 @@
-//! Runs the bundled JS harness with node against one target file and one fake
-//! server, and collects the JSON lines it reports.
+//! Runs the bundled JS harness with node against one target file: one node
+//! process loads the client once and drives every scenario run at once, each
+//! against its own fake server; this side reads the JSON lines it reports and
+//! hands each run over as soon as it is done.
 
+use std::collections::HashMap;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -8,19 +11,30 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::scenario::{HarnessCall, Plan, IDLE_FOR};
+use super::scenario::{
+    HarnessCall, Plan, CONCURRENT_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS, IDLE_FOR,
+};
 use crate::error::{Error, Result};
 use crate::node::Node;
 
 /// The harness source, bundled in the binary.
 pub const HARNESS_JS: &str = include_str!("harness.mjs");
 
+/// How long a healthy client may take, past its first reconnect delay, to
+/// handshake, re-list its tools and answer a call, on a loaded machine.
+const RECONNECT_ALLOWANCE: Duration = Duration::from_millis(1500);
+/// How long, past the first reconnect delay, the harness watches for a client
+/// that throws a healthy session away.
+const RECYCLE_WINDOW: Duration = Duration::from_millis(600);
+/// Each call's own timeout (`toolCallTimeoutMs` and the caller's abort signal).
+const CALL_TIMEOUT: Duration = Duration::from_millis(3000);
+
 /// Reconnect policy handed to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Policy {
-    /// A short policy so scenarios run fast (100 ms first backoff).
+    /// A short policy so scenarios run fast (100 ms first backoff, 5 attempts).
     Short,
-    /// The package's own default (no `reconnect` config: 500 ms first backoff).
+    /// The package's own default (no `reconnect` config: 500 ms first backoff, 10 attempts).
     Default,
 }
 
@@ -39,51 +53,106 @@ impl Policy {
         }
     }
 
-    /// How long the harness keeps calling after the session was lost.
-    pub fn deadline(self) -> Duration {
+    /// The first reconnect delay (the package's default is 500 ms).
+    pub fn initial_delay(self) -> Duration {
         match self {
-            Policy::Short => Duration::from_millis(4000),
-            Policy::Default => Duration::from_millis(8000),
+            Policy::Short => Duration::from_millis(100),
+            Policy::Default => Duration::from_millis(500),
         }
+    }
+
+    /// Reconnect attempts per outage (the package's default is 10).
+    pub fn max_attempts(self) -> u32 {
+        match self {
+            Policy::Short => 5,
+            Policy::Default => 10,
+        }
+    }
+
+    /// Each call's timeout.
+    pub fn call_timeout(self) -> Duration {
+        CALL_TIMEOUT
+    }
+
+    /// By when a client healthy under this policy has certainly recovered: its
+    /// first reconnect delay plus a generous allowance for the handshake. Past
+    /// it, a client that has not recovered is STUCK.
+    pub fn deadline(self) -> Duration {
+        self.initial_delay() + RECONNECT_ALLOWANCE
+    }
+
+    /// How long the harness watches for a wrongful recycle of a healthy session.
+    pub fn recycle_window(self) -> Duration {
+        self.initial_delay() + RECYCLE_WINDOW
     }
 }
 
-/// What one harness run reported.
+/// One run for the harness: a plan, a policy, a fake server.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub plan: Plan,
+    pub policy: Policy,
+    /// The fake server's MCP endpoint.
+    pub url: String,
+}
+
+/// What the harness reported of one run.
 #[derive(Debug, Clone, Default)]
 pub struct HarnessRun {
-    pub node_version: Option<String>,
-    pub shim: bool,
     pub calls: Vec<HarnessCall>,
     pub tools_before: Vec<String>,
     pub tools_after: Vec<String>,
     pub logs: Vec<String>,
     pub fatal: Option<String>,
+    /// Whether the run reached its end.
+    pub done: bool,
 }
 
-/// Write the harness to a temp folder and run it.
-pub async fn run(
+/// What the node process said of itself.
+#[derive(Debug, Clone, Default)]
+pub struct NodeReport {
+    pub version: Option<String>,
+    pub shim: bool,
+}
+
+/// Run every spec in one node process against `target`, at most `jobs` at once;
+/// `on_done(index, run)` gets each run as soon as it ends, in the order they end.
+pub async fn run_all(
     node: &Node,
     target: &Path,
-    url: &str,
-    plan: Plan,
-    policy: Policy,
-) -> Result<HarnessRun> {
+    specs: &[RunSpec],
+    jobs: usize,
+    mut on_done: impl FnMut(usize, HarnessRun),
+) -> Result<NodeReport> {
     let dir = crate::stage::scratch_dir("mcpatch-harness-")?;
     let script = dir.path().join("harness.mjs");
     std::fs::write(&script, HARNESS_JS)
         .map_err(|e| Error::io("write", &script, e, crate::stage::SCRATCH_HELP))?;
-    let control_base = url.trim_end_matches("/mcp").to_string();
+    let runs: Vec<Value> = specs
+        .iter()
+        .enumerate()
+        .map(|(id, s)| {
+            json!({
+                "id": id,
+                "plan": s.plan.as_str(),
+                "url": s.url,
+                "controlBase": s.url.trim_end_matches("/mcp"),
+                "reconnect": s.policy.config(),
+                "deadlineMs": s.policy.deadline().as_millis() as u64,
+                "settleMs": s.policy.recycle_window().as_millis() as u64,
+                "idleMs": IDLE_FOR.as_millis() as u64,
+                "concurrent": CONCURRENT_CALLS,
+                "ranBeforeLoss": CONCURRENT_RAN_BEFORE_LOSS,
+                "forgetfulCalls": FORGETFUL_CALLS,
+            })
+        })
+        .collect();
     let config = json!({
-        "url": url,
-        "controlBase": control_base,
         "serverName": "fake",
-        "plan": plan.as_str(),
-        "idleMs": IDLE_FOR.as_millis() as u64,
-        "deadlineMs": policy.deadline().as_millis() as u64,
         "pollMs": 25,
-        "settleMs": 700,
-        "callTimeoutMs": 3000,
-        "reconnect": policy.config(),
+        "callTimeoutMs": CALL_TIMEOUT.as_millis() as u64,
+        "jobs": jobs.max(1),
+        "runs": runs,
     });
     let mut child = tokio::process::Command::new(&node.path)
         .arg(&script)
@@ -99,14 +168,29 @@ pub async fn run(
             detail: e.to_string(),
         })?;
     let stdout = child.stdout.take().expect("piped stdout");
-    let mut stderr = child.stderr.take().expect("piped stderr");
+    let stderr = child.stderr.take().expect("piped stderr");
+    // Drained as it comes, so a chatty node never blocks on a full pipe; the start is kept.
+    let stderr_text = tokio::spawn(async move {
+        let mut kept = Vec::new();
+        let mut lines = BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            if kept.len() < 64 {
+                kept.push(line);
+            }
+        }
+        kept.join("\n")
+    });
     let mut lines = BufReader::new(stdout).lines();
-    let mut out = HarnessRun::default();
-    let limit = policy.deadline() + IDLE_FOR + Duration::from_secs(25);
+    let mut report = NodeReport::default();
+    let mut fatal: Option<String> = None;
+    let mut pending: HashMap<usize, HarnessRun> = HashMap::new();
+    // The longest a run can take: a wait per step of its plan, each bounded.
+    let per_run = Duration::from_secs(10) + IDLE_FOR + 4 * CALL_TIMEOUT;
+    let waves = specs.len().div_ceil(jobs.max(1)) as u32;
+    let limit = per_run * waves.max(1) + Duration::from_secs(20);
     let collect = async {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(v) = serde_json::from_str::<Value>(&line) else {
-                out.logs.push(line);
                 continue;
             };
             let s = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
@@ -120,24 +204,45 @@ pub async fn run(
                     })
                     .unwrap_or_default()
             };
-            match s("event").as_deref() {
-                Some("node") => {
-                    out.node_version = s("version");
-                    out.shim = v.get("shim").and_then(Value::as_bool).unwrap_or(false);
+            let Some(run) = v.get("run").and_then(Value::as_u64).map(|r| r as usize) else {
+                match s("event").as_deref() {
+                    Some("node") => {
+                        report.version = s("version");
+                        report.shim = v.get("shim").and_then(Value::as_bool).unwrap_or(false);
+                    }
+                    Some("fatal") => fatal = s("error"),
+                    _ => {}
                 }
-                Some("ready") => out.tools_before = list("tools"),
-                Some("tools") => out.tools_after = list("tools"),
-                Some("call") => out.calls.push(HarnessCall {
+                continue;
+            };
+            if run >= specs.len() {
+                continue;
+            }
+            let r = pending.entry(run).or_default();
+            match s("event").as_deref() {
+                Some("ready") => r.tools_before = list("tools"),
+                Some("tools") => r.tools_after = list("tools"),
+                Some("call") => r.calls.push(HarnessCall {
+                    call_id: s("call_id").unwrap_or_default(),
                     name: s("name").unwrap_or_default(),
                     ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
                     error: s("error"),
+                    ms: v.get("ms").and_then(Value::as_u64).unwrap_or(0),
                 }),
-                Some("log") => out.logs.push(format!(
+                Some("log") => r.logs.push(format!(
                     "{}: {}",
                     s("level").unwrap_or_default(),
                     s("msg").unwrap_or_default()
                 )),
-                Some("fatal") => out.fatal = s("error"),
+                Some("fatal") | Some("done") => {
+                    let mut finished = pending.remove(&run).unwrap_or_default();
+                    if s("event").as_deref() == Some("fatal") {
+                        finished.fatal = s("error");
+                    } else {
+                        finished.done = true;
+                    }
+                    on_done(run, finished);
+                }
                 _ => {}
             }
         }
@@ -153,19 +258,25 @@ pub async fn run(
         path: target.to_path_buf(),
         detail: e.to_string(),
     })?;
-    if let Some(fatal) = &out.fatal {
+    if let Some(fatal) = fatal {
         return Err(Error::Harness {
             path: target.to_path_buf(),
-            detail: fatal.clone(),
+            detail: fatal,
         });
     }
     if !status.success() {
-        let mut err = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut err).await;
+        let err = stderr_text.await.unwrap_or_default();
         return Err(Error::Harness {
             path: target.to_path_buf(),
             detail: format!("node exited with {status}: {}", err.trim()),
         });
     }
-    Ok(out)
+    // Runs that never reported their end (the harness stopped early).
+    let mut left: Vec<usize> = pending.keys().copied().collect();
+    left.sort();
+    for run in left {
+        let r = pending.remove(&run).unwrap_or_default();
+        on_done(run, r);
+    }
+    Ok(report)
 }

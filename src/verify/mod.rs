@@ -1,18 +1,19 @@
 //! `mcpatch verify` and `mcpatch serve`: prove, offline and in seconds, that an
 //! installed client heals itself when a server drops its session — the real
-//! installed file, the real MCP SDK, real node, a real HTTP server.
+//! installed file, the real MCP SDK, real node, real HTTP servers.
 
 pub mod harness;
 pub mod scenario;
 pub mod server;
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
+use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::backup;
-use crate::classify::{Install, State};
+use crate::classify::{self, Install, State};
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::locate::Environment;
@@ -20,8 +21,8 @@ use crate::node::{self, Node};
 use crate::registry::PatchSpec;
 use crate::status;
 use crate::table::{Align, Table};
-use harness::Policy;
-use scenario::{Expectation, Scenario};
+use harness::{Policy, RunSpec};
+use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
 use server::FakeServer;
 
 /// Options of `mcpatch verify`.
@@ -30,21 +31,23 @@ pub struct VerifyOptions {
     pub paths: Vec<PathBuf>,
     /// `Some("")`: the newest backup; `Some(id)`: that one.
     pub backup: Option<String>,
-    pub scenarios: Vec<String>,
+    pub scenarios: Vec<ScenarioName>,
     pub node: Option<PathBuf>,
     pub json: bool,
+    /// Scenario runs at once (default: all).
+    pub jobs: Option<usize>,
 }
 
 /// One scenario's result, as `verify --json` reports it.
 #[derive(Debug, Clone, Serialize)]
 pub struct ScenarioResult {
-    pub name: &'static str,
+    pub name: ScenarioName,
     /// The reconnect policy the client ran with: short (100 ms first backoff) or default (the package's own).
     pub policy: &'static str,
     pub expected: Expectation,
-    /// verdict, ok, recovery_ms, initialize_count, trigger_error, note.
+    /// verdict, ok, recovery_ms, trigger_ms, failed_calls, initialize_count, trigger_error, note.
     #[serde(flatten)]
-    pub judgement: scenario::Judgement,
+    pub judgement: Judgement,
     pub node_version: String,
 }
 
@@ -52,16 +55,21 @@ pub struct ScenarioResult {
 #[derive(Debug, Clone, Serialize)]
 pub struct InstallResult {
     pub path: PathBuf,
-    /// The file that was loaded (the install's, or a backup's).
+    /// The file that was loaded: the install's, or the saved file of a backup.
     pub file: PathBuf,
     pub backup: Option<String>,
+    /// sha256 of what was loaded.
     pub sha256: String,
+    /// The state of what was loaded (a backup's saved original is `affected`).
     pub state: State,
     pub node_version: String,
     /// Whether the harness had to add Promise.withResolvers (Node < 22).
     pub node_shim: bool,
-    /// RECOVERED when every scenario met its expectation, else STUCK.
+    /// SEAMLESS, RECOVERED or HELD when every scenario met its expectation (by the
+    /// weakest recovery seen, HELD when no recovery scenario ran), else STUCK or FAILED.
     pub overall: &'static str,
+    /// What to make of the result, if anything.
+    pub note: Option<String>,
     pub scenarios: Vec<ScenarioResult>,
 }
 
@@ -70,22 +78,11 @@ struct VerifyReport {
     installs: Vec<InstallResult>,
 }
 
-fn select(names: &[String]) -> Result<Vec<Scenario>> {
-    let all = scenario::all();
-    if names.is_empty() {
-        return Ok(all);
-    }
-    names
-        .iter()
-        .map(|n| {
-            all.iter()
-                .find(|s| s.name == n)
-                .cloned()
-                .ok_or_else(|| Error::UnknownScenario {
-                    name: n.clone(),
-                    known: scenario::names().join(", "),
-                })
-        })
+/// The scenarios named, in the order verify reports them (all when none are named).
+fn select(names: &[ScenarioName]) -> Vec<Scenario> {
+    scenario::all()
+        .into_iter()
+        .filter(|s| names.is_empty() || names.contains(&s.name))
         .collect()
 }
 
@@ -105,14 +102,16 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<Outcome> {
-    let scenarios = select(&opts.scenarios)?;
+    let scenarios = select(&opts.scenarios);
     let report = status::collect(spec, &opts.paths, env)?;
     if report.installs.is_empty() {
-        print!("{}", status::render_table(&report));
-        return Ok(Outcome::Clean);
+        return Err(Error::NothingToVerify {
+            searched: report.searched.join("\n  - "),
+        });
     }
     let node = node::find(opts.node.as_deref())?;
-    if !opts.json {
+    let progress = !opts.json || std::io::stderr().is_terminal();
+    if progress {
         eprintln!("node {} ({})", node.version, node.path.display());
         if !node.has_with_resolvers {
             eprintln!(
@@ -137,9 +136,9 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
         }
         let target = Target::for_install(spec, install, opts.backup.as_deref(), env)?;
         let result = rt.block_on(verify_install(
-            &node, install, &target, &scenarios, opts.json,
+            &node, install, &target, &scenarios, opts.jobs, progress,
         ))?;
-        if result.overall != "RECOVERED" {
+        if !result.scenarios.iter().all(|s| s.judgement.ok) {
             outcome = Outcome::Attention;
         }
         if !opts.json {
@@ -159,12 +158,16 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
     Ok(outcome)
 }
 
-/// The file a verify run loads: the install's own, or a backup copied next to it
-/// (so its imports resolve from the install) and removed afterwards.
+/// The file a verify run loads: the install's own, or a backup's saved file
+/// copied next to it (so its imports resolve from the install) and removed afterwards.
 struct Target {
+    /// What node loads.
+    load: PathBuf,
+    /// What the report names: the install's file, or the backup's saved file.
     file: PathBuf,
     backup: Option<String>,
     sha256: String,
+    state: State,
     _temp: Option<tempfile::TempPath>,
 }
 
@@ -177,9 +180,11 @@ impl Target {
     ) -> Result<Target> {
         let Some(wanted) = backup_id else {
             return Ok(Target {
+                load: install.file.clone(),
                 file: install.file.clone(),
                 backup: None,
                 sha256: install.sha256.clone(),
+                state: install.state,
                 _temp: None,
             });
         };
@@ -199,16 +204,24 @@ impl Target {
             dir: root.clone(),
         })?;
         let bytes = backup::read_checked(chosen, spec)?;
+        let (state, _, _) = classify::classify_bytes(spec, &bytes, &chosen.manifest.sha256_before);
         let mut temp = crate::replace::temp_beside(&install.file, ".mcpatch-verify-")?;
         temp.write_all(&bytes)
             .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
         let temp = temp.into_temp_path();
         Ok(Target {
-            file: temp.to_path_buf(),
+            load: temp.to_path_buf(),
+            file: chosen.dir.join(backup::SAVED_FILE),
             backup: Some(chosen.id.clone()),
             sha256: chosen.manifest.sha256_before.clone(),
+            state,
             _temp: Some(temp),
         })
+    }
+
+    /// Whether what is loaded carries the current patch revision, so recovery must be seamless.
+    fn is_current_patch(&self) -> bool {
+        self.state == State::Patched
     }
 }
 
@@ -217,66 +230,161 @@ async fn verify_install(
     install: &Install,
     target: &Target,
     scenarios: &[Scenario],
-    quiet: bool,
+    jobs: Option<usize>,
+    progress: bool,
 ) -> Result<InstallResult> {
     let mut runs: Vec<(&Scenario, Policy)> = scenarios.iter().map(|s| (s, Policy::Short)).collect();
-    if let Some(first) = scenarios.iter().find(|s| s.name == "expired-404") {
+    if let Some(first) = scenarios
+        .iter()
+        .find(|s| s.name == ScenarioName::Expired404)
+    {
         runs.push((first, Policy::Default));
     }
-    let mut results = Vec::new();
-    let mut node_version = node.version.clone();
-    let mut shim = !node.has_with_resolvers;
+    let mut servers = Vec::with_capacity(runs.len());
+    for (scenario, _) in &runs {
+        servers.push(FakeServer::start(scenario.behaviour.clone(), 0).await?);
+    }
+    let specs: Vec<RunSpec> = runs
+        .iter()
+        .zip(&servers)
+        .map(|((scenario, policy), server)| RunSpec {
+            plan: scenario.plan,
+            policy: *policy,
+            url: server.url(),
+        })
+        .collect();
+    let seamless = target.is_current_patch();
     let total = runs.len();
-    for (i, (scenario, policy)) in runs.into_iter().enumerate() {
-        if !quiet {
-            eprint!(
-                "[{}/{total}] {} ({} policy) ... ",
-                i + 1,
-                scenario.name,
-                policy.as_str()
-            );
-        }
-        let server = FakeServer::start(scenario.behaviour.clone(), 0).await?;
-        let run = harness::run(node, &target.file, &server.url(), scenario.plan, policy).await?;
-        if let Some(v) = &run.node_version {
-            node_version = v.clone();
-        }
-        shim |= run.shim;
-        let judged = scenario::judge(
-            scenario,
-            &server.witness(),
-            &server.dropped_sessions(),
-            &run.calls,
-            policy.deadline(),
-        );
-        if !quiet {
-            eprintln!("{}", judged.verdict);
-        }
-        drop(server);
-        results.push(ScenarioResult {
+    let started = Instant::now();
+    let mut judged: Vec<Option<Judgement>> = vec![None; total];
+    let mut finished = 0;
+    let node_report = harness::run_all(
+        node,
+        &target.load,
+        &specs,
+        jobs.unwrap_or(total),
+        |i, run| {
+            let (scenario, policy) = runs[i];
+            let server = &servers[i];
+            let expect = scenario.expectation(seamless);
+            let j = match (&run.fatal, run.done) {
+                (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
+                (None, false) => broken("the harness stopped before this run ended".into()),
+                (None, true) => {
+                    let witness = server.witness();
+                    let dropped = server.dropped_sessions();
+                    let counts = server.call_counts();
+                    scenario::judge(
+                        scenario,
+                        expect,
+                        &Evidence {
+                            witness: &witness,
+                            dropped: &dropped,
+                            counts: &counts,
+                            calls: &run.calls,
+                            policy,
+                        },
+                    )
+                }
+            };
+            finished += 1;
+            if progress {
+                let shown = if j.ok {
+                    j.verdict.to_string()
+                } else {
+                    format!("{} (expected {})", j.verdict, expect.verdict())
+                };
+                eprintln!(
+                    "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
+                    scenario.name,
+                    policy.as_str(),
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            judged[i] = Some(j);
+        },
+    )
+    .await?;
+    let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
+    let results: Vec<ScenarioResult> = runs
+        .iter()
+        .zip(judged)
+        .map(|((scenario, policy), j)| ScenarioResult {
             name: scenario.name,
             policy: policy.as_str(),
-            expected: scenario.expect,
-            judgement: judged,
+            expected: scenario.expectation(seamless),
+            judgement: j.unwrap_or_else(|| broken("the harness never started this run".into())),
             node_version: node_version.clone(),
-        });
-    }
-    let overall = if results.iter().all(|r| r.judgement.ok) {
-        "RECOVERED"
-    } else {
-        "STUCK"
-    };
+        })
+        .collect();
+    let overall = overall(&results);
     Ok(InstallResult {
         path: install.path.clone(),
         file: target.file.clone(),
         backup: target.backup.clone(),
         sha256: target.sha256.clone(),
-        state: install.state,
+        state: target.state,
         node_version,
-        node_shim: shim,
+        node_shim: node_report.shim || !node.has_with_resolvers,
         overall,
+        note: install_note(target, overall),
         scenarios: results,
     })
+}
+
+fn broken(note: String) -> Judgement {
+    Judgement {
+        verdict: "BROKEN",
+        ok: false,
+        recovery_ms: None,
+        trigger_ms: None,
+        failed_calls: 0,
+        initialize_count: 0,
+        trigger_error: None,
+        note,
+    }
+}
+
+/// One word for an install: the weakest result that still met every expectation, or what failed.
+fn overall(results: &[ScenarioResult]) -> &'static str {
+    if !results.iter().all(|r| r.judgement.ok) {
+        return if results.iter().any(|r| r.judgement.verdict == "STUCK") {
+            "STUCK"
+        } else {
+            "FAILED"
+        };
+    }
+    let recoveries: Vec<&str> = results
+        .iter()
+        .filter(|r| matches!(r.judgement.verdict, "SEAMLESS" | "RECOVERED"))
+        .map(|r| r.judgement.verdict)
+        .collect();
+    if recoveries.contains(&"RECOVERED") {
+        "RECOVERED"
+    } else if recoveries.is_empty() {
+        "HELD"
+    } else {
+        "SEAMLESS"
+    }
+}
+
+fn install_note(target: &Target, overall: &str) -> Option<String> {
+    if target.backup.is_some() {
+        return Some("the saved original, run as the control: it is expected to be STUCK".into());
+    }
+    match (target.state, overall) {
+        (State::Outdated, "RECOVERED" | "SEAMLESS") => Some(
+            "patched by an earlier mcpatch revision: it recovers, but calls that meet a lost session fail first; run `mcpatch apply` to upgrade to seamless recovery".into(),
+        ),
+        (State::Outdated, _) => Some(
+            "patched by an earlier mcpatch revision; run `mcpatch apply` to upgrade".into(),
+        ),
+        (State::Modified | State::UpstreamFixed, "RECOVERED") => Some(
+            "not a revision mcpatch patched: recovering after failed calls is enough to pass".into(),
+        ),
+        (State::Affected, _) => Some("not patched: run `mcpatch apply`".into()),
+        _ => None,
+    }
 }
 
 fn render(r: &InstallResult) -> String {
@@ -296,10 +404,18 @@ fn render(r: &InstallResult) -> String {
         }
     ));
     let mut table = Table::new(
-        &["SCENARIO", "VERDICT", "RECOVERY MS", "HANDSHAKES", "NOTE"],
+        &[
+            "SCENARIO",
+            "VERDICT",
+            "FAILED CALLS",
+            "RECOVERY MS",
+            "HANDSHAKES",
+            "NOTE",
+        ],
         &[
             Align::Left,
             Align::Left,
+            Align::Right,
             Align::Right,
             Align::Right,
             Align::Left,
@@ -315,15 +431,12 @@ fn render(r: &InstallResult) -> String {
         let verdict = if j.ok {
             j.verdict.to_string()
         } else {
-            let expected = match x.expected {
-                Expectation::Recover => "RECOVERED",
-                Expectation::Hold => "HELD",
-            };
-            format!("{} (expected {expected})", j.verdict)
+            format!("{} (expected {})", j.verdict, x.expected.verdict())
         };
         table.row(vec![
             name,
             verdict,
+            j.failed_calls.to_string(),
             j.recovery_ms
                 .map(|m| m.to_string())
                 .unwrap_or_else(|| "-".into()),
@@ -332,14 +445,17 @@ fn render(r: &InstallResult) -> String {
         ]);
     }
     s.push_str(&table.lines().concat());
+    if let Some(note) = &r.note {
+        s.push_str(&format!("note: {note}\n"));
+    }
     s.push_str(r.overall);
     s.push('\n');
     s
 }
 
 /// `mcpatch serve`: the fake server alone, with sessions dropped by a key press or a control request.
-pub fn serve(scenario_name: &str, port: u16) -> Result<Outcome> {
-    let chosen = select(&[scenario_name.to_string()])?.remove(0);
+pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
+    let chosen = scenario::find(name);
     let rt = runtime()?;
     rt.block_on(async move {
         let server = FakeServer::start(chosen.behaviour.clone(), port).await?;
@@ -353,7 +469,7 @@ pub fn serve(scenario_name: &str, port: u16) -> Result<Outcome> {
         let _ = std::io::stdout().flush();
         let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
         let mut stdin_open = true;
-        let mut seen = 0;
+        let mut next_seq = 0;
         loop {
             tokio::select! {
                 line = lines.next_line(), if stdin_open => match line {
@@ -364,24 +480,60 @@ pub fn serve(scenario_name: &str, port: u16) -> Result<Outcome> {
                 _ = tokio::signal::ctrl_c() => break,
                 _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
             }
-            let w = server.witness();
-            for e in &w[seen..] {
-                match &e.note {
-                    Some(n) => println!("{:>7} ms  {n}", e.t_ms),
-                    None => println!(
-                        "{:>7} ms  {} {} session={} -> {}{}",
-                        e.t_ms,
-                        e.http_method,
-                        e.rpc_method.as_deref().unwrap_or("-"),
-                        e.session_sent.as_deref().unwrap_or("-"),
-                        e.status,
-                        e.session_issued.as_deref().map(|s| format!(" (new session {s})")).unwrap_or_default()
-                    ),
-                }
+            for e in server.witness_since(next_seq) {
+                next_seq = e.seq + 1;
+                println!("{}", console_line(&e));
             }
-            seen = w.len();
             let _ = std::io::stdout().flush();
         }
         Ok(Outcome::Clean)
     })
+}
+
+/// One witness entry for the terminal, with anything a client sent escaped so
+/// it cannot move the cursor, recolour or retitle the terminal.
+fn console_line(e: &server::WitnessEntry) -> String {
+    let clean = |s: &str| s.escape_debug().to_string();
+    match &e.note {
+        Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
+        None => format!(
+            "{:>7} ms  {} {} session={} -> {}{}",
+            e.t_ms,
+            clean(&e.http_method),
+            clean(e.rpc_method.as_deref().unwrap_or("-")),
+            clean(e.session_sent.as_deref().unwrap_or("-")),
+            e.status,
+            e.session_issued
+                .as_deref()
+                .map(|s| format!(" (new session {})", clean(s)))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn console_lines_escape_control_characters_from_clients() {
+        let e = server::WitnessEntry {
+            seq: 0,
+            t_ms: 5,
+            answered_ms: 5,
+            http_method: "POST".into(),
+            rpc_method: Some("tools/\u{1b}]0;owned\u{7}list\u{1b}[2J".into()),
+            session_sent: Some("ab\rcd".into()),
+            status: 404,
+            session_issued: None,
+            call_id: None,
+            executed: None,
+            call_ok: None,
+            note: None,
+        };
+        assert_eq!(
+            console_line(&e),
+            "      5 ms  POST tools/\\u{1b}]0;owned\\u{7}list\\u{1b}[2J session=ab\\rcd -> 404"
+        );
+    }
 }

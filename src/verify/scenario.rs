@@ -1,12 +1,86 @@
 //! The verify scenarios — what the fake server does, how the harness drives
-//! the client, what a healed client must show — and the verdict, computed
-//! from the server's witness log.
+//! the client, what a healed client must show — and the verdicts, computed
+//! from the server's witness log and its per-call counts.
+//!
+//! What the caller saw (which calls failed, with which words, how long they
+//! took) comes from the harness, which only measures; every success it reports
+//! must also be in the server's counts, or the verdict is BROKEN.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::Serialize;
 
-use super::server::{LostSessionAnswer, ServerBehaviour, WitnessEntry, ORDINARY_ERROR_WORDS};
+use super::harness::Policy;
+use super::server::{
+    CallCount, LostSessionAnswer, ServerBehaviour, WitnessEntry, ORDINARY_ERROR_WORDS,
+};
+
+/// The scenario names users pass to `--scenario`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, clap::ValueEnum, Serialize)]
+pub enum ScenarioName {
+    #[value(name = "expired-404")]
+    #[serde(rename = "expired-404")]
+    Expired404,
+    #[value(name = "expired-400")]
+    #[serde(rename = "expired-400")]
+    Expired400,
+    #[value(name = "expired-401")]
+    #[serde(rename = "expired-401")]
+    Expired401,
+    #[value(name = "idle-timeout")]
+    #[serde(rename = "idle-timeout")]
+    IdleTimeout,
+    #[value(name = "restart")]
+    #[serde(rename = "restart")]
+    Restart,
+    #[value(name = "restart-persisted")]
+    #[serde(rename = "restart-persisted")]
+    RestartPersisted,
+    #[value(name = "ordinary-errors")]
+    #[serde(rename = "ordinary-errors")]
+    OrdinaryErrors,
+    #[value(name = "sse-404")]
+    #[serde(rename = "sse-404")]
+    Sse404,
+    #[value(name = "strict-reinit")]
+    #[serde(rename = "strict-reinit")]
+    StrictReinit,
+    #[value(name = "concurrent-loss")]
+    #[serde(rename = "concurrent-loss")]
+    ConcurrentLoss,
+    #[value(name = "forgetful")]
+    #[serde(rename = "forgetful")]
+    Forgetful,
+    #[value(name = "cut-mid-call")]
+    #[serde(rename = "cut-mid-call")]
+    CutMidCall,
+}
+
+impl ScenarioName {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScenarioName::Expired404 => "expired-404",
+            ScenarioName::Expired400 => "expired-400",
+            ScenarioName::Expired401 => "expired-401",
+            ScenarioName::IdleTimeout => "idle-timeout",
+            ScenarioName::Restart => "restart",
+            ScenarioName::RestartPersisted => "restart-persisted",
+            ScenarioName::OrdinaryErrors => "ordinary-errors",
+            ScenarioName::Sse404 => "sse-404",
+            ScenarioName::StrictReinit => "strict-reinit",
+            ScenarioName::ConcurrentLoss => "concurrent-loss",
+            ScenarioName::Forgetful => "forgetful",
+            ScenarioName::CutMidCall => "cut-mid-call",
+        }
+    }
+}
+
+impl std::fmt::Display for ScenarioName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// How the harness drives the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -15,12 +89,18 @@ pub enum Plan {
     Invalidate,
     /// Call, stay idle past the server's idle limit, call again.
     Idle,
-    /// Call, have the server restart, call again.
+    /// Call, have the server restart, wait until it listens again, call again.
     Restart,
     /// Call tools that fail in ordinary ways, then call tools that work.
     Ordinary,
-    /// Call, wait for anything the client does on its own, call again.
+    /// Call, wait until the server has answered the client's GET, watch, call again.
     Settle,
+    /// Call, then send a batch of calls at once while the server drops the session under them.
+    Concurrent,
+    /// Call again and again against a server that loses every session right after its tool list.
+    Forgetful,
+    /// Call a slow tool while the server dies under it, wait until it listens again, call again.
+    Cut,
 }
 
 impl Plan {
@@ -31,6 +111,9 @@ impl Plan {
             Plan::Restart => "restart",
             Plan::Ordinary => "ordinary",
             Plan::Settle => "settle",
+            Plan::Concurrent => "concurrent",
+            Plan::Forgetful => "forgetful",
+            Plan::Cut => "cut",
         }
     }
 }
@@ -39,38 +122,79 @@ impl Plan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Expectation {
-    /// A fresh session, tools re-listed, a later call working (RECOVERED).
+    /// A fresh session, tools re-listed, calls working again, no failed call (SEAMLESS).
+    Seamless,
+    /// A fresh session, tools re-listed, calls working again, failed calls allowed (RECOVERED).
     Recover,
     /// Keep working on the same session, no new initialize (HELD).
     Hold,
+    /// Against a server that keeps losing sessions: every call ends within its
+    /// timeout, no call is sent more than twice, handshakes stay within the policy (BOUNDED).
+    Bounded,
+    /// A call cut while the tool ran fails and is never sent again (NOT-RETRIED).
+    NoRetry,
+}
+
+impl Expectation {
+    /// The verdict that meets this expectation, for tables.
+    pub fn verdict(self) -> &'static str {
+        match self {
+            Expectation::Seamless => "SEAMLESS",
+            Expectation::Recover => "RECOVERED",
+            Expectation::Hold => "HELD",
+            Expectation::Bounded => "BOUNDED",
+            Expectation::NoRetry => "NOT-RETRIED",
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
 pub struct Scenario {
-    pub name: &'static str,
+    pub name: ScenarioName,
     pub what: &'static str,
     pub behaviour: ServerBehaviour,
     pub plan: Plan,
+    /// What a client healed by any revision must show; recovery scenarios expect
+    /// SEAMLESS of the current patch revision (see [`Scenario::expectation`]).
     pub expect: Expectation,
+}
+
+impl Scenario {
+    /// The expectation for a client that carries the current patch revision
+    /// (`seamless`) or not.
+    pub fn expectation(&self, seamless: bool) -> Expectation {
+        match self.expect {
+            Expectation::Recover if seamless => Expectation::Seamless,
+            e => e,
+        }
+    }
 }
 
 /// Idle limit of the `idle-timeout` scenario, and how long the harness idles.
 pub const IDLE_LIMIT: Duration = Duration::from_millis(800);
 pub const IDLE_FOR: Duration = Duration::from_millis(1300);
+/// Calls the `concurrent-loss` harness sends at once, and how many of them the
+/// server runs before the session drops under the rest.
+pub const CONCURRENT_CALLS: usize = 8;
+pub const CONCURRENT_RAN_BEFORE_LOSS: usize = 2;
+/// Calls the `forgetful` harness makes, one after another.
+pub const FORGETFUL_CALLS: usize = 8;
+/// How much past its timeout a call may end before it counts as outliving it.
+const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
 
-/// Every scenario, in the order verify runs them.
+/// Every scenario, in the order verify reports them.
 pub fn all() -> Vec<Scenario> {
     let base = ServerBehaviour::default();
     vec![
         Scenario {
-            name: "expired-404",
+            name: ScenarioName::Expired404,
             what: "drops the session; answers 404 + JSON-RPC -32001 \"Session not found\"",
             behaviour: base.clone(),
             plan: Plan::Invalidate,
             expect: Expectation::Recover,
         },
         Scenario {
-            name: "expired-400",
+            name: ScenarioName::Expired400,
             what: "drops the session; answers 400 \"Bad Request: No valid session ID provided\"",
             behaviour: ServerBehaviour {
                 lost_session: LostSessionAnswer::BadRequestNoValidSession,
@@ -80,7 +204,7 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
         Scenario {
-            name: "expired-401",
+            name: ScenarioName::Expired401,
             what: "drops the session; answers 401 \"Unauthorized: Session not found\"",
             behaviour: ServerBehaviour {
                 lost_session: LostSessionAnswer::UnauthorizedText,
@@ -90,7 +214,7 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
         Scenario {
-            name: "idle-timeout",
+            name: ScenarioName::IdleTimeout,
             what: "prunes sessions idle longer than a short limit; answers 404 \"Not Found: Session not found\"",
             behaviour: ServerBehaviour {
                 lost_session: LostSessionAnswer::NotFoundText,
@@ -101,7 +225,7 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
         Scenario {
-            name: "restart",
+            name: ScenarioName::Restart,
             what: "restarts on the same port; in-memory sessions lost, open connections closed",
             behaviour: ServerBehaviour {
                 lost_session: LostSessionAnswer::NotFoundText,
@@ -111,7 +235,7 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
         Scenario {
-            name: "restart-persisted",
+            name: ScenarioName::RestartPersisted,
             what: "restarts on the same port but keeps its sessions",
             behaviour: ServerBehaviour {
                 persist_sessions: true,
@@ -121,15 +245,15 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Hold,
         },
         Scenario {
-            name: "ordinary-errors",
+            name: ScenarioName::OrdinaryErrors,
             what: "answers tool calls with HTTP 500, 400 invalid params, a JSON-RPC error, a tool error",
             behaviour: base.clone(),
             plan: Plan::Ordinary,
             expect: Expectation::Hold,
         },
         Scenario {
-            name: "sse-404",
-            what: "has no GET stream and answers the optional GET with 404 instead of 405",
+            name: ScenarioName::Sse404,
+            what: "has no GET stream and answers the optional GET with 404 instead of 405, once the client is connected",
             behaviour: ServerBehaviour {
                 get_not_found: true,
                 ..base.clone()
@@ -138,80 +262,212 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Hold,
         },
         Scenario {
-            name: "strict-reinit",
+            name: ScenarioName::StrictReinit,
             what: "drops the session and rejects an initialize that carries a session id",
             behaviour: ServerBehaviour {
                 strict_initialize: true,
-                ..base
+                ..base.clone()
             },
             plan: Plan::Invalidate,
             expect: Expectation::Recover,
         },
+        Scenario {
+            name: ScenarioName::ConcurrentLoss,
+            what: "drops the session under 8 calls in flight: 2 ran first and answer late, 6 get 404",
+            behaviour: base.clone(),
+            plan: Plan::Concurrent,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::Forgetful,
+            what: "loses every new session right after its tool list",
+            behaviour: ServerBehaviour {
+                forget_after_list: true,
+                ..base.clone()
+            },
+            plan: Plan::Forgetful,
+            expect: Expectation::Bounded,
+        },
+        Scenario {
+            name: ScenarioName::CutMidCall,
+            what: "dies while a slow tool runs (connection cut, sessions lost), then listens again",
+            behaviour: ServerBehaviour {
+                lost_session: LostSessionAnswer::NotFoundText,
+                restart_during_slow_call: true,
+                ..base
+            },
+            plan: Plan::Cut,
+            expect: Expectation::NoRetry,
+        },
     ]
 }
 
-pub fn names() -> Vec<&'static str> {
-    all().iter().map(|s| s.name).collect()
+/// The scenario of this name.
+pub fn find(name: ScenarioName) -> Scenario {
+    all()
+        .into_iter()
+        .find(|s| s.name == name)
+        .expect("every ScenarioName has a scenario")
 }
 
-/// What the harness saw of one tool call.
-#[derive(Debug, Clone)]
+/// What the harness saw of one tool call: the caller's view, measured.
+#[derive(Debug, Clone, Default)]
 pub struct HarnessCall {
+    /// The `call_id` the harness gave the call (the server counts it).
+    pub call_id: String,
     pub name: String,
     pub ok: bool,
     pub error: Option<String>,
+    /// How long the call took, as the caller waited for it.
+    pub ms: u64,
+}
+
+/// Everything a verdict is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    pub witness: &'a [WitnessEntry],
+    /// Session ids the server dropped on purpose.
+    pub dropped: &'a [String],
+    /// How often each call id was sent and run.
+    pub counts: &'a HashMap<String, CallCount>,
+    /// The caller's view of each call, in the order they were made.
+    pub calls: &'a [HarnessCall],
+    pub policy: Policy,
 }
 
 /// The verdict of one scenario run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Judgement {
-    /// RECOVERED, STUCK, HELD, RECYCLED or BROKEN.
+    /// SEAMLESS, RECOVERED, STUCK, HELD, RECYCLED, BROKEN, REPEATED, BOUNDED,
+    /// UNBOUNDED or NOT-RETRIED.
     pub verdict: &'static str,
-    /// Whether the verdict is what a healed client must show.
+    /// Whether the verdict is what the expectation asks.
     pub ok: bool,
-    /// From the first failed call to the first successful one on the new session.
+    /// From the first request that met the loss to the first successful call on the new session.
     pub recovery_ms: Option<u64>,
+    /// How long the call that met the loss took, as its caller waited.
+    pub trigger_ms: Option<u64>,
+    /// Calls whose caller got an error.
+    pub failed_calls: usize,
     /// Successful initialize handshakes the server saw.
     pub initialize_count: usize,
-    /// The error the client's caller got for the first failed call, if any.
+    /// The error the caller got for the call that met the loss, if it failed.
     pub trigger_error: Option<String>,
     pub note: String,
 }
 
-/// Judge a scenario from the server's witness log, the ids it dropped, and the harness's calls.
-pub fn judge(
-    scenario: &Scenario,
-    witness: &[WitnessEntry],
-    dropped: &[String],
-    calls: &[HarnessCall],
-    deadline: Duration,
-) -> Judgement {
-    let initialize_count = witness
+/// Judge one run of `scenario` against `expect`.
+pub fn judge(scenario: &Scenario, expect: Expectation, ev: &Evidence<'_>) -> Judgement {
+    let initialize_count = ev
+        .witness
         .iter()
         .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 200)
         .count();
-    let trigger_error = calls
-        .iter()
-        .skip(1)
-        .find(|c| !c.ok)
-        .and_then(|c| c.error.clone());
-    match scenario.expect {
-        Expectation::Recover => {
-            judge_recovery(witness, dropped, deadline, initialize_count, trigger_error)
-        }
-        Expectation::Hold => judge_hold(scenario, witness, calls, initialize_count, trigger_error),
+    let failed_calls = ev.calls.iter().filter(|c| !c.ok).count();
+    let base = Judgement {
+        verdict: "",
+        ok: false,
+        recovery_ms: None,
+        trigger_ms: None,
+        failed_calls,
+        initialize_count,
+        trigger_error: None,
+        note: String::new(),
+    };
+    if let Some(note) = repeated_call(ev) {
+        return Judgement {
+            verdict: "REPEATED",
+            note,
+            ..base
+        };
     }
+    if let Some(note) = success_never_run(ev) {
+        return Judgement {
+            verdict: "BROKEN",
+            note,
+            ..base
+        };
+    }
+    let mut j = match scenario.expect {
+        Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base),
+        Expectation::Hold => judge_hold(scenario, ev, base),
+        Expectation::Bounded => judge_bounded(ev, base),
+        Expectation::NoRetry => judge_no_retry(ev, base),
+    };
+    j.ok = match expect {
+        Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),
+        e => j.verdict == e.verdict(),
+    };
+    if j.ok && expect == Expectation::Recover && j.verdict == "RECOVERED" {
+        j.note.push_str(&format!(
+            "; {} call(s) failed before it recovered",
+            j.failed_calls
+        ));
+    }
+    j
 }
 
-fn judge_recovery(
-    witness: &[WitnessEntry],
-    dropped: &[String],
-    deadline: Duration,
-    initialize_count: usize,
-    trigger_error: Option<String>,
-) -> Judgement {
-    let is_dead = |e: &WitnessEntry| e.session_sent.as_ref().is_some_and(|s| dropped.contains(s));
-    // The server dropping sessions (invalidate, prune, restart) starts the clock.
+/// A call id the server ran twice, or that was sent again after an answer other
+/// than session loss (so the tool may have run), or sent more than twice.
+fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
+    let mut ids: Vec<(&String, &CallCount)> = ev.counts.iter().collect();
+    ids.sort_by(|a, b| a.0.cmp(b.0));
+    for (id, count) in ids {
+        if count.ran > 1 {
+            return Some(format!(
+                "call {id} ran {} times: a tool call was sent again after it ran",
+                count.ran
+            ));
+        }
+        if count.sent > 2 {
+            return Some(format!(
+                "call {id} was sent {} times: more than the one repeat a lost session allows",
+                count.sent
+            ));
+        }
+        if count.sent == 2 {
+            let lost_answers = ev
+                .witness
+                .iter()
+                .filter(|e| e.call_id.as_deref() == Some(id.as_str()))
+                .filter(|e| e.executed == Some(false) && matches!(e.status, 400 | 401 | 404))
+                .count();
+            if lost_answers == 0 {
+                return Some(format!(
+                    "call {id} was sent again although its first send was not answered as a lost session: the tool may have run twice"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A call the caller saw succeed that the server never ran.
+fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
+    ev.calls
+        .iter()
+        .filter(|c| c.ok)
+        .find(|c| ev.counts.get(&c.call_id).is_none_or(|n| n.ran == 0))
+        .map(|c| {
+            format!(
+                "the caller got a success for call {} that the server never ran",
+                c.call_id
+            )
+        })
+}
+
+fn initialize_fresh(e: &WitnessEntry) -> bool {
+    e.rpc_method.as_deref() == Some("initialize") && e.status == 200 && e.session_sent.is_none()
+}
+
+fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let witness = ev.witness;
+    let is_dead = |e: &WitnessEntry| {
+        e.session_sent
+            .as_ref()
+            .is_some_and(|s| ev.dropped.contains(s))
+    };
+    // The server dropping sessions (invalidate, prune, restart, concurrent loss) starts the clock.
     let dropped_at = witness
         .iter()
         .position(|e| {
@@ -229,12 +485,18 @@ fn judge_recovery(
     let Some(first_failed) = first_failed else {
         return Judgement {
             verdict: "STUCK",
-            ok: false,
-            recovery_ms: None,
-            initialize_count,
-            trigger_error,
             note: "the session was never invalidated under the client (no request carried a dropped id)".into(),
+            ..base
         };
+    };
+    let trigger = witness[first_failed]
+        .call_id
+        .as_deref()
+        .and_then(|id| ev.calls.iter().find(|c| c.call_id == id));
+    let base = Judgement {
+        trigger_ms: trigger.map(|c| c.ms),
+        trigger_error: trigger.and_then(|c| c.error.clone()),
+        ..base
     };
     let t_fail = witness[first_failed].t_ms;
     let dead_after_fail = witness[first_failed..]
@@ -245,152 +507,295 @@ fn judge_recovery(
         .iter()
         .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.session_sent.is_some())
         .count();
-    let new_init = witness[first_failed..].iter().position(|e| {
-        e.rpc_method.as_deref() == Some("initialize") && e.status == 200 && e.session_sent.is_none()
-    });
     let stuck = |why: String| Judgement {
         verdict: "STUCK",
-        ok: false,
-        recovery_ms: None,
-        initialize_count,
-        trigger_error: trigger_error.clone(),
         note: why,
+        ..base.clone()
     };
-    let Some(new_init) = new_init.map(|i| i + first_failed) else {
+    let Some(new_init) = witness[first_failed..]
+        .iter()
+        .position(initialize_fresh)
+        .map(|i| i + first_failed)
+    else {
         return stuck(format!(
             "no new initialize after the session was lost; {dead_after_fail} request(s) kept the dead session id"
         ));
     };
     let fresh = witness[new_init].session_issued.clone().unwrap_or_default();
     let on_fresh = |e: &WitnessEntry| e.session_sent.as_deref() == Some(fresh.as_str());
-    let relisted = witness[new_init..]
+    let Some(relisted) = witness[new_init..]
         .iter()
         .position(|e| {
             on_fresh(e) && e.rpc_method.as_deref() == Some("tools/list") && e.status == 200
         })
-        .map(|i| i + new_init);
-    let Some(relisted) = relisted else {
+        .map(|i| i + new_init)
+    else {
         return stuck("a new session started but its tools were never listed again".into());
     };
-    let called = witness[relisted..].iter().find(|e| {
+    let Some(called) = witness[relisted..].iter().find(|e| {
         on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.call_ok == Some(true)
-    });
-    let Some(called) = called else {
+    }) else {
         return stuck(
             "a new session started and listed tools, but no tool call succeeded on it".into(),
         );
     };
-    let dead_later = witness[new_init..].iter().filter(|e| is_dead(e)).count();
+    let later_inits = witness[new_init + 1..]
+        .iter()
+        .filter(|e| initialize_fresh(e))
+        .count();
+    // Requests sent with the dead id after the new session was established (a call
+    // that was in flight before the loss may still be answered later: that is fine).
+    let established = witness[new_init].answered_ms;
+    let dead_later = witness
+        .iter()
+        .filter(|e| is_dead(e) && e.t_ms > established)
+        .count();
     if dead_later > 0 {
         return stuck(format!(
             "{dead_later} request(s) still carried the dead session id after the new session was established"
         ));
     }
-    let recovery_ms = called.t_ms.saturating_sub(t_fail);
+    let recovery_ms = called.answered_ms.saturating_sub(t_fail);
+    let deadline = ev.policy.deadline();
     if recovery_ms > deadline.as_millis() as u64 {
         return stuck(format!(
-            "recovered only after {recovery_ms} ms, past the deadline"
+            "recovered only after {recovery_ms} ms, past the {} ms a healthy client needs under this policy",
+            deadline.as_millis()
         ));
     }
-    let mut note =
-        "fresh initialize without the dead id, tools re-listed, call succeeded".to_string();
+    let mut note = if later_inits == 0 {
+        "one fresh initialize without the dead id, tools re-listed, calls succeeded".to_string()
+    } else {
+        format!(
+            "fresh initialize without the dead id, tools re-listed, calls succeeded; {later_inits} more initialize(s) after it"
+        )
+    };
     if rejected_reinit > 0 {
         note.push_str(&format!(
             "; {rejected_reinit} initialize(s) carried a session id"
         ));
     }
     Judgement {
-        verdict: "RECOVERED",
-        ok: true,
+        verdict: if base.failed_calls == 0 {
+            "SEAMLESS"
+        } else {
+            "RECOVERED"
+        },
         recovery_ms: Some(recovery_ms),
-        initialize_count,
-        trigger_error,
         note,
+        ..base
     }
 }
 
-fn judge_hold(
-    scenario: &Scenario,
-    witness: &[WitnessEntry],
-    calls: &[HarnessCall],
-    initialize_count: usize,
-    trigger_error: Option<String>,
-) -> Judgement {
-    let verdict = |verdict: &'static str, ok: bool, note: String| Judgement {
+fn judge_hold(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let verdict = |verdict: &'static str, note: String| Judgement {
         verdict,
-        ok,
-        recovery_ms: None,
-        initialize_count,
-        trigger_error: trigger_error.clone(),
         note,
+        ..base.clone()
     };
-    if initialize_count > 1 {
+    if base.initialize_count > 1 {
         return verdict(
             "RECYCLED",
-            false,
-            format!("{initialize_count} initialize handshakes: a healthy session was thrown away"),
+            format!(
+                "{} initialize handshakes: a healthy session was thrown away",
+                base.initialize_count
+            ),
         );
     }
-    let last_ok = calls.last().is_some_and(|c| c.ok && c.name == "echo");
+    let witness = ev.witness;
+    let Some(session) = witness
+        .iter()
+        .find(|e| initialize_fresh(e))
+        .and_then(|e| e.session_issued.clone())
+    else {
+        return verdict("BROKEN", "the client never started a session".into());
+    };
+    if scenario.plan == Plan::Settle {
+        let listed_at = witness.iter().position(|e| {
+            e.rpc_method.as_deref() == Some("tools/list")
+                && e.session_sent.as_deref() == Some(session.as_str())
+        });
+        let get_404_after = listed_at.is_some_and(|at| {
+            witness[at..]
+                .iter()
+                .any(|e| e.http_method == "GET" && e.status == 404)
+        });
+        if !get_404_after {
+            return verdict(
+                "BROKEN",
+                "the client never met the GET 404 after it connected: nothing was tested".into(),
+            );
+        }
+    }
     if scenario.plan == Plan::Ordinary {
         for (kind, words) in ORDINARY_ERROR_WORDS {
-            let seen = calls
+            let reached = ev
+                .calls
                 .iter()
-                .filter(|c| c.name == "fail")
+                .filter(|c| c.name == format!("fail:{kind}"))
                 .any(|c| !c.ok && c.error.as_deref().is_some_and(|e| e.contains(words)));
-            if !seen {
+            if !reached {
                 return verdict(
                     "BROKEN",
-                    false,
                     format!("the {kind} error did not reach the caller with the server's words ({words:?})"),
                 );
             }
         }
-        let witnessed_calls = witness
-            .iter()
-            .filter(|e| e.rpc_method.as_deref() == Some("tools/call"))
-            .count();
-        if !last_ok {
-            return verdict(
-                "BROKEN",
-                false,
-                "tools stopped working after ordinary errors".into(),
-            );
-        }
-        return verdict(
-            "HELD",
-            true,
-            format!("each error reached the caller; {witnessed_calls} calls on one session, no new initialize"),
-        );
     }
-    if !last_ok {
+    // The last call the harness made must have run, and succeeded, on the kept session.
+    let Some(last) = ev.calls.last() else {
+        return verdict("BROKEN", "no call was made".into());
+    };
+    let worked = witness.iter().any(|e| {
+        e.call_id.as_deref() == Some(last.call_id.as_str())
+            && e.session_sent.as_deref() == Some(session.as_str())
+            && e.call_ok == Some(true)
+    });
+    if !worked {
         return verdict(
             "BROKEN",
-            false,
             "tools did not work again on the kept session".into(),
         );
     }
+    let calls_on_session = witness
+        .iter()
+        .filter(|e| {
+            e.rpc_method.as_deref() == Some("tools/call")
+                && e.session_sent.as_deref() == Some(session.as_str())
+        })
+        .count();
+    let note = match scenario.plan {
+        Plan::Ordinary => format!(
+            "each error reached the caller once; {calls_on_session} calls on one session, no new initialize"
+        ),
+        Plan::Settle => "the GET 404 changed nothing: same session, no new initialize".into(),
+        _ => "kept working on the same session, no new initialize".into(),
+    };
+    verdict("HELD", note)
+}
+
+fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let bound = 1 + ev.policy.max_attempts() as usize;
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    if base.initialize_count > bound {
+        return verdict(
+            "UNBOUNDED",
+            format!(
+                "{} initialize handshakes, more than the {bound} the policy allows (1 + {} attempts)",
+                base.initialize_count,
+                ev.policy.max_attempts()
+            ),
+        );
+    }
+    let limit = ev.policy.call_timeout() + TIMEOUT_SLACK;
+    if let Some(c) = ev.calls.iter().find(|c| c.ms > limit.as_millis() as u64) {
+        return verdict(
+            "UNBOUNDED",
+            format!(
+                "call {} took {} ms, past its {} ms timeout",
+                c.call_id,
+                c.ms,
+                ev.policy.call_timeout().as_millis()
+            ),
+        );
+    }
+    if ev.calls.len() < FORGETFUL_CALLS {
+        return verdict(
+            "UNBOUNDED",
+            format!("only {} of {FORGETFUL_CALLS} calls ended", ev.calls.len()),
+        );
+    }
+    let slowest = ev.calls.iter().map(|c| c.ms).max().unwrap_or(0);
     verdict(
-        "HELD",
-        true,
-        "kept working on the same session, no new initialize".into(),
+        "BOUNDED",
+        format!(
+            "{} handshakes (bound {bound}), every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
+            base.initialize_count
+        ),
     )
+}
+
+fn judge_no_retry(ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let Some(cut) = ev.calls.iter().find(|c| c.name == "slow") else {
+        return verdict("BROKEN", "the slow call was never made".into());
+    };
+    let count = ev.counts.get(&cut.call_id).copied().unwrap_or_default();
+    if count.sent != 1 {
+        return verdict(
+            if count.sent > 1 { "REPEATED" } else { "BROKEN" },
+            format!(
+                "the call cut while its tool ran was sent {} time(s); it must be sent once and never again",
+                count.sent
+            ),
+        );
+    }
+    if cut.ok {
+        return verdict(
+            "BROKEN",
+            "the caller got a success for a call the server never answered".into(),
+        );
+    }
+    let base = Judgement {
+        trigger_ms: Some(cut.ms),
+        trigger_error: cut.error.clone(),
+        ..base.clone()
+    };
+    // After the server is back, the client must work again on a fresh session.
+    let cut_at = ev
+        .witness
+        .iter()
+        .position(|e| e.note.as_deref().is_some_and(|n| n.starts_with("restart:")))
+        .unwrap_or(ev.witness.len());
+    let recovered = ev.witness[cut_at..].iter().any(|e| {
+        e.rpc_method.as_deref() == Some("tools/call")
+            && e.call_ok == Some(true)
+            && !e
+                .session_sent
+                .as_ref()
+                .is_some_and(|s| ev.dropped.contains(s))
+    });
+    if !recovered {
+        return Judgement {
+            verdict: "STUCK",
+            note: "the cut call was not sent again, but no call worked after the server came back"
+                .into(),
+            ..base
+        };
+    }
+    Judgement {
+        verdict: "NOT-RETRIED",
+        note: format!(
+            "the cut call failed once and was not sent again (its tool ran {} time(s)); calls worked again after the restart",
+            count.ran
+        ),
+        ..base
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+
     #[test]
-    fn the_cli_help_lists_every_scenario() {
-        let help = include_str!("../cli.rs");
-        let listed = super::names().join(", ");
-        let flat: String = help
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ")
-            .replace("/// ", "");
-        assert!(
-            flat.contains(&listed),
-            "update the --scenario help in cli.rs to: {listed}"
-        );
+    fn every_name_has_exactly_one_scenario() {
+        use clap::ValueEnum;
+        for name in ScenarioName::value_variants() {
+            assert_eq!(
+                all().iter().filter(|s| s.name == *name).count(),
+                1,
+                "{name}"
+            );
+            assert_eq!(name.to_possible_value().unwrap().get_name(), name.as_str());
+        }
+        assert_eq!(all().len(), ScenarioName::value_variants().len());
     }
 }

@@ -1,23 +1,30 @@
 //! The bundled fake stateful MCP server: Streamable HTTP on 127.0.0.1 over a
-//! real HTTP stack (hyper + axum), with sessions it can drop, prune or lose in
-//! a restart, and a witness log of every request it saw. Verdicts come from
-//! that log, never from what a client claims.
+//! real HTTP stack (hyper + axum), with sessions it can drop, prune, forget or
+//! lose in a restart, a count of how often each tool call was sent and run,
+//! and a witness log of every request it saw. Verdicts come from that log and
+//! those counts, never from what a client claims.
+//!
+//! It listens on loopback only and refuses foreign `Host` and `Origin`
+//! headers, and everything it keeps is bounded (connections, sessions, the
+//! witness log, the remembered ids), so `mcpatch serve` can stay up for days.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::{Request, State};
+use axum::extract::{Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{any, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
 use tokio::net::TcpListener;
+use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::error::{Error, Result};
@@ -28,6 +35,15 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const SESSION_HEADER: &str = "mcp-session-id";
 const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+/// Longest the `slow` tool may be asked to run.
+const MAX_SLOW_MS: u64 = 10_000;
+/// How long the answers of calls that ran before a concurrent loss are held back,
+/// so they reach the client after the session-lost answers of the others.
+const RAN_BEFORE_LOSS_DELAY: Duration = Duration::from_millis(100);
+/// Longest a held call waits for the rest of its batch.
+const HOLD_LIMIT: Duration = Duration::from_secs(5);
+/// Longest a GET waits for its session's first tool list (`get_not_found`).
+const GET_HOLD_LIMIT: Duration = Duration::from_secs(5);
 
 /// How the server answers a request whose session it does not know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,8 +68,14 @@ pub struct ServerBehaviour {
     pub persist_sessions: bool,
     /// Reject an initialize that carries a session id, like servers that refuse a duplicate initialize.
     pub strict_initialize: bool,
-    /// Answer the optional GET stream with 404 instead of 405, like servers with no GET route.
+    /// Answer the optional GET stream with 404 instead of 405, like servers with no GET
+    /// route; the answer waits until the session has listed its tools, so it reaches a
+    /// client that is already connected.
     pub get_not_found: bool,
+    /// Drop every session right after answering its first tool list.
+    pub forget_after_list: bool,
+    /// Restart (cutting every connection) as soon as the `slow` tool starts running.
+    pub restart_during_slow_call: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -64,6 +86,39 @@ impl Default for ServerBehaviour {
             persist_sessions: false,
             strict_initialize: false,
             get_not_found: false,
+            forget_after_list: false,
+            restart_during_slow_call: false,
+        }
+    }
+}
+
+/// Bounds on what the server holds, so no client can grow it without limit.
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// A connection that does not send a request head within this is closed
+    /// (this also closes idle keep-alive connections).
+    pub header_read_timeout: Duration,
+    /// A request body must arrive within this.
+    pub body_read_timeout: Duration,
+    /// Live sessions; past it the least recently used one is evicted.
+    pub max_sessions: usize,
+    /// Witness entries kept; the oldest go first.
+    pub witness_entries: usize,
+    /// Dropped session ids and call ids remembered.
+    pub remembered_ids: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_sessions: 10_000,
+            witness_entries: 100_000,
+            remembered_ids: 100_000,
         }
     }
 }
@@ -71,8 +126,12 @@ impl Default for ServerBehaviour {
 /// One request as the server saw it.
 #[derive(Debug, Clone, Serialize)]
 pub struct WitnessEntry {
-    /// Milliseconds since the server started.
+    /// Position in the log since the server started (never reused).
+    pub seq: u64,
+    /// Milliseconds since the server started, when the request arrived.
     pub t_ms: u64,
+    /// Milliseconds since the server started, when it was answered.
+    pub answered_ms: u64,
     pub http_method: String,
     /// The JSON-RPC method, if the body was a request or notification.
     pub rpc_method: Option<String>,
@@ -82,26 +141,95 @@ pub struct WitnessEntry {
     pub status: u16,
     /// A session id issued by this answer (initialize).
     pub session_issued: Option<String>,
+    /// For tools/call: the caller's `call_id` argument, if any.
+    pub call_id: Option<String>,
+    /// For tools/call: whether the tool ran (false when the request was rejected first).
+    pub executed: Option<bool>,
     /// For tools/call: whether the result was a success (not an error of any kind).
     pub call_ok: Option<bool>,
-    /// Control events (invalidate, restart) and other notes.
+    /// Control events (invalidate, restart, prune) and other notes.
     pub note: Option<String>,
+}
+
+/// How often one call id was sent and how often its tool ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallCount {
+    /// tools/call requests carrying this id that reached the server.
+    pub sent: u32,
+    /// Times the tool ran for it.
+    pub ran: u32,
 }
 
 struct Session {
     last_seen: Instant,
     protocol_version: String,
+    listed: bool,
+}
+
+/// Every session id the server dropped on purpose, bounded: the oldest are forgotten first.
+#[derive(Default)]
+struct Remembered {
+    order: VecDeque<String>,
+    set: HashSet<String>,
+}
+
+impl Remembered {
+    fn insert(&mut self, id: String, cap: usize) {
+        if cap == 0 || !self.set.insert(id.clone()) {
+            return;
+        }
+        self.order.push_back(id);
+        while self.order.len() > cap {
+            if let Some(old) = self.order.pop_front() {
+                self.set.remove(&old);
+            }
+        }
+    }
+}
+
+/// A batch of tool calls held until all have arrived, then split: some run (they were
+/// running when the session dropped), the rest are answered as a lost session.
+struct HeldBatch {
+    size: usize,
+    run_first: usize,
+    waiting: Vec<oneshot::Sender<HeldFate>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum HeldFate {
+    /// Ran before the session dropped; the answer goes out after a delay.
+    RanBeforeLoss,
+    /// Arrived on a session that is gone: rejected before running.
+    Lost,
+}
+
+struct Witness {
+    entries: VecDeque<WitnessEntry>,
+    next_seq: u64,
 }
 
 struct Shared {
     started: Instant,
     behaviour: ServerBehaviour,
+    limits: ServerLimits,
     sessions: Mutex<HashMap<String, Session>>,
-    witness: Mutex<Vec<WitnessEntry>>,
-    /// Session ids the server dropped on purpose (invalidate, prune, restart).
-    dropped: Mutex<Vec<String>>,
+    witness: Mutex<Witness>,
+    /// Session ids the server dropped on purpose (invalidate, prune, restart, forget, evict).
+    dropped: Mutex<Remembered>,
+    calls: Mutex<HashMap<String, CallCount>>,
+    held: Mutex<Option<HeldBatch>>,
     counter: AtomicU64,
-    restart: tokio::sync::Notify,
+    restart: Notify,
+    /// Some session listed its tools (wakes GETs waiting for that).
+    listed: Notify,
+    /// Listener generation: 1 at start, +1 after each restart once listening again.
+    generation: AtomicU64,
+}
+
+/// Lock a mutex, carrying on with the data if a holder panicked (the data stays consistent:
+/// every critical section here leaves it whole).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 impl Shared {
@@ -109,18 +237,29 @@ impl Shared {
         self.started.elapsed().as_millis() as u64
     }
 
-    fn log(&self, entry: WitnessEntry) {
-        self.witness.lock().expect("witness lock").push(entry);
+    fn log(&self, mut entry: WitnessEntry) {
+        let mut w = lock(&self.witness);
+        entry.seq = w.next_seq;
+        w.next_seq += 1;
+        w.entries.push_back(entry);
+        while w.entries.len() > self.limits.witness_entries.max(1) {
+            w.entries.pop_front();
+        }
     }
 
     fn note(&self, note: String) {
+        let now = self.now_ms();
         self.log(WitnessEntry {
-            t_ms: self.now_ms(),
+            seq: 0,
+            t_ms: now,
+            answered_ms: now,
             http_method: "CONTROL".into(),
             rpc_method: None,
             session_sent: None,
             status: 0,
             session_issued: None,
+            call_id: None,
+            executed: None,
             call_ok: None,
             note: Some(note),
         });
@@ -135,13 +274,39 @@ impl Shared {
         format!("{:016x}{:08x}", h.finish(), n)
     }
 
+    fn remember_dropped(&self, ids: impl IntoIterator<Item = String>) {
+        let mut d = lock(&self.dropped);
+        for id in ids {
+            d.insert(id, self.limits.remembered_ids);
+        }
+    }
+
     /// Drop every live session, remembering their ids.
     fn invalidate_all(&self, why: &str) {
-        let mut sessions = self.sessions.lock().expect("sessions lock");
-        let ids: Vec<String> = sessions.drain().map(|(id, _)| id).collect();
-        drop(sessions);
+        let ids: Vec<String> = lock(&self.sessions).drain().map(|(id, _)| id).collect();
         self.note(format!("{why}: dropped {} session(s)", ids.len()));
-        self.dropped.lock().expect("dropped lock").extend(ids);
+        self.remember_dropped(ids);
+    }
+
+    fn drop_session(&self, id: &str, why: &str) {
+        if lock(&self.sessions).remove(id).is_some() {
+            self.note(format!("{why}: dropped 1 session(s)"));
+            self.remember_dropped([id.to_string()]);
+        }
+    }
+
+    fn count_call(&self, call_id: Option<&str>, ran: bool) {
+        let Some(id) = call_id else { return };
+        let mut calls = lock(&self.calls);
+        if !calls.contains_key(id) && calls.len() >= self.limits.remembered_ids {
+            return;
+        }
+        let c = calls.entry(id.to_string()).or_default();
+        if ran {
+            c.ran += 1;
+        } else {
+            c.sent += 1;
+        }
     }
 }
 
@@ -153,8 +318,17 @@ pub struct FakeServer {
 }
 
 impl FakeServer {
-    /// Bind 127.0.0.1:`port` (0: the OS picks) and serve.
+    /// Bind 127.0.0.1:`port` (0: the OS picks) and serve with the default limits.
     pub async fn start(behaviour: ServerBehaviour, port: u16) -> Result<FakeServer> {
+        Self::start_with_limits(behaviour, ServerLimits::default(), port).await
+    }
+
+    /// Bind 127.0.0.1:`port` (0: the OS picks) and serve within `limits`.
+    pub async fn start_with_limits(
+        behaviour: ServerBehaviour,
+        limits: ServerLimits,
+        port: u16,
+    ) -> Result<FakeServer> {
         let bind = SocketAddr::from(([127, 0, 0, 1], port));
         let listener = TcpListener::bind(bind)
             .await
@@ -169,11 +343,19 @@ impl FakeServer {
         let shared = Arc::new(Shared {
             started: Instant::now(),
             behaviour,
+            limits,
             sessions: Mutex::new(HashMap::new()),
-            witness: Mutex::new(Vec::new()),
-            dropped: Mutex::new(Vec::new()),
+            witness: Mutex::new(Witness {
+                entries: VecDeque::new(),
+                next_seq: 0,
+            }),
+            dropped: Mutex::new(Remembered::default()),
+            calls: Mutex::new(HashMap::new()),
+            held: Mutex::new(None),
             counter: AtomicU64::new(0),
-            restart: tokio::sync::Notify::new(),
+            restart: Notify::new(),
+            listed: Notify::new(),
+            generation: AtomicU64::new(1),
         });
         let runtime_task = tokio::spawn(supervise(listener, addr, shared.clone()));
         Ok(FakeServer {
@@ -202,18 +384,42 @@ impl FakeServer {
         self.shared.restart.notify_one();
     }
 
-    /// Everything the server saw so far.
-    pub fn witness(&self) -> Vec<WitnessEntry> {
-        self.shared.witness.lock().expect("witness lock").clone()
+    /// The listener generation: 1 at start, +1 each time a restart is listening again.
+    pub fn generation(&self) -> u64 {
+        self.shared.generation.load(Ordering::SeqCst)
     }
 
-    /// Session ids dropped on purpose.
+    /// Hold the next `size` tool calls until all have arrived; then the first
+    /// `run_first` run (their answers go out a little later) and the session is
+    /// dropped under the rest, which are answered as a lost session.
+    pub fn hold_calls(&self, size: usize, run_first: usize) {
+        arm(&self.shared, size, run_first);
+    }
+
+    /// Every entry of the witness log still kept, oldest first.
+    pub fn witness(&self) -> Vec<WitnessEntry> {
+        lock(&self.shared.witness).entries.iter().cloned().collect()
+    }
+
+    /// Witness entries with `seq >= from`, oldest first, without copying the rest.
+    pub fn witness_since(&self, from: u64) -> Vec<WitnessEntry> {
+        let w = lock(&self.shared.witness);
+        let skip = w.entries.partition_point(|e| e.seq < from);
+        w.entries.iter().skip(skip).cloned().collect()
+    }
+
+    /// Session ids dropped on purpose (the most recent ones, within the limits).
     pub fn dropped_sessions(&self) -> Vec<String> {
-        self.shared.dropped.lock().expect("dropped lock").clone()
+        lock(&self.shared.dropped).order.iter().cloned().collect()
+    }
+
+    /// How often each call id was sent and run.
+    pub fn call_counts(&self) -> HashMap<String, CallCount> {
+        lock(&self.shared.calls).clone()
     }
 
     pub fn live_sessions(&self) -> usize {
-        self.shared.sessions.lock().expect("sessions lock").len()
+        lock(&self.shared.sessions).len()
     }
 }
 
@@ -223,9 +429,23 @@ impl Drop for FakeServer {
     }
 }
 
+fn arm(shared: &Shared, size: usize, run_first: usize) {
+    let size = size.clamp(1, 64);
+    *lock(&shared.held) = Some(HeldBatch {
+        size,
+        run_first: run_first.min(size),
+        waiting: Vec::new(),
+    });
+    shared.note(format!(
+        "armed: the next {size} tool call(s) are held; {} run, then the session is lost under the rest",
+        run_first.min(size)
+    ));
+}
+
 /// Serve until a restart is asked for, then close everything and serve again on the same address.
 async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
     let mut listener = Some(first);
+    let permits = Arc::new(Semaphore::new(shared.limits.max_connections.max(1)));
     loop {
         let l = match listener.take() {
             Some(l) => l,
@@ -241,7 +461,11 @@ async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
                     }
                 }
                 match bound {
-                    Some(l) => l,
+                    Some(l) => {
+                        let g = shared.generation.fetch_add(1, Ordering::SeqCst) + 1;
+                        shared.note(format!("restart: listening again (generation {g})"));
+                        l
+                    }
                     None => {
                         shared.note(format!("restart: could not bind {addr} again"));
                         return;
@@ -252,21 +476,39 @@ async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
         let mut connections = JoinSet::new();
         let app = router(shared.clone());
         loop {
-            tokio::select! {
-                accepted = l.accept() => {
-                    let Ok((stream, _)) = accepted else { continue };
-                    let service = hyper_util::service::TowerToHyperService::new(app.clone());
-                    connections.spawn(async move {
-                        let io = hyper_util::rt::TokioIo::new(stream);
-                        let _ = hyper::server::conn::http1::Builder::new()
-                            .keep_alive(true)
-                            .serve_connection(io, service)
-                            .await;
-                    });
-                }
+            while connections.try_join_next().is_some() {}
+            let permit = tokio::select! {
+                p = permits.clone().acquire_owned() => match p {
+                    Ok(p) => p,
+                    Err(_) => return,
+                },
                 _ = shared.restart.notified() => break,
-                Some(_) = connections.join_next(), if !connections.is_empty() => {}
-            }
+            };
+            let accepted = tokio::select! {
+                a = l.accept() => a,
+                _ = shared.restart.notified() => break,
+            };
+            let stream = match accepted {
+                Ok((stream, _)) => stream,
+                Err(_) => {
+                    // Out of descriptors or a transient error: back off instead of spinning.
+                    drop(permit);
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            };
+            let service = hyper_util::service::TowerToHyperService::new(app.clone());
+            let header_timeout = shared.limits.header_read_timeout;
+            connections.spawn(async move {
+                let _permit = permit;
+                let io = hyper_util::rt::TokioIo::new(stream);
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .timer(hyper_util::rt::TokioTimer::new())
+                    .header_read_timeout(header_timeout)
+                    .keep_alive(true)
+                    .serve_connection(io, service)
+                    .await;
+            });
         }
         // Down: listener closed, every open connection cut.
         drop(l);
@@ -286,8 +528,97 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/mcp", any(mcp))
         .route("/control/invalidate", post(control_invalidate))
         .route("/control/restart", post(control_restart))
-        .route("/control/witness", any(control_witness))
+        .route("/control/hold", post(control_hold))
+        .route("/control/ready", get(control_ready))
+        .route("/control/witness", get(control_witness))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            loopback_only,
+        ))
         .with_state(shared)
+}
+
+/// Whether a `Host` header names this machine's loopback (with any port).
+fn is_loopback_host(host: &str) -> bool {
+    let (name, port) = match host.strip_prefix('[') {
+        Some(rest) => match rest.split_once(']') {
+            Some((inside, after)) => match after {
+                "" => (inside, None),
+                _ => match after.strip_prefix(':') {
+                    Some(port) => (inside, Some(port)),
+                    None => return false,
+                },
+            },
+            None => return false,
+        },
+        None => match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        },
+    };
+    let port_ok = port.is_none_or(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let bracketed = host.starts_with('[');
+    let name_ok = if bracketed {
+        name.parse::<std::net::Ipv6Addr>()
+            .is_ok_and(|ip| ip.is_loopback())
+    } else {
+        name.eq_ignore_ascii_case("localhost")
+            || name
+                .parse::<std::net::Ipv4Addr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    };
+    port_ok && name_ok
+}
+
+/// Whether an `Origin` header is a loopback origin (`http://localhost:PORT` and the like).
+fn is_loopback_origin(origin: &str) -> bool {
+    let rest = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    rest.is_some_and(|r| !r.contains('/') && is_loopback_host(r))
+}
+
+/// Refuse requests a web page or DNS rebinding could send: a `Host` that is not
+/// loopback, or any `Origin` that is not loopback (the MCP spec asks servers to
+/// validate Origin).
+async fn loopback_only(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let headers = request.headers();
+    let host_ok = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(is_loopback_host);
+    let origin_ok = match headers.get(header::ORIGIN) {
+        None => true,
+        Some(v) => v.to_str().is_ok_and(is_loopback_origin),
+    };
+    if host_ok && origin_ok {
+        return next.run(request).await;
+    }
+    let what = if host_ok { "Origin" } else { "Host" };
+    let now = shared.now_ms();
+    shared.log(WitnessEntry {
+        seq: 0,
+        t_ms: now,
+        answered_ms: now,
+        http_method: request.method().to_string(),
+        rpc_method: None,
+        session_sent: None,
+        status: 403,
+        session_issued: None,
+        call_id: None,
+        executed: None,
+        call_ok: None,
+        note: Some(format!("refused: {what} is not loopback")),
+    });
+    (
+        StatusCode::FORBIDDEN,
+        format!("Forbidden: {what} is not loopback\n"),
+    )
+        .into_response()
 }
 
 async fn control_invalidate(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
@@ -295,17 +626,37 @@ async fn control_invalidate(State(shared): State<Arc<Shared>>) -> impl IntoRespo
     (StatusCode::OK, "sessions dropped\n")
 }
 
+/// Restart after answering; the answer names the generation to wait for with `/control/ready`.
 async fn control_restart(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    let next = shared.generation.load(Ordering::SeqCst) + 1;
     let s = shared.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(20)).await;
         s.restart.notify_one();
     });
-    (StatusCode::OK, "restarting\n")
+    axum::Json(json!({"restarting": true, "generation": next}))
+}
+
+#[derive(serde::Deserialize)]
+struct HoldParams {
+    size: Option<usize>,
+    run_first: Option<usize>,
+}
+
+async fn control_hold(
+    State(shared): State<Arc<Shared>>,
+    Query(p): Query<HoldParams>,
+) -> impl IntoResponse {
+    arm(&shared, p.size.unwrap_or(8), p.run_first.unwrap_or(0));
+    (StatusCode::OK, "armed\n")
+}
+
+async fn control_ready(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    axum::Json(json!({"generation": shared.generation.load(Ordering::SeqCst)}))
 }
 
 async fn control_witness(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let w = shared.witness.lock().expect("witness lock").clone();
+    let w: Vec<WitnessEntry> = lock(&shared.witness).entries.iter().cloned().collect();
     axum::Json(w)
 }
 
@@ -316,6 +667,8 @@ struct Answer {
     text: Option<&'static str>,
     session_issued: Option<String>,
     rpc_method: Option<String>,
+    call_id: Option<String>,
+    executed: Option<bool>,
     call_ok: Option<bool>,
     allow: Option<&'static str>,
 }
@@ -328,6 +681,8 @@ impl Answer {
             text: None,
             session_issued: None,
             rpc_method: None,
+            call_id: None,
+            executed: None,
             call_ok: None,
             allow: None,
         }
@@ -335,25 +690,16 @@ impl Answer {
 
     fn text(status: StatusCode, text: &'static str) -> Self {
         Answer {
-            status,
             body: None,
             text: Some(text),
-            session_issued: None,
-            rpc_method: None,
-            call_ok: None,
-            allow: None,
+            ..Answer::json(status, Value::Null)
         }
     }
 
     fn empty(status: StatusCode) -> Self {
         Answer {
-            status,
             body: None,
-            text: None,
-            session_issued: None,
-            rpc_method: None,
-            call_ok: None,
-            allow: None,
+            ..Answer::json(status, Value::Null)
         }
     }
 
@@ -367,7 +713,20 @@ fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }
 
+/// What a POST asks for once it has been validated.
+enum Dispatch {
+    /// Answered already.
+    Done(Answer),
+    /// A tools/call on a live session: run it (it may be held, slow or cut).
+    Call {
+        id: Value,
+        params: Value,
+        session: String,
+    },
+}
+
 async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
+    let arrived = shared.now_ms();
     let method = request.method().clone();
     let headers = request.headers().clone();
     let session_sent = headers
@@ -375,15 +734,36 @@ async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
         .and_then(|v| v.to_str().ok())
         .map(str::to_string);
     let answer = match method {
-        Method::POST => match axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES).await {
-            Ok(bytes) => handle_post(&shared, &headers, session_sent.as_deref(), bytes),
-            Err(_) => Answer::json(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                rpc_error(&Value::Null, -32600, "Request body too large"),
-            ),
-        },
+        Method::POST => {
+            let body = tokio::time::timeout(
+                shared.limits.body_read_timeout,
+                axum::body::to_bytes(request.into_body(), MAX_BODY_BYTES),
+            )
+            .await;
+            match body {
+                Ok(Ok(bytes)) => {
+                    match handle_post(&shared, &headers, session_sent.as_deref(), bytes) {
+                        Dispatch::Done(a) => a,
+                        Dispatch::Call {
+                            id,
+                            params,
+                            session,
+                        } => call_tool(&shared, &id, &params, &session).await,
+                    }
+                }
+                Ok(Err(_)) => Answer::json(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    rpc_error(&Value::Null, -32600, "Request body too large"),
+                ),
+                Err(_) => Answer::json(
+                    StatusCode::REQUEST_TIMEOUT,
+                    rpc_error(&Value::Null, -32600, "Request body not received in time"),
+                ),
+            }
+        }
         Method::DELETE => handle_delete(&shared, session_sent.as_deref()),
         Method::GET if shared.behaviour.get_not_found => {
+            wait_until_listed(&shared, session_sent.as_deref()).await;
             Answer::text(StatusCode::NOT_FOUND, "Not Found")
         }
         _ => Answer {
@@ -392,12 +772,16 @@ async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
         },
     };
     shared.log(WitnessEntry {
-        t_ms: shared.now_ms(),
+        seq: 0,
+        t_ms: arrived,
+        answered_ms: shared.now_ms(),
         http_method: method.to_string(),
         rpc_method: answer.rpc_method.clone(),
         session_sent,
         status: answer.status.as_u16(),
         session_issued: answer.session_issued.clone(),
+        call_id: answer.call_id.clone(),
+        executed: answer.executed,
         call_ok: answer.call_ok,
         note: None,
     });
@@ -419,6 +803,21 @@ async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
     response
 }
 
+/// Hold a GET until its session has listed its tools (or is gone), bounded.
+async fn wait_until_listed(shared: &Shared, session: Option<&str>) {
+    let Some(id) = session else { return };
+    let deadline = tokio::time::Instant::now() + GET_HOLD_LIMIT;
+    loop {
+        let notified = shared.listed.notified();
+        tokio::pin!(notified);
+        notified.as_mut().enable();
+        let ready = lock(&shared.sessions).get(id).is_none_or(|s| s.listed);
+        if ready || tokio::time::timeout_at(deadline, notified).await.is_err() {
+            return;
+        }
+    }
+}
+
 fn handle_delete(shared: &Shared, session: Option<&str>) -> Answer {
     let Some(id) = session else {
         return Answer::text(
@@ -426,7 +825,7 @@ fn handle_delete(shared: &Shared, session: Option<&str>) -> Answer {
             "Bad Request: Mcp-Session-Id header is required",
         );
     };
-    match shared.sessions.lock().expect("sessions lock").remove(id) {
+    match lock(&shared.sessions).remove(id) {
         Some(_) => Answer::empty(StatusCode::OK),
         None => lost_session(shared, &Value::Null),
     }
@@ -455,12 +854,23 @@ fn lost_session(shared: &Shared, id: &Value) -> Answer {
     }
 }
 
+/// The `call_id` argument of a tools/call, if the caller sent one.
+fn call_id_of(params: &Value) -> Option<String> {
+    params
+        .get("arguments")
+        .and_then(|a| a.get("call_id"))
+        .and_then(Value::as_str)
+        .map(|s| s.chars().take(128).collect())
+}
+
+/// Validate a POST; answer everything but tools/call on a live session.
 fn handle_post(
     shared: &Shared,
     headers: &HeaderMap,
     session: Option<&str>,
     bytes: Bytes,
-) -> Answer {
+) -> Dispatch {
+    let done = Dispatch::Done;
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
@@ -469,110 +879,125 @@ fn handle_post(
         .to_ascii_lowercase()
         .starts_with("application/json")
     {
-        return Answer::json(
+        return done(Answer::json(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             rpc_error(
                 &Value::Null,
                 -32000,
                 "Unsupported Media Type: Content-Type must be application/json",
             ),
-        );
+        ));
     }
     if let Some(accept) = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok()) {
         let a = accept.to_ascii_lowercase();
         if !(a.contains("application/json") || a.contains("*/*")) {
-            return Answer::json(
+            return done(Answer::json(
                 StatusCode::NOT_ACCEPTABLE,
                 rpc_error(
                     &Value::Null,
                     -32000,
                     "Not Acceptable: Client must accept application/json",
                 ),
-            );
+            ));
         }
     }
     let message: Value = match serde_json::from_slice(&bytes) {
         Ok(v) => v,
         Err(_) => {
-            return Answer::json(
+            return done(Answer::json(
                 StatusCode::BAD_REQUEST,
                 rpc_error(&Value::Null, -32700, "Parse error"),
-            )
+            ))
         }
     };
     if message.is_array() {
-        return Answer::json(
+        return done(Answer::json(
             StatusCode::BAD_REQUEST,
             rpc_error(
                 &Value::Null,
                 -32600,
                 "Invalid Request: batches are not supported",
             ),
-        );
+        ));
     }
     let Some(obj) = message.as_object() else {
-        return Answer::json(
+        return done(Answer::json(
             StatusCode::BAD_REQUEST,
             rpc_error(&Value::Null, -32600, "Invalid Request"),
-        );
+        ));
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Answer::json(
+        return done(Answer::json(
             StatusCode::BAD_REQUEST,
             rpc_error(
                 obj.get("id").unwrap_or(&Value::Null),
                 -32600,
                 "Invalid Request: jsonrpc must be \"2.0\"",
             ),
-        );
+        ));
     }
     let id = obj.get("id").cloned();
     let Some(rpc_method) = obj
         .get("method")
         .and_then(Value::as_str)
-        .map(str::to_string)
+        .map(|m| m.chars().take(128).collect::<String>())
     else {
         // A response to a server request, or something malformed.
         if id.is_some() && (obj.contains_key("result") || obj.contains_key("error")) {
-            return Answer::empty(StatusCode::ACCEPTED);
+            return done(Answer::empty(StatusCode::ACCEPTED));
         }
-        return Answer::json(
+        return done(Answer::json(
             StatusCode::BAD_REQUEST,
             rpc_error(&Value::Null, -32600, "Invalid Request"),
-        );
+        ));
     };
     if let Some(id) = &id {
         if !(id.is_string() || id.is_i64() || id.is_u64()) {
-            return Answer::json(
-                StatusCode::BAD_REQUEST,
-                rpc_error(
-                    &Value::Null,
-                    -32600,
-                    "Invalid Request: id must be a string or an integer",
-                ),
-            )
-            .method(&rpc_method);
+            return done(
+                Answer::json(
+                    StatusCode::BAD_REQUEST,
+                    rpc_error(
+                        &Value::Null,
+                        -32600,
+                        "Invalid Request: id must be a string or an integer",
+                    ),
+                )
+                .method(&rpc_method),
+            );
         }
     }
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
     if rpc_method == "initialize" {
-        return initialize(shared, session, id.as_ref(), &params).method(&rpc_method);
+        return done(initialize(shared, session, id.as_ref(), &params).method(&rpc_method));
     }
+    let call_id = (rpc_method == "tools/call")
+        .then(|| call_id_of(&params))
+        .flatten();
+    if rpc_method == "tools/call" {
+        shared.count_call(call_id.as_deref(), false);
+    }
+    let with_call = |mut a: Answer| {
+        if rpc_method == "tools/call" {
+            a.call_id = call_id.clone();
+            a.executed = Some(false);
+            a.call_ok = Some(false);
+        }
+        a.method(&rpc_method)
+    };
     // Everything else needs a live session.
     let Some(session) = session else {
-        return Answer::json(
+        return done(with_call(Answer::json(
             StatusCode::BAD_REQUEST,
             rpc_error(
                 &Value::Null,
                 -32000,
                 "Bad Request: Mcp-Session-Id header is required",
             ),
-        )
-        .method(&rpc_method);
+        )));
     };
     let id_or_null = id.clone().unwrap_or(Value::Null);
     {
-        let mut sessions = shared.sessions.lock().expect("sessions lock");
+        let mut sessions = lock(&shared.sessions);
         if let Some(limit) = shared.behaviour.idle_limit {
             let now = Instant::now();
             let stale: Vec<String> = sessions
@@ -586,8 +1011,8 @@ fn handle_post(
             if !stale.is_empty() {
                 drop(sessions);
                 shared.note(format!("idle timeout: pruned {} session(s)", stale.len()));
-                shared.dropped.lock().expect("dropped lock").extend(stale);
-                sessions = shared.sessions.lock().expect("sessions lock");
+                shared.remember_dropped(stale);
+                sessions = lock(&shared.sessions);
             }
         }
         match sessions.get_mut(session) {
@@ -595,38 +1020,53 @@ fn handle_post(
                 s.last_seen = Instant::now();
                 if let Some(v) = headers.get(PROTOCOL_HEADER).and_then(|v| v.to_str().ok()) {
                     if !PROTOCOL_VERSIONS.contains(&v) || v != s.protocol_version {
-                        return Answer::json(
+                        return done(with_call(Answer::json(
                             StatusCode::BAD_REQUEST,
                             rpc_error(
                                 &id_or_null,
                                 -32000,
                                 "Bad Request: Unsupported protocol version",
                             ),
-                        )
-                        .method(&rpc_method);
+                        )));
                     }
                 }
             }
-            None => return lost_session(shared, &id_or_null).method(&rpc_method),
+            None => return done(with_call(lost_session(shared, &id_or_null))),
         }
     }
     let Some(id) = id else {
         // A notification.
-        return Answer::empty(StatusCode::ACCEPTED).method(&rpc_method);
+        return done(Answer::empty(StatusCode::ACCEPTED).method(&rpc_method));
     };
     let answer = match rpc_method.as_str() {
         "ping" => Answer::json(
             StatusCode::OK,
             json!({"jsonrpc": "2.0", "id": id, "result": {}}),
         ),
-        "tools/list" => Answer::json(
-            StatusCode::OK,
-            json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
-        ),
-        "tools/call" => call_tool(&id, &params),
+        "tools/list" => {
+            let answer = Answer::json(
+                StatusCode::OK,
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
+            );
+            if let Some(s) = lock(&shared.sessions).get_mut(session) {
+                s.listed = true;
+            }
+            shared.listed.notify_waiters();
+            if shared.behaviour.forget_after_list {
+                shared.drop_session(session, "forgetful: lost the session after its tool list");
+            }
+            answer
+        }
+        "tools/call" => {
+            return Dispatch::Call {
+                id,
+                params,
+                session: session.to_string(),
+            }
+        }
         _ => Answer::json(StatusCode::OK, rpc_error(&id, -32601, "Method not found")),
     };
-    answer.method(&rpc_method)
+    done(answer.method(&rpc_method))
 }
 
 fn initialize(
@@ -652,12 +1092,7 @@ fn initialize(
                 rpc_error(id, -32600, "duplicate \"initialize\" received"),
             );
         }
-        if !shared
-            .sessions
-            .lock()
-            .expect("sessions lock")
-            .contains_key(sent)
-        {
+        if !lock(&shared.sessions).contains_key(sent) {
             return lost_session(shared, id);
         }
     }
@@ -671,13 +1106,33 @@ fn initialize(
         PROTOCOL_VERSIONS[0]
     };
     let session_id = shared.new_session_id();
-    shared.sessions.lock().expect("sessions lock").insert(
-        session_id.clone(),
-        Session {
-            last_seen: Instant::now(),
-            protocol_version: version.to_string(),
-        },
-    );
+    let evicted = {
+        let mut sessions = lock(&shared.sessions);
+        let evicted = if sessions.len() >= shared.limits.max_sessions.max(1) {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| s.last_seen)
+                .map(|(k, _)| k.clone());
+            oldest.inspect(|k| {
+                sessions.remove(k);
+            })
+        } else {
+            None
+        };
+        sessions.insert(
+            session_id.clone(),
+            Session {
+                last_seen: Instant::now(),
+                protocol_version: version.to_string(),
+                listed: false,
+            },
+        );
+        evicted
+    };
+    if let Some(old) = evicted {
+        shared.note("session limit: evicted the least recently used session".into());
+        shared.remember_dropped([old]);
+    }
     Answer {
         session_issued: Some(session_id),
         ..Answer::json(
@@ -692,13 +1147,16 @@ fn initialize(
 }
 
 fn tool_list() -> Value {
+    let call_id = json!({"type": "string", "description": "an id the caller gives each call, counted by the server"});
     json!([
         {"name": "echo", "description": "Returns its text.",
-         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}},
+         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "call_id": call_id}, "required": ["text"]}},
         {"name": "add", "description": "Adds two numbers.",
-         "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}},
+         "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}, "call_id": call_id}, "required": ["a", "b"]}},
         {"name": "fail", "description": "Fails the way its kind says: http500, http400, jsonrpc, tool.",
-         "inputSchema": {"type": "object", "properties": {"kind": {"type": "string"}}, "required": ["kind"]}}
+         "inputSchema": {"type": "object", "properties": {"kind": {"type": "string"}, "call_id": call_id}, "required": ["kind"]}},
+        {"name": "slow", "description": "Returns its text after ms milliseconds (at most 10000).",
+         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "number"}, "call_id": call_id}, "required": ["ms"]}}
     ])
 }
 
@@ -710,7 +1168,73 @@ pub const ORDINARY_ERROR_WORDS: &[(&str, &str)] = &[
     ("tool", "database connection lost"),
 ];
 
-fn call_tool(id: &Value, params: &Value) -> Answer {
+/// Run a tools/call that arrived on a live session: held in a batch when one is
+/// armed, answered as a lost session when its batch says so, otherwise run.
+async fn call_tool(shared: &Arc<Shared>, id: &Value, params: &Value, session: &str) -> Answer {
+    let call_id = call_id_of(params);
+    let fate = hold(shared, session).await;
+    let mut answer = match fate {
+        Some(HeldFate::Lost) => {
+            let mut a = lost_session(shared, id);
+            a.executed = Some(false);
+            a.call_ok = Some(false);
+            a
+        }
+        Some(HeldFate::RanBeforeLoss) | None => {
+            shared.count_call(call_id.as_deref(), true);
+            let a = run_tool(shared, id, params, call_id.as_deref()).await;
+            if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
+                tokio::time::sleep(RAN_BEFORE_LOSS_DELAY).await;
+            }
+            a
+        }
+    };
+    answer.call_id = call_id;
+    answer.executed.get_or_insert(true);
+    answer.method("tools/call")
+}
+
+/// Wait in the armed batch, if one is armed; the last arrival decides every fate.
+async fn hold(shared: &Shared, session: &str) -> Option<HeldFate> {
+    let rx = {
+        let mut held = lock(&shared.held);
+        let batch = held.as_mut()?;
+        let (tx, rx) = oneshot::channel();
+        batch.waiting.push(tx);
+        if batch.waiting.len() >= batch.size {
+            let batch = held.take().expect("checked above");
+            drop(held);
+            let ran = batch.run_first;
+            for (i, tx) in batch.waiting.into_iter().enumerate() {
+                let fate = if i < ran {
+                    HeldFate::RanBeforeLoss
+                } else {
+                    HeldFate::Lost
+                };
+                let _ = tx.send(fate);
+            }
+            // The calls that run were running already; the session goes under the rest.
+            shared.drop_session(session, "concurrent loss");
+        }
+        rx
+    };
+    match tokio::time::timeout(HOLD_LIMIT, rx).await {
+        Ok(Ok(fate)) => Some(fate),
+        _ => {
+            // The batch never filled: release everyone to run normally.
+            if let Some(batch) = lock(&shared.held).take() {
+                shared.note(format!(
+                    "hold: only {} of {} call(s) arrived; released",
+                    batch.waiting.len(),
+                    batch.size
+                ));
+            }
+            None
+        }
+    }
+}
+
+async fn run_tool(shared: &Shared, id: &Value, params: &Value, call_id: Option<&str>) -> Answer {
     let name = params.get("name").and_then(Value::as_str).unwrap_or("");
     let args = params.get("arguments").cloned().unwrap_or(json!({}));
     let ok = |text: String| {
@@ -725,12 +1249,30 @@ fn call_tool(id: &Value, params: &Value) -> Answer {
         a.call_ok = Some(false);
         a
     };
-    match name {
-        "echo" => ok(args
-            .get("text")
+    let text = || {
+        args.get("text")
             .and_then(Value::as_str)
             .unwrap_or("")
-            .to_string()),
+            .to_string()
+    };
+    match name {
+        "echo" => ok(text()),
+        "slow" => {
+            if shared.behaviour.restart_during_slow_call {
+                shared.note(format!(
+                    "slow tool started (call {}); restarting under it",
+                    call_id.unwrap_or("-")
+                ));
+                shared.restart.notify_one();
+            }
+            let ms = args
+                .get("ms")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(MAX_SLOW_MS);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            ok(text())
+        }
         "add" => match (
             args.get("a").and_then(Value::as_f64),
             args.get("b").and_then(Value::as_f64),
@@ -771,5 +1313,62 @@ fn call_tool(id: &Value, params: &Value) -> Answer {
             StatusCode::OK,
             rpc_error(id, -32602, "Invalid params: unknown tool"),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_are_accepted_and_others_refused() {
+        for ok in [
+            "127.0.0.1",
+            "127.0.0.1:8080",
+            "localhost",
+            "LOCALHOST:1",
+            "[::1]",
+            "[::1]:443",
+            "127.1.2.3:9",
+        ] {
+            assert!(is_loopback_host(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "example.com",
+            "evil.localhost.example.com",
+            "localhost.evil.com:80",
+            "10.0.0.1:80",
+            "127.0.0.1:80x",
+            "[::1",
+            "[::2]:80",
+            "::1",
+            "localhost:80:90",
+            "0.0.0.0",
+        ] {
+            assert!(!is_loopback_host(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn only_loopback_origins_are_accepted() {
+        assert!(is_loopback_origin("http://localhost:3000"));
+        assert!(is_loopback_origin("http://127.0.0.1"));
+        assert!(is_loopback_origin("https://[::1]:8443"));
+        assert!(!is_loopback_origin("null"));
+        assert!(!is_loopback_origin("http://evil.example"));
+        assert!(!is_loopback_origin("http://localhost.evil.example"));
+        assert!(!is_loopback_origin("http://localhost:3000/path"));
+        assert!(!is_loopback_origin("file://"));
+    }
+
+    #[test]
+    fn remembered_ids_forget_the_oldest_past_the_cap() {
+        let mut r = Remembered::default();
+        for i in 0..5 {
+            r.insert(i.to_string(), 3);
+        }
+        assert_eq!(r.order, ["2", "3", "4"]);
+        assert!(!r.set.contains("0"));
     }
 }
