@@ -87,6 +87,18 @@ async function runOne(r) {
     }
     emit(r.id, "log", { level: "error", msg: `the fake server did not listen again as generation ${g}` });
   }
+  // Wait until the server's witness log shows what `match` looks for (an event, not a guess), bounded.
+  const lossAt = (w) => w.find((e) => e.note?.startsWith("concurrent loss"))?.t_ms ?? Infinity;
+  async function witnessed(match) {
+    const until = Date.now() + 5000;
+    while (Date.now() < until) {
+      const w = await fetch(`${r.controlBase}/control/witness`).then((x) => x.json()).catch(() => []);
+      if (match(w)) return true;
+      await sleep(5);
+    }
+    emit(r.id, "log", { level: "error", msg: "the awaited server event never came" });
+    return false;
+  }
   async function pollUntilRecovered() {
     const deadline = Date.now() + r.deadlineMs;
     while (Date.now() < deadline) {
@@ -135,7 +147,15 @@ async function runOne(r) {
     case "concurrent": {
       await call("echo", { text: "before" });
       await control(`hold?size=${r.concurrent}&run_first=${r.ranBeforeLoss}`);
-      const oks = await Promise.all(Array.from({ length: r.concurrent }, (_, i) => call("echo", { text: `at once ${i}` })));
+      const batch = Promise.all(Array.from({ length: r.concurrent }, (_, i) => call("echo", { text: `at once ${i}` })));
+      // More calls once the calls that ran before the loss have their answers (the lost
+      // session's client can close then) and while the new session is still starting.
+      const late = (async () => {
+        await witnessed((w) => w.filter((e) => e.call_ok === true && e.answered_ms >= lossAt(w)).length >= r.ranBeforeLoss);
+        await sleep(50);
+        return Promise.all(Array.from({ length: r.lateCalls }, (_, i) => call("echo", { text: `late ${i}` })));
+      })();
+      const oks = [...(await batch), ...(await late)];
       if (!oks.every(Boolean)) await pollUntilRecovered();
       break;
     }
@@ -160,12 +180,7 @@ async function runOne(r) {
     case "settle": {
       await call("echo", { text: "before" });
       // Wait for the server's GET 404 to reach the connected client, then watch.
-      const until = Date.now() + 5000;
-      while (Date.now() < until) {
-        const w = await fetch(`${r.controlBase}/control/witness`).then((x) => x.json()).catch(() => []);
-        if (w.some((e) => e.http_method === "GET" && e.status === 404)) break;
-        await sleep(10);
-      }
+      await witnessed((w) => w.some((e) => e.http_method === "GET" && e.status === 404));
       await sleep(r.settleMs);
       await call("echo", { text: "after" });
       break;

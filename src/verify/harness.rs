@@ -12,7 +12,8 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::scenario::{
-    HarnessCall, Plan, CONCURRENT_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS, IDLE_FOR,
+    HarnessCall, Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS,
+    FORGETFUL_CALLS, IDLE_FOR,
 };
 use crate::error::{Error, Result};
 use crate::node::Node;
@@ -67,6 +68,22 @@ impl Policy {
             Policy::Short => 5,
             Policy::Default => 10,
         }
+    }
+
+    /// The most one reconnect delay grows to (the package's default is 30 s).
+    pub fn max_delay(self) -> Duration {
+        match self {
+            Policy::Short => Duration::from_millis(1000),
+            Policy::Default => Duration::from_secs(30),
+        }
+    }
+
+    /// The package's delay before reconnect attempt `attempt` (1-based) of an outage.
+    pub fn backoff(self, attempt: u32) -> Duration {
+        let doubled = self
+            .initial_delay()
+            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
+        doubled.min(self.max_delay())
     }
 
     /// Each call's timeout.
@@ -143,6 +160,7 @@ pub async fn run_all(
                 "idleMs": IDLE_FOR.as_millis() as u64,
                 "concurrent": CONCURRENT_CALLS,
                 "ranBeforeLoss": CONCURRENT_RAN_BEFORE_LOSS,
+                "lateCalls": CONCURRENT_LATE_CALLS,
                 "forgetfulCalls": FORGETFUL_CALLS,
             })
         })

@@ -283,6 +283,7 @@ async fn verify_install(
                             counts: &counts,
                             calls: &run.calls,
                             policy,
+                            seamless,
                         },
                     )
                 }

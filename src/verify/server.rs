@@ -76,6 +76,9 @@ pub struct ServerBehaviour {
     pub forget_after_list: bool,
     /// Restart (cutting every connection) as soon as the `slow` tool starts running.
     pub restart_during_slow_call: bool,
+    /// Answer an initialize this much later once some session was lost, so calls
+    /// made while a client replaces its session meet the replacement under way.
+    pub reinit_delay: Option<Duration>,
 }
 
 impl Default for ServerBehaviour {
@@ -88,6 +91,7 @@ impl Default for ServerBehaviour {
             get_not_found: false,
             forget_after_list: false,
             restart_during_slow_call: false,
+            reinit_delay: None,
         }
     }
 }
@@ -743,7 +747,14 @@ async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
             match body {
                 Ok(Ok(bytes)) => {
                     match handle_post(&shared, &headers, session_sent.as_deref(), bytes) {
-                        Dispatch::Done(a) => a,
+                        Dispatch::Done(a) => {
+                            let reinit = a.session_issued.is_some()
+                                && !lock(&shared.dropped).order.is_empty();
+                            if let (true, Some(delay)) = (reinit, shared.behaviour.reinit_delay) {
+                                tokio::time::sleep(delay).await;
+                            }
+                            a
+                        }
                         Dispatch::Call {
                             id,
                             params,
