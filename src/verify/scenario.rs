@@ -715,12 +715,11 @@ fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     let inits: Vec<&WitnessEntry> = ev.witness.iter().filter(|e| initialize_fresh(e)).collect();
     for (attempt, init) in inits.iter().enumerate().skip(2) {
         let backoff = ev.policy.backoff(attempt as u32);
-        let loss = ev
-            .witness
-            .iter()
-            .filter(|e| e.answered_ms <= init.t_ms && e.executed == Some(false))
-            .filter(|e| matches!(e.status, 400 | 401 | 404))
-            .last();
+        let loss = ev.witness.iter().rev().find(|e| {
+            e.answered_ms <= init.t_ms
+                && e.executed == Some(false)
+                && matches!(e.status, 400 | 401 | 404)
+        });
         if let Some(loss) = loss {
             let waited = init.t_ms.saturating_sub(loss.answered_ms);
             if waited + BACKOFF_TOLERANCE_MS < backoff.as_millis() as u64 {
