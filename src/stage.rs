@@ -179,6 +179,6 @@ mod tests {
         )
         .unwrap_err();
         let msg = err.to_string();
-        assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -470,6 +470,26 @@) does not match"), "{msg}");
+        assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match"), "{msg}");
     }
 }

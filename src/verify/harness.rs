@@ -15,6 +15,7 @@ use super::scenario::{
     HarnessCall, Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS,
     FORGETFUL_CALLS, IDLE_FOR,
 };
+use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
 use crate::node::Node;
 
@@ -23,7 +24,7 @@ pub const HARNESS_JS: &str = include_str!("harness.mjs");
 
 /// How long a healthy client may take, past its first reconnect delay, to
 /// handshake, re-list its tools and answer a call, on a loaded machine.
-const RECONNECT_ALLOWANCE: Duration = Duration::from_millis(1500);
+const RECONNECT_ALLOWANCE: Duration = Duration::from_millis(2500);
 /// How long, past the first reconnect delay, the harness watches for a client
 /// that throws a healthy session away.
 const RECYCLE_WINDOW: Duration = Duration::from_millis(600);
@@ -161,6 +162,7 @@ pub async fn run_all(
                 "concurrent": CONCURRENT_CALLS,
                 "ranBeforeLoss": CONCURRENT_RAN_BEFORE_LOSS,
                 "lateCalls": CONCURRENT_LATE_CALLS,
+                "ranAnswerDelayMs": RAN_BEFORE_LOSS_DELAY.as_millis() as u64,
                 "forgetfulCalls": FORGETFUL_CALLS,
             })
         })

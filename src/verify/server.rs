@@ -39,7 +39,7 @@ const PROTOCOL_HEADER: &str = "mcp-protocol-version";
 const MAX_SLOW_MS: u64 = 10_000;
 /// How long the answers of calls that ran before a concurrent loss are held back,
 /// so they reach the client after the session-lost answers of the others.
-const RAN_BEFORE_LOSS_DELAY: Duration = Duration::from_millis(100);
+pub const RAN_BEFORE_LOSS_DELAY: Duration = Duration::from_millis(100);
 /// Longest a held call waits for the rest of its batch.
 const HOLD_LIMIT: Duration = Duration::from_secs(5);
 /// Longest a GET waits for its session's first tool list (`get_not_found`).

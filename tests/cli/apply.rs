@@ -65,9 +65,10 @@ fn apply_patches_the_real_rc8_and_is_idempotent_and_revert_restores_it() {
         out,
         format!(
             "patched [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
-  sha256 now 52a33245…9da3, original saved as backup {id}
+  sha256 now {}, original saved as backup {id}
 restart DSH so it loads the patched client; check it with `mcpatch verify`
-"
+",
+            short(&patched_hash())
         )
     );
     assert_eq!(sha256_file(&file), patched_hash());
@@ -316,7 +317,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         sb.normalize(&o.stderr),
-        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #2 (@@ -623,6 +643,14 @@) does not match: its context lines are not in the file
+        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +780,9 @@) does not match: its context lines are not in the file
 help: this file is not the revision the patch was cut against; run `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js` to compare, or reinstall @deepseek-ai/dsh
 "
     );
@@ -476,7 +477,7 @@ fn diff_shows_the_patch_as_it_would_apply() {
     let o = sb.run(&["diff", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 0);
     let out = sb.normalize(&o.stdout);
-    assert!(out.starts_with("# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (affected)\n--- a/lib/index.js\n+++ b/lib/index.js\n@@ -470,6 +470,26 @@"), "{out}");
+    assert!(out.starts_with("# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (affected)\n--- a/lib/index.js\n+++ b/lib/index.js\n@@ -103,6 +103,39 @@"), "{out}");
     assert!(
         out.contains("+function isSessionLostError(error) {"),
         "{out}"

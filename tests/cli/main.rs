@@ -45,6 +45,11 @@ fn node22_dir() -> PathBuf {
     d
 }
 
+/// A sha256 as tables show it: the first 8 and last 4 hex digits.
+fn short(hash: &str) -> String {
+    format!("{}…{}", &hash[..8], &hash[hash.len() - 4..])
+}
+
 fn sha256_file(p: &Path) -> String {
     hex::encode(Sha256::digest(std::fs::read(p).unwrap()))
 }
@@ -262,6 +267,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 
 mod apply;
 mod evidence;
+mod seamless;
 mod server;
 mod status;
 mod verify;

@@ -3,7 +3,8 @@
 
 use std::time::Duration;
 
-use mcpatch::verify::scenario::{self, HarnessCall};
+use mcpatch::verify::harness::Policy;
+use mcpatch::verify::scenario::{self, Evidence, HarnessCall, Judgement, ScenarioName};
 use mcpatch::verify::server::{FakeServer, LostSessionAnswer, ServerBehaviour};
 use serde_json::{json, Value};
 
@@ -91,7 +92,13 @@ impl HandClient {
     }
 
     async fn call_echo(&self) -> Reply {
-        self.post(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}}))
+        self.call("echo", "c0", json!({"text": "hi"})).await
+    }
+
+    /// A tools/call carrying `call_id`, as the harness sends it.
+    async fn call(&self, tool: &str, call_id: &str, mut args: Value) -> Reply {
+        args["call_id"] = json!(call_id);
+        self.post(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": args}}))
             .await
     }
 
@@ -103,6 +110,19 @@ impl HandClient {
 
 async fn start(behaviour: ServerBehaviour) -> FakeServer {
     FakeServer::start(behaviour, 0).await.unwrap()
+}
+
+/// Restart the server and wait until it listens again (its generation moves on).
+async fn restart_and_wait(server: &FakeServer) {
+    let next = server.generation() + 1;
+    server.restart();
+    for _ in 0..1000 {
+        if server.generation() >= next {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    panic!("the fake server did not listen again after a restart");
 }
 
 #[tokio::test]
@@ -327,7 +347,8 @@ async fn idle_sessions_are_pruned_after_the_limit() {
     let mut c = HandClient::new(&server);
     c.initialize("2025-06-18").await;
     assert_eq!(c.call_echo().await.status, 200);
-    tokio::time::sleep(Duration::from_millis(350)).await;
+    // Idle past the limit: the idle time is the input here, not a guess at an outcome.
+    tokio::time::sleep(Duration::from_millis(400)).await;
     assert_eq!(c.call_echo().await.status, 404);
     assert_eq!(server.dropped_sessions(), vec![c.session.clone().unwrap()]);
 }
@@ -342,8 +363,7 @@ async fn restart_loses_in_memory_sessions_but_keeps_persisted_ones() {
         .await;
         let mut c = HandClient::new(&server);
         c.initialize("2025-06-18").await;
-        server.restart();
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        restart_and_wait(&server).await;
         // A fresh connection: the old ones were closed by the restart.
         c.http = reqwest::Client::new();
         assert_eq!(c.call_echo().await.status, expected, "persist={persist}");
@@ -369,82 +389,193 @@ async fn a_strict_server_rejects_an_initialize_that_carries_a_session_id() {
     );
 }
 
-fn recovery_scenario() -> scenario::Scenario {
-    scenario::all()
-        .into_iter()
-        .find(|s| s.name == "expired-404")
-        .unwrap()
+/// What the harness would report: the caller's view of each call.
+#[derive(Default)]
+struct CallerView {
+    calls: Vec<HarnessCall>,
 }
 
-fn judge(server: &FakeServer) -> scenario::Judgement {
-    let calls = [HarnessCall {
-        name: "echo".into(),
-        ok: true,
-        error: None,
-    }];
+impl CallerView {
+    /// Record a call as its caller saw it: a success only for a 200 without any error.
+    fn saw(&mut self, call_id: &str, name: &str, r: &Reply) -> bool {
+        let v = r.json();
+        let ok =
+            r.status == 200 && v.get("error").is_none() && v["result"]["isError"] != json!(true);
+        self.claim(call_id, name, ok, (!ok).then(|| r.body.clone()));
+        ok
+    }
+
+    /// Record whatever a (possibly lying) client claims.
+    fn claim(&mut self, call_id: &str, name: &str, ok: bool, error: Option<String>) {
+        self.calls.push(HarnessCall {
+            call_id: call_id.into(),
+            name: name.into(),
+            ok,
+            error,
+            ms: 5,
+        });
+    }
+}
+
+/// Judge what `server` saw against `name`'s expectation for a client carrying the
+/// current patch revision (`seamless`) or not.
+fn judge(server: &FakeServer, name: ScenarioName, view: &CallerView, seamless: bool) -> Judgement {
+    let s = scenario::find(name);
+    let witness = server.witness();
+    let dropped = server.dropped_sessions();
+    let counts = server.call_counts();
     scenario::judge(
-        &recovery_scenario(),
-        &server.witness(),
-        &server.dropped_sessions(),
-        &calls,
-        Duration::from_secs(4),
+        &s,
+        s.expectation(seamless),
+        &Evidence {
+            witness: &witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls: &view.calls,
+            policy: Policy::Short,
+            seamless,
+        },
     )
+}
+
+/// A session opened and its tools listed, as the client does on connect.
+async fn connected(server: &FakeServer) -> HandClient {
+    let mut c = HandClient::new(server);
+    c.initialize("2025-06-18").await;
+    assert_eq!(c.list().await.status, 200);
+    c
+}
+
+async fn reconnect(c: &mut HandClient) {
+    c.initialize("2025-06-18").await;
+    assert_eq!(c.list().await.status, 200);
 }
 
 #[tokio::test]
 async fn a_client_that_never_reinitializes_is_stuck() {
     let server = start(ServerBehaviour::default()).await;
-    let mut c = HandClient::new(&server);
-    c.initialize("2025-06-18").await;
-    assert_eq!(c.call_echo().await.status, 200);
+    let c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
     server.invalidate();
-    for _ in 0..3 {
-        assert_eq!(c.call_echo().await.status, 404);
+    for id in ["c2", "c3", "c4"] {
+        assert!(!view.saw(id, "echo", &c.call("echo", id, json!({"text": "a"})).await));
     }
-    let j = judge(&server);
-    assert_eq!(j.verdict, "STUCK");
-    assert!(!j.ok);
-    assert_eq!(j.initialize_count, 1);
+    let j = judge(&server, ScenarioName::Expired404, &view, false);
+    assert_eq!(
+        (j.verdict, j.ok, j.initialize_count, j.failed_calls),
+        ("STUCK", false, 1, 3)
+    );
     assert_eq!(
         j.note,
         "no new initialize after the session was lost; 3 request(s) kept the dead session id"
     );
+    assert_eq!(
+        j.trigger_error.as_deref(),
+        Some(r#"{"error":{"code":-32001,"message":"Session not found"},"id":7,"jsonrpc":"2.0"}"#)
+    );
 }
 
 #[tokio::test]
-async fn a_client_that_reinitializes_cleanly_recovers() {
+async fn a_client_that_recovers_after_a_failed_call_is_recovered_but_not_seamless() {
     let server = start(ServerBehaviour::default()).await;
-    let mut c = HandClient::new(&server);
-    c.initialize("2025-06-18").await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
     server.invalidate();
-    assert_eq!(c.call_echo().await.status, 404);
-    c.initialize("2025-06-18").await;
-    assert_eq!(c.list().await.status, 200);
-    assert_eq!(c.call_echo().await.status, 200);
-    let j = judge(&server);
-    assert_eq!(j.verdict, "RECOVERED", "{}", j.note);
-    assert_eq!(j.initialize_count, 2);
+    assert!(!view.saw(
+        "c2",
+        "echo",
+        &c.call("echo", "c2", json!({"text": "a"})).await
+    ));
+    reconnect(&mut c).await;
+    assert!(view.saw(
+        "c3",
+        "echo",
+        &c.call("echo", "c3", json!({"text": "a"})).await
+    ));
+    let j = judge(&server, ScenarioName::Expired404, &view, false);
+    assert_eq!((j.verdict, j.ok, j.failed_calls), ("RECOVERED", true, 1));
+    assert_eq!(
+        j.note,
+        "one fresh initialize without the dead id, tools re-listed, calls succeeded; 1 call(s) failed before it recovered"
+    );
+    let j = judge(&server, ScenarioName::Expired404, &view, true);
+    assert_eq!(
+        (j.verdict, j.ok),
+        ("RECOVERED", false),
+        "the current revision must be seamless"
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_sends_the_lost_call_once_more_on_a_new_session_is_seamless() {
+    let server = start(ServerBehaviour::default()).await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    server.invalidate();
+    assert_eq!(c.call("echo", "c2", json!({"text": "a"})).await.status, 404);
+    reconnect(&mut c).await;
+    // The caller only sees the answer of the repeat.
+    assert!(view.saw(
+        "c2",
+        "echo",
+        &c.call("echo", "c2", json!({"text": "a"})).await
+    ));
+    let j = judge(&server, ScenarioName::Expired404, &view, true);
+    assert_eq!(
+        (j.verdict, j.ok, j.failed_calls, j.initialize_count),
+        ("SEAMLESS", true, 0, 2),
+        "{}",
+        j.note
+    );
+    assert_eq!(j.trigger_ms, Some(5), "the call that met the loss is c2");
+    assert_eq!(j.trigger_error, None);
     assert!(j.recovery_ms.is_some());
 }
 
 #[tokio::test]
 async fn a_client_that_reuses_the_dead_id_after_reinitializing_is_stuck() {
     let server = start(ServerBehaviour::default()).await;
-    let mut c = HandClient::new(&server);
-    c.initialize("2025-06-18").await;
+    let mut c = connected(&server).await;
     let dead = c.session.clone();
+    let mut view = CallerView::default();
     server.invalidate();
-    assert_eq!(c.call_echo().await.status, 404);
-    c.initialize("2025-06-18").await;
-    assert_eq!(c.list().await.status, 200);
-    assert_eq!(c.call_echo().await.status, 200);
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    reconnect(&mut c).await;
+    view.saw(
+        "c2",
+        "echo",
+        &c.call("echo", "c2", json!({"text": "a"})).await,
+    );
     let stale = HandClient {
         http: reqwest::Client::new(),
         url: server.url(),
         session: dead,
     };
-    assert_eq!(stale.call_echo().await.status, 404);
-    let j = judge(&server);
+    view.saw(
+        "c3",
+        "echo",
+        &stale.call("echo", "c3", json!({"text": "a"})).await,
+    );
+    let j = judge(&server, ScenarioName::Expired404, &view, false);
     assert_eq!(j.verdict, "STUCK");
     assert_eq!(
         j.note,
@@ -455,13 +586,21 @@ async fn a_client_that_reuses_the_dead_id_after_reinitializing_is_stuck() {
 #[tokio::test]
 async fn a_client_that_reinitializes_but_never_relists_tools_is_stuck() {
     let server = start(ServerBehaviour::default()).await;
-    let mut c = HandClient::new(&server);
-    c.initialize("2025-06-18").await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
     server.invalidate();
-    assert_eq!(c.call_echo().await.status, 404);
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
     c.initialize("2025-06-18").await;
-    assert_eq!(c.call_echo().await.status, 200);
-    let j = judge(&server);
+    view.saw(
+        "c2",
+        "echo",
+        &c.call("echo", "c2", json!({"text": "a"})).await,
+    );
+    let j = judge(&server, ScenarioName::Expired404, &view, false);
     assert_eq!(j.verdict, "STUCK");
     assert_eq!(
         j.note,
@@ -469,88 +608,436 @@ async fn a_client_that_reinitializes_but_never_relists_tools_is_stuck() {
     );
 }
 
-/// Drive one scenario with the hand-written client and record its calls as the harness would.
-/// `reinit`: start a fresh session whenever a call fails, and once more at the end
-/// (a client that recycles sessions).
-async fn drive(
-    server: &FakeServer,
-    scenario: &scenario::Scenario,
-    reinit: bool,
-) -> Vec<HarnessCall> {
-    let mut c = HandClient::new(server);
-    let mut calls = Vec::new();
-    let mut record = |name: &str, r: &Reply| {
-        let v = r.json();
-        let ok =
-            r.status == 200 && v.get("error").is_none() && v["result"]["isError"] != json!(true);
-        calls.push(HarnessCall {
-            name: name.into(),
-            ok,
-            error: (!ok).then(|| r.body.clone()),
-        });
-        ok
-    };
-    c.initialize("2025-06-18").await;
-    record("echo", &c.call_echo().await);
-    match scenario.plan {
-        scenario::Plan::Invalidate => server.invalidate(),
-        scenario::Plan::Idle => tokio::time::sleep(scenario::IDLE_FOR).await,
-        scenario::Plan::Restart => {
-            server.restart();
-            tokio::time::sleep(Duration::from_millis(400)).await;
-            c.http = reqwest::Client::new();
-        }
-        scenario::Plan::Ordinary => {
-            for kind in ["http500", "http400", "jsonrpc", "tool"] {
-                let r = c
-                    .post(json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "fail", "arguments": {"kind": kind}}}))
-                    .await;
-                record("fail", &r);
-            }
-        }
-        scenario::Plan::Settle => tokio::time::sleep(Duration::from_millis(200)).await,
-    }
-    let ok = record("echo", &c.call_echo().await);
-    if reinit {
-        if ok {
-            // A client that recycles a healthy session anyway.
-            c.initialize("2025-06-18").await;
-            c.list().await;
-            record("echo", &c.call_echo().await);
-        } else {
-            c.initialize("2025-06-18").await;
-            assert_eq!(c.list().await.status, 200);
-            record("echo", &c.call_echo().await);
-        }
-    }
-    calls
+#[tokio::test]
+async fn a_success_the_server_never_ran_is_broken() {
+    let server = start(ServerBehaviour::default()).await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    server.invalidate();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    reconnect(&mut c).await;
+    view.saw(
+        "c2",
+        "echo",
+        &c.call("echo", "c2", json!({"text": "a"})).await,
+    );
+    view.claim("c3", "echo", true, None);
+    let j = judge(&server, ScenarioName::Expired404, &view, false);
+    assert_eq!((j.verdict, j.ok), ("BROKEN", false));
+    assert_eq!(
+        j.note,
+        "the caller got a success for call c3 that the server never ran"
+    );
 }
 
 #[tokio::test]
-async fn every_scenario_judges_a_hand_written_client_from_the_witness_log() {
-    for s in scenario::all() {
-        for reinit in [false, true] {
-            let server = start(s.behaviour.clone()).await;
-            let calls = drive(&server, &s, reinit).await;
-            let j = scenario::judge(
-                &s,
-                &server.witness(),
-                &server.dropped_sessions(),
-                &calls,
-                Duration::from_secs(4),
-            );
-            let expected = match (s.expect, reinit) {
-                (scenario::Expectation::Recover, false) => "STUCK",
-                (scenario::Expectation::Recover, true) => "RECOVERED",
-                (scenario::Expectation::Hold, false) => "HELD",
-                (scenario::Expectation::Hold, true) => "RECYCLED",
-            };
+async fn a_call_sent_again_after_an_ordinary_error_is_repeated() {
+    let server = start(ServerBehaviour::default()).await;
+    let c = connected(&server).await;
+    let mut view = CallerView::default();
+    assert_eq!(
+        c.call("fail", "c1", json!({"kind": "http500"}))
+            .await
+            .status,
+        500
+    );
+    view.saw(
+        "c1",
+        "fail:http500",
+        &c.call("fail", "c1", json!({"kind": "http500"})).await,
+    );
+    let j = judge(&server, ScenarioName::OrdinaryErrors, &view, true);
+    assert_eq!((j.verdict, j.ok), ("REPEATED", false));
+    assert_eq!(
+        j.note,
+        "call c1 ran 2 times: a tool call was sent again after it ran"
+    );
+}
+
+#[tokio::test]
+async fn a_call_repeated_twice_after_session_loss_is_repeated() {
+    let server = start(ServerBehaviour::default()).await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    for _ in 0..2 {
+        server.invalidate();
+        assert_eq!(c.call("echo", "c1", json!({"text": "a"})).await.status, 404);
+        reconnect(&mut c).await;
+    }
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    let j = judge(&server, ScenarioName::Expired404, &view, true);
+    assert_eq!((j.verdict, j.ok), ("REPEATED", false));
+    assert_eq!(
+        j.note,
+        "call c1 was sent 3 times: more than the one repeat a lost session allows"
+    );
+}
+
+/// Drive the ordinary-errors plan by hand; `words` says whether the caller keeps
+/// the server's words, `claim_last_ok` whether the client lies about the last call.
+async fn ordinary(words: bool, claim_last_ok: bool) -> Judgement {
+    let server = start(ServerBehaviour::default()).await;
+    let c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    for (i, kind) in ["http500", "http400", "jsonrpc", "tool"].iter().enumerate() {
+        let id = format!("c{}", i + 2);
+        let r = c.call("fail", &id, json!({"kind": kind})).await;
+        let error = if words {
+            r.body.clone()
+        } else {
+            "tool failed".into()
+        };
+        view.claim(&id, &format!("fail:{kind}"), false, Some(error));
+    }
+    view.saw(
+        "c6",
+        "add",
+        &c.call("add", "c6", json!({"a": 2, "b": 3})).await,
+    );
+    if claim_last_ok {
+        c.call("fail", "c7", json!({"kind": "jsonrpc"})).await;
+        view.claim("c7", "echo", true, None);
+    } else {
+        view.saw(
+            "c7",
+            "echo",
+            &c.call("echo", "c7", json!({"text": "a"})).await,
+        );
+    }
+    judge(&server, ScenarioName::OrdinaryErrors, &view, true)
+}
+
+#[tokio::test]
+async fn ordinary_errors_are_held_only_when_the_servers_words_reach_the_caller() {
+    let j = ordinary(true, false).await;
+    assert_eq!(
+        (j.verdict, j.ok, j.failed_calls),
+        ("HELD", true, 4),
+        "{}",
+        j.note
+    );
+    assert_eq!(
+        j.note,
+        "each error reached the caller once; 7 calls on one session, no new initialize"
+    );
+    let j = ordinary(false, false).await;
+    assert_eq!((j.verdict, j.ok), ("BROKEN", false));
+    assert_eq!(
+        j.note,
+        "the http500 error did not reach the caller with the server's words (\"Internal Server Error\")"
+    );
+}
+
+#[tokio::test]
+async fn a_hold_is_judged_from_the_witness_log_not_from_the_clients_claim() {
+    let j = ordinary(true, true).await;
+    assert_eq!((j.verdict, j.ok), ("BROKEN", false));
+    assert_eq!(j.note, "tools did not work again on the kept session");
+}
+
+/// A GET for the session's stream, answered (404 in sse-404) once the session listed its tools.
+async fn open_get(c: &HandClient) -> tokio::task::JoinHandle<u16> {
+    let req = c
+        .http
+        .get(&c.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", c.session.clone().unwrap());
+    tokio::spawn(async move { req.send().await.unwrap().status().as_u16() })
+}
+
+#[tokio::test]
+async fn sse_404_needs_the_get_404_after_the_tool_list_and_catches_a_recycle() {
+    let behaviour = scenario::find(ScenarioName::Sse404).behaviour;
+    // A client that opens the GET stream while connecting, as the SDK does: the 404
+    // comes only after its tool list, so it reaches a connected client.
+    for recycle in [false, true] {
+        let server = start(behaviour.clone()).await;
+        let mut c = HandClient::new(&server);
+        c.initialize("2025-06-18").await;
+        let get = open_get(&c).await;
+        assert_eq!(c.list().await.status, 200);
+        assert_eq!(get.await.unwrap(), 404);
+        let mut view = CallerView::default();
+        if recycle {
+            reconnect(&mut c).await;
+        }
+        view.saw(
+            "c1",
+            "echo",
+            &c.call("echo", "c1", json!({"text": "a"})).await,
+        );
+        let j = judge(&server, ScenarioName::Sse404, &view, true);
+        if recycle {
+            assert_eq!((j.verdict, j.ok), ("RECYCLED", false));
             assert_eq!(
-                j.verdict, expected,
-                "{} with reinit={reinit}: {}",
-                s.name, j.note
+                j.note,
+                "2 initialize handshakes: a healthy session was thrown away"
             );
-            assert_eq!(j.ok, expected == "RECOVERED" || expected == "HELD");
+        } else {
+            assert_eq!((j.verdict, j.ok), ("HELD", true), "{}", j.note);
+            assert_eq!(
+                j.note,
+                "the GET 404 changed nothing: same session, no new initialize"
+            );
         }
     }
+    // A client that never opened the stream tested nothing.
+    let server = start(behaviour).await;
+    let c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    let j = judge(&server, ScenarioName::Sse404, &view, true);
+    assert_eq!((j.verdict, j.ok), ("BROKEN", false));
+    assert_eq!(
+        j.note,
+        "the client never met the GET 404 after it connected: nothing was tested"
+    );
+}
+
+/// Drive a forgetful server by hand: each call meets a lost session; reconnect
+/// `reconnects` times, waiting `backoff(attempt)` before each.
+async fn forgetful(reconnects: u32, backoff: impl Fn(u32) -> u64) -> Judgement {
+    let server = start(scenario::find(ScenarioName::Forgetful).behaviour).await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    let mut n = 0;
+    for attempt in 1..=reconnects {
+        n += 1;
+        let id = format!("c{n}");
+        assert!(!view.saw(
+            &id,
+            "echo",
+            &c.call("echo", &id, json!({"text": "a"})).await
+        ));
+        tokio::time::sleep(Duration::from_millis(backoff(attempt))).await;
+        reconnect(&mut c).await;
+    }
+    while view.calls.len() < scenario::FORGETFUL_CALLS {
+        n += 1;
+        let id = format!("c{n}");
+        view.saw(
+            &id,
+            "echo",
+            &c.call("echo", &id, json!({"text": "a"})).await,
+        );
+    }
+    judge(&server, ScenarioName::Forgetful, &view, true)
+}
+
+#[tokio::test]
+async fn a_forgetful_server_is_bounded_only_with_the_policys_backoff_and_attempts() {
+    let policy = |attempt: u32| match attempt {
+        1 => 0,
+        n => Policy::Short.backoff(n).as_millis() as u64,
+    };
+    let j = forgetful(3, policy).await;
+    assert_eq!(
+        (j.verdict, j.ok, j.initialize_count),
+        ("BOUNDED", true, 4),
+        "{}",
+        j.note
+    );
+    let j = forgetful(3, |_| 0).await;
+    assert_eq!((j.verdict, j.ok), ("UNBOUNDED", false));
+    assert!(
+        j.note.starts_with("reconnect attempt 2 started ")
+            && j.note
+                .ends_with(" ms after the loss; the policy's backoff is 200 ms"),
+        "{}",
+        j.note
+    );
+    let j = forgetful(6, |a| {
+        if a == 1 {
+            0
+        } else {
+            Policy::Short.backoff(a).as_millis() as u64
+        }
+    })
+    .await;
+    assert_eq!((j.verdict, j.ok), ("UNBOUNDED", false));
+    assert_eq!(
+        j.note,
+        "7 initialize handshakes, more than the 6 the policy allows (1 + 5 attempts)"
+    );
+}
+
+#[tokio::test]
+async fn a_call_that_outlives_its_timeout_is_unbounded() {
+    let server = start(scenario::find(ScenarioName::Forgetful).behaviour).await;
+    let c = connected(&server).await;
+    let mut view = CallerView::default();
+    for n in 1..=scenario::FORGETFUL_CALLS {
+        let id = format!("c{n}");
+        view.saw(
+            &id,
+            "echo",
+            &c.call("echo", &id, json!({"text": "a"})).await,
+        );
+    }
+    view.calls[3].ms = 3501;
+    let j = judge(&server, ScenarioName::Forgetful, &view, true);
+    assert_eq!((j.verdict, j.ok), ("UNBOUNDED", false));
+    assert_eq!(j.note, "call c4 took 3501 ms, past its 3000 ms timeout");
+}
+
+/// Drive cut-mid-call by hand: the slow call dies with the server; `resend` sends it
+/// again after the restart; `recover` reconnects and calls again.
+async fn cut(resend: bool, recover: bool, failed_after: usize) -> Judgement {
+    let server = start(scenario::find(ScenarioName::CutMidCall).behaviour).await;
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    let next = server.generation() + 1;
+    let cut = c
+        .http
+        .post(&c.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", c.session.clone().unwrap())
+        .body(json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "slow", "arguments": {"ms": 5000, "call_id": "c2"}}}).to_string())
+        .send()
+        .await;
+    assert!(cut.is_err(), "the connection is cut while the tool runs");
+    view.claim("c2", "slow", false, Some("fetch failed".into()));
+    for _ in 0..1000 {
+        if server.generation() >= next {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    c.http = reqwest::Client::new();
+    for n in 0..failed_after {
+        let id = format!("f{n}");
+        view.saw(
+            &id,
+            "echo",
+            &c.call("echo", &id, json!({"text": "a"})).await,
+        );
+    }
+    if resend {
+        c.call("slow", "c2", json!({"ms": 0})).await;
+    }
+    if recover {
+        reconnect(&mut c).await;
+        view.saw(
+            "c3",
+            "echo",
+            &c.call("echo", "c3", json!({"text": "a"})).await,
+        );
+    }
+    judge(&server, ScenarioName::CutMidCall, &view, true)
+}
+
+#[tokio::test]
+async fn a_call_cut_while_its_tool_runs_must_never_be_sent_again() {
+    let j = cut(false, true, 0).await;
+    assert_eq!(
+        (j.verdict, j.ok, j.failed_calls),
+        ("NOT-RETRIED", true, 1),
+        "{}",
+        j.note
+    );
+    assert_eq!(
+        j.note,
+        "the cut call failed once and was not sent again (its tool ran 1 time(s)); calls worked again after the restart"
+    );
+    let j = cut(true, true, 0).await;
+    assert_eq!((j.verdict, j.ok), ("REPEATED", false));
+    let j = cut(false, false, 0).await;
+    assert_eq!((j.verdict, j.ok), ("STUCK", false));
+    // The current revision must also recover without another failed call.
+    let j = cut(false, true, 1).await;
+    assert_eq!((j.verdict, j.ok), ("NOT-RETRIED", false));
+    assert!(
+        j.note
+            .ends_with("; 1 call(s) besides the cut one failed after the restart"),
+        "{}",
+        j.note
+    );
+}
+
+#[tokio::test]
+async fn a_held_batch_runs_the_first_calls_and_loses_the_session_under_the_rest() {
+    let server = start(scenario::find(ScenarioName::ConcurrentLoss).behaviour).await;
+    let mut c = connected(&server).await;
+    server.hold_calls(4, 1);
+    let mut sends = Vec::new();
+    for i in 0..4 {
+        let client = HandClient {
+            http: c.http.clone(),
+            url: c.url.clone(),
+            session: c.session.clone(),
+        };
+        sends.push(tokio::spawn(async move {
+            let id = format!("h{i}");
+            let r = client.call("echo", &id, json!({"text": "a"})).await;
+            (id, r.status)
+        }));
+        // In order: the first to arrive is the one that runs.
+        for _ in 0..200 {
+            if server.call_counts().len() > i {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+    let mut statuses = Vec::new();
+    for s in sends {
+        statuses.push(s.await.unwrap());
+    }
+    assert_eq!(
+        statuses,
+        [
+            ("h0".into(), 200),
+            ("h1".into(), 404),
+            ("h2".into(), 404),
+            ("h3".into(), 404)
+        ]
+    );
+    let counts = server.call_counts();
+    assert_eq!((counts["h0"].sent, counts["h0"].ran), (1, 1));
+    assert_eq!((counts["h1"].sent, counts["h1"].ran), (1, 0));
+    // Calls that met the loss, sent once more on one new session: seamless.
+    reconnect(&mut c).await;
+    let mut view = CallerView::default();
+    view.claim("h0", "echo", true, None);
+    for id in ["h1", "h2", "h3"] {
+        view.saw(id, "echo", &c.call("echo", id, json!({"text": "a"})).await);
+    }
+    let j = judge(&server, ScenarioName::ConcurrentLoss, &view, true);
+    assert_eq!(
+        (j.verdict, j.ok, j.initialize_count),
+        ("SEAMLESS", true, 2),
+        "{}",
+        j.note
+    );
+    // A second new session for the same loss is not seamless.
+    reconnect(&mut c).await;
+    let j = judge(&server, ScenarioName::ConcurrentLoss, &view, true);
+    assert_eq!((j.verdict, j.ok), ("RECOVERED", false));
+    assert_eq!(
+        j.note,
+        "fresh initialize without the dead id, tools re-listed, calls succeeded; 1 more initialize(s) after it"
+    );
 }

@@ -14,7 +14,7 @@ fn status_reports_the_real_rc8_package_as_affected() {
 [SANDBOX]/npm-global/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
-1 install(s): 1 affected, 0 patched, 0 upstream-fixed, 0 modified, 0 unsupported
+1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
 "
     );
 }
