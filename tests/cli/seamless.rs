@@ -125,7 +125,7 @@ fn the_first_reconnect_after_a_lost_session_starts_at_once_even_with_a_long_back
         |_| server.invalidate(),
     );
     assert!(driven.call("c1").0);
-    assert_eq!(driven.call("c2").0, true, "{driven:#?}");
+    assert!(driven.call("c2").0, "{driven:#?}");
     let counts = server.call_counts();
     assert_eq!((counts["c2"].sent, counts["c2"].ran), (2, 1));
     assert_eq!(initializes(&server), 2);
