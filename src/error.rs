@@ -70,6 +70,9 @@ pub enum Error {
         source: std::io::Error,
     },
 
+    #[error("interrupted by {signal}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check")]
+    Interrupted { signal: &'static str },
+
     #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n  - {searched}\nhelp: pass the install's folder with --path")]
     NothingToVerify { searched: String },
 

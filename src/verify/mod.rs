@@ -135,9 +135,15 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
             continue;
         }
         let target = Target::for_install(spec, install, opts.backup.as_deref(), env)?;
-        let result = rt.block_on(verify_install(
-            &node, install, &target, &scenarios, opts.jobs, progress,
-        ))?;
+        // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
+        let result = rt.block_on(async {
+            tokio::select! {
+                r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress) => r,
+                signal = interrupted() => Err(Error::Interrupted { signal }),
+            }
+        });
+        drop(target);
+        let result = result?;
         if !result.scenarios.iter().all(|s| s.judgement.ok) {
             outcome = Outcome::Attention;
         }
@@ -168,7 +174,39 @@ struct Target {
     backup: Option<String>,
     sha256: String,
     state: State,
-    _temp: Option<tempfile::TempPath>,
+    /// The copy, locked while this run lives (removed on drop).
+    _copy: Option<tempfile::NamedTempFile>,
+}
+
+/// Name prefix of the copy of a backup that `verify --backup` loads from inside an install.
+const COPY_PREFIX: &str = ".mcpatch-verify-";
+
+/// Remove copies that earlier `verify --backup` runs left behind when they were killed:
+/// only those no live run holds (a run keeps its copy locked), never a link or non-file.
+fn remove_dead_copies(dir: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !(name.starts_with(COPY_PREFIX) && name.ends_with(".js")) {
+            continue;
+        }
+        let path = entry.path();
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            open.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        }
+        let Ok(file) = open.open(&path) else { continue };
+        let dead = file.metadata().is_ok_and(|m| m.is_file()) && file.try_lock().is_ok();
+        if dead {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 impl Target {
@@ -185,7 +223,7 @@ impl Target {
                 backup: None,
                 sha256: install.sha256.clone(),
                 state: install.state,
-                _temp: None,
+                _copy: None,
             });
         };
         let root = backup::root(&env.dsh_home()?, spec);
@@ -205,17 +243,27 @@ impl Target {
         })?;
         let bytes = backup::read_checked(chosen, spec)?;
         let (state, _, _) = classify::classify_bytes(spec, &bytes, &chosen.manifest.sha256_before);
-        let mut temp = crate::replace::temp_beside(&install.file, ".mcpatch-verify-")?;
+        if let Some(dir) = install.file.parent() {
+            remove_dead_copies(dir);
+        }
+        let mut temp = crate::replace::temp_beside(&install.file, COPY_PREFIX)?;
+        temp.as_file().try_lock().map_err(|e| {
+            Error::io(
+                "lock",
+                temp.path(),
+                std::io::Error::other(e.to_string()),
+                "check that the install's folder is on a local disk",
+            )
+        })?;
         temp.write_all(&bytes)
             .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
-        let temp = temp.into_temp_path();
         Ok(Target {
-            load: temp.to_path_buf(),
+            load: temp.path().to_path_buf(),
             file: chosen.dir.join(backup::SAVED_FILE),
             backup: Some(chosen.id.clone()),
             sha256: chosen.manifest.sha256_before.clone(),
             state,
-            _temp: Some(temp),
+            _copy: Some(temp),
         })
     }
 
@@ -331,6 +379,29 @@ async fn verify_install(
         note: install_note(target, overall),
         scenarios: results,
     })
+}
+
+/// The first SIGINT or SIGTERM.
+async fn interrupted() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "SIGINT"
+    }
 }
 
 fn broken(note: String) -> Judgement {
