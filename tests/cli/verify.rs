@@ -1,6 +1,8 @@
 //! `mcpatch verify` on the real client: the bug reproduces unpatched, the
 //! patch heals it, and the backup is the control.
 
+use std::process::Stdio;
+
 use super::*;
 
 fn verify_json(sb: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
@@ -459,4 +461,119 @@ fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
     assert_eq!(post(ping, session).0, 404);
     child.kill().unwrap();
     let _ = child.wait();
+}
+
+fn copies_in(lib: &Path) -> Vec<String> {
+    std::fs::read_dir(lib)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".mcpatch-verify-"))
+        .collect()
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
+}
+
+#[test]
+fn an_interrupted_verify_backup_removes_its_copy_and_stops_node() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    assert_eq!(code_of(&sb, &["apply", "--path", p]), 0);
+    let lib = client.join("lib");
+    for signal in [libc::SIGTERM, libc::SIGINT] {
+        let child = sb
+            .command(&[
+                "verify",
+                "--backup",
+                "--path",
+                p,
+                "--scenario",
+                "idle-timeout",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the copy to appear and node to load it (events, bounded).
+        let mut copy = None;
+        for _ in 0..2000 {
+            if let Some(c) = copies_in(&lib).pop() {
+                if !processes_mentioning(&c).is_empty() {
+                    copy = Some(c);
+                    break;
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let copy = copy.expect("verify --backup put its copy in the install and started node");
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 2);
+        let name = if signal == libc::SIGTERM {
+            "SIGTERM"
+        } else {
+            "SIGINT"
+        };
+        assert!(
+            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n")),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(copies_in(&lib), Vec::<String>::new());
+        // SIGKILL reaches node a moment after mcpatch exits: wait for it, bounded.
+        let mut left = processes_mentioning(&copy);
+        for _ in 0..600 {
+            if left.is_empty() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+            left = processes_mentioning(&copy);
+        }
+        assert_eq!(left, Vec::<String>::new(), "no node left");
+    }
+}
+
+#[test]
+fn copies_left_by_a_killed_verify_are_removed_but_a_live_runs_copy_is_kept() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    assert_eq!(code_of(&sb, &["apply", "--path", p]), 0);
+    let lib = client.join("lib");
+    std::fs::write(
+        lib.join(".mcpatch-verify-dead1234.js"),
+        "left by a killed run",
+    )
+    .unwrap();
+    let live = std::fs::File::create(lib.join(".mcpatch-verify-live1234.js")).unwrap();
+    live.lock().unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", lib.join(".mcpatch-verify-link1234.js")).unwrap();
+    let o = sb.run(&[
+        "verify",
+        "--backup",
+        "--path",
+        p,
+        "--scenario",
+        "expired-400",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let mut left = copies_in(&lib);
+    left.sort();
+    assert_eq!(
+        left,
+        [".mcpatch-verify-link1234.js", ".mcpatch-verify-live1234.js"],
+        "the dead copy goes; a live run's copy and a planted link are left alone"
+    );
+    assert!(std::path::Path::new("/etc/passwd").is_file());
 }
