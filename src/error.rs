@@ -123,6 +123,9 @@ pub enum Error {
     #[error("{failed} of {total} install(s) could not be read; each error is above\nhelp: fix what each error names and run again; the other installs are reported above")]
     SomeUnreadable { failed: usize, total: usize },
 
+    #[error("node cannot load {path}: its path is not UTF-8 (as a URL: {url})\nhelp: nothing was changed; node, and so DSH, cannot import a module from such a path: reinstall @deepseek-ai/dsh under a folder whose name is UTF-8")]
+    PathNotLoadable { path: PathBuf, url: String },
+
     #[error("fault injected at step {step} (MCPATCH_TEST_FAIL_AT)\nhelp: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests")]
     InjectedFault { step: &'static str },
 }

@@ -90,6 +90,16 @@ const LOAD_OK: &str = "mcpatch-load-check-ok";
 /// event loop alive), and the run is bounded in time.
 pub fn load_check(node: &Node, staged_in_install: &Path) -> Result<()> {
     let url = file_url(staged_in_install);
+    if staged_in_install.to_str().is_none() {
+        // Node turns file URLs into text paths: it cannot import from this folder at all.
+        return Err(Error::PathNotLoadable {
+            path: staged_in_install
+                .parent()
+                .unwrap_or(staged_in_install)
+                .to_path_buf(),
+            url: file_url(staged_in_install.parent().unwrap_or(staged_in_install)),
+        });
+    }
     let script = format!(
         "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') {{ console.error('the module has no apply export'); process.exit(3); }} process.stdout.write('{LOAD_OK}\\n', () => process.exit(0));"
     );

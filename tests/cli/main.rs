@@ -91,7 +91,11 @@ impl Sandbox {
             .env("MCPATCH_SYSTEM_ROOTS", "")
             .env("NO_COLOR", "1")
             .env_remove("PNPM_HOME")
-            .env_remove("MCPATCH_TEST_KILL_AT");
+            .env_remove("MCPATCH_TEST_KILL_AT")
+            .env_remove("MCPATCH_TEST_FAIL_AT")
+            .env_remove("MCPATCH_TEST_PAUSE_AT")
+            .env_remove("MCPATCH_TEST_TRACE")
+            .env_remove("MCPATCH_NODE_TIMEOUT");
         c
     }
 
@@ -262,6 +266,8 @@ fn backup_count(sb: &Sandbox) -> usize {
 
 mod apply;
 mod evidence;
+mod harden;
+mod refusals;
 mod server;
 mod status;
 mod verify;
