@@ -125,6 +125,20 @@ fn run_bounded(
         use std::os::unix::process::CommandExt;
         cmd.process_group(0);
     }
+    // In its own group node misses a Ctrl-C meant for mcpatch: have it die with us.
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: the closure only calls prctl(2), which is async-signal-safe.
+        unsafe {
+            cmd.pre_exec(|| {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+    }
     let mut child = cmd.spawn().map_err(unavailable)?;
     let (tx, rx) = mpsc::channel();
     let readers: Vec<_> = [
