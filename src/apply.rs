@@ -9,13 +9,20 @@ use crate::backup::{self, NewBackup};
 use crate::classify::{self, sha256_hex, State};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
+use crate::identity;
 use crate::kill_point;
 use crate::locate::Environment;
+use crate::lock;
 use crate::node::{self, Node};
+use crate::outln;
 use crate::registry::PatchSpec;
-use crate::replace::{self, PendingFile};
+use crate::replace;
 use crate::stage;
 use crate::status;
+use crate::transaction::{Transaction, APPLY_CHANGED_HELP};
+
+/// What apply's rollback does, as the re-hash error says it.
+const APPLY_UNDONE: &str = "the original was restored";
 
 /// Options of `mcpatch apply`.
 #[derive(Debug, Clone, Default)]
@@ -24,62 +31,6 @@ pub struct ApplyOptions {
     pub dry_run: bool,
     pub yes: bool,
     pub node: Option<PathBuf>,
-}
-
-/// A change to one file that undoes itself on drop unless committed: the
-/// original goes back if it was replaced, and a backup made for it is removed
-/// once the original is confirmed in place.
-struct Transaction {
-    target: PathBuf,
-    original: Vec<u8>,
-    mode: Option<u32>,
-    owner: Option<replace::Owner>,
-    backup_dir: Option<PathBuf>,
-    replaced: bool,
-    committed: bool,
-}
-
-impl Transaction {
-    fn new(target: &Path, original: Vec<u8>) -> Result<Self> {
-        let (mode, owner) = replace::mode_and_owner(target)?;
-        Ok(Transaction {
-            target: target.to_path_buf(),
-            original,
-            mode,
-            owner,
-            backup_dir: None,
-            replaced: false,
-            committed: false,
-        })
-    }
-
-    fn commit(mut self) {
-        self.committed = true;
-    }
-}
-
-impl Drop for Transaction {
-    fn drop(&mut self) {
-        if self.committed {
-            return;
-        }
-        if self.replaced {
-            let restored =
-                PendingFile::write_beside(&self.target, &self.original, self.mode, self.owner)
-                    .and_then(PendingFile::persist);
-            if let Err(e) = restored {
-                eprintln!("error: could not roll back {}: {e}", self.target.display());
-            }
-        }
-        if let Some(dir) = &self.backup_dir {
-            let original_in_place = std::fs::read(&self.target)
-                .map(|b| b == self.original)
-                .unwrap_or(false);
-            if original_in_place {
-                let _ = std::fs::remove_dir_all(dir);
-            }
-        }
-    }
 }
 
 /// What happened to one file.
@@ -99,9 +50,9 @@ enum FileResult {
 }
 
 pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
-    let report = status::collect(spec, &opts.paths, env)?;
-    if report.installs.is_empty() {
-        print!("{}", status::render_table(&report));
+    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;
+    if report.installs.is_empty() && failed.is_empty() {
+        crate::out!("{}", status::render_table(&report));
         return Ok(Outcome::Clean);
     }
     // node is needed only when something may be patched.
@@ -115,8 +66,15 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
         None
     };
     let root = backup::root(&env.dsh_home()?, spec);
-    let _lock = crate::lock::acquire(&root)?;
-    kill_point::reached("locked");
+    // A dry run creates nothing: no backups folder, no lock file.
+    let _lock = if opts.dry_run {
+        backup::check_root_for_dry_run(&root)?;
+        None
+    } else {
+        backup::prepare_root(&root)?;
+        Some(lock::acquire(&root)?)
+    };
+    kill_point::reached("locked")?;
     let mut outcome = Outcome::Clean;
     let mut changed = false;
     let targets: Vec<(PathBuf, PathBuf, String)> = report
@@ -139,7 +97,10 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                 })
         })
         .collect();
-    let mut failures = Failures::new(targets.len(), "patched");
+    let mut failures = Failures::new(targets.len() + failed.len(), "patched");
+    for e in failed {
+        failures.absorb::<()>(Err(e))?;
+    }
     for (file, package_dir, label) in &targets {
         let Some(result) = failures.absorb(apply_file(
             spec,
@@ -163,7 +124,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                     Some(r) => format!("upgraded {label} from patch revision {r}"),
                     None => format!("patched {label}"),
                 };
-                println!(
+                outln!(
                     "{what}\n    sha256 now {}, original saved as backup {backup_id}",
                     status::short_hash(&sha256)
                 );
@@ -173,20 +134,20 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                     Some(r) => format!("upgraded from patch revision {r}"),
                     None => "patched".to_string(),
                 };
-                println!(
+                outln!(
                     "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
                 )
             }
-            FileResult::AlreadyPatched => println!("already patched: {label}; nothing to do"),
-            FileResult::NothingToDo(why) => println!("{why}: {label}; nothing to do"),
+            FileResult::AlreadyPatched => outln!("already patched: {label}; nothing to do"),
+            FileResult::NothingToDo(why) => outln!("{why}: {label}; nothing to do"),
             FileResult::Refused(why) => {
                 outcome = Outcome::Attention;
-                println!("refused: {label}\n    {why}");
+                outln!("refused: {label}\n    {why}");
             }
         }
     }
     if changed {
-        println!("restart DSH so it loads the patched client; check it with `mcpatch verify`");
+        outln!("restart DSH so it loads the patched client; check it with `mcpatch verify`");
     }
     failures.finish()?;
     Ok(outcome)
@@ -200,10 +161,16 @@ fn apply_file(
     file: &Path,
     opts: &ApplyOptions,
 ) -> Result<FileResult> {
+    // Held until the change is committed or rolled back: runs with another
+    // DSH_HOME take turns on this install too.
+    let _install_lock = lock::lock_install(file)?;
+    kill_point::reached("install-locked")?;
     replace::remove_stale_temps(file);
     // Re-read under the lock: another mcpatch may have patched it meanwhile.
-    let (bytes, before) = classify::hash_file(file)?;
-    let (state, _, note) = classify::classify_bytes(spec, &bytes, &before);
+    let snapshot = identity::read(file)?;
+    let before = snapshot.sha256.clone();
+    let bytes = &snapshot.bytes;
+    let (state, _, note) = classify::classify_bytes(spec, bytes, &before);
     match state {
         State::Affected | State::Outdated => {}
         State::Patched => return Ok(FileResult::AlreadyPatched),
@@ -216,7 +183,7 @@ fn apply_file(
         }
         State::Modified => {}
     }
-    let current = std::str::from_utf8(&bytes).map_err(|_| Error::PatchDoesNotApply {
+    let current = std::str::from_utf8(bytes).map_err(|_| Error::PatchDoesNotApply {
         path: file.to_path_buf(),
         detail: "the file is not UTF-8 text".into(),
     })?;
@@ -235,13 +202,14 @@ fn apply_file(
         None => (current, before.clone(), None),
     };
     let staged = stage::apply_diff(spec, original, file)?;
-    kill_point::reached("staged");
+    kill_point::reached("staged")?;
     let after = sha256_hex(staged.as_bytes());
     if matches!(state, State::Affected | State::Outdated) && after != spec.patched_sha256() {
         return Err(Error::HashMismatch {
             path: file.to_path_buf(),
             expected: spec.patched_sha256().to_string(),
             found: after,
+            undone: APPLY_UNDONE,
         });
     }
     if state == State::Modified && !opts.yes {
@@ -276,64 +244,47 @@ fn apply_file(
     };
     let node = &node;
     stage::syntax_check(node, &staged, package_dir, &spec.file)?;
-    kill_point::reached("syntax-checked");
+    kill_point::reached("syntax-checked")?;
 
-    let mut tx = Transaction::new(file, bytes.clone())?;
+    // What the backup keeps: the original (for an upgrade, the one recovered above).
+    let original_bytes = original.as_bytes().to_vec();
+    let mut tx = Transaction::begin(file, snapshot, APPLY_UNDONE, APPLY_CHANGED_HELP);
     if opts.dry_run {
-        probe_writable(backup_root)?;
-    } else {
-        let made = backup::create(
-            backup_root,
-            spec,
-            NewBackup {
-                file,
-                package_dir,
-                version: classify::package_version(package_dir),
-                bytes: original.as_bytes(),
-                sha256_before: &original_hash,
-                replaced_sha256: upgrade_from.map(|_| before.as_str()),
-                sha256_after: &after,
-                mode: tx.mode,
-            },
-        )?;
-        tx.backup_dir = Some(made.dir.clone());
-        kill_point::reached("backed-up");
-        let pending = PendingFile::write_beside(file, staged.as_bytes(), tx.mode, tx.owner)?;
-        kill_point::reached("temp-written");
+        // The load check still runs from inside the install, then the temp file goes.
+        let pending = tx.stage(staged.as_bytes())?;
         stage::load_check(node, pending.path())?;
-        kill_point::reached("load-checked");
-        pending.persist()?;
-        tx.replaced = true;
-        kill_point::reached("renamed");
-        let (_, now) = classify::hash_file(file)?;
-        if now != after {
-            return Err(Error::HashMismatch {
-                path: file.to_path_buf(),
-                expected: after,
-                found: now,
-            });
-        }
+        drop(pending);
         tx.commit();
-        kill_point::reached("committed");
-        return Ok(FileResult::Patched {
-            backup_id: made.id,
-            sha256: now,
-            upgraded_from: upgrade_from,
-        });
+        return Ok(FileResult::WouldPatch { upgrade_from });
     }
-    // Dry run: the load check still runs from inside the install, then the temp file goes.
-    let pending = PendingFile::write_beside(file, staged.as_bytes(), tx.mode, tx.owner)?;
+    let made = backup::create(
+        backup_root,
+        spec,
+        NewBackup {
+            file,
+            package_dir,
+            version: classify::package_version(package_dir),
+            bytes: &original_bytes,
+            sha256_before: &original_hash,
+            replaced_sha256: upgrade_from.map(|_| before.as_str()),
+            sha256_after: &after,
+            mode: Some(tx.before().mode),
+        },
+    )?;
+    tx.set_backup(made.dir.clone());
+    kill_point::reached("backed-up")?;
+    let pending = tx.stage(staged.as_bytes())?;
+    kill_point::reached("temp-written")?;
     stage::load_check(node, pending.path())?;
-    drop(pending);
+    kill_point::reached("load-checked")?;
+    // Checks the file is still the one read above, renames, then re-hashes.
+    tx.replace(pending)?;
+    let now = tx.confirm(&after)?;
     tx.commit();
-    Ok(FileResult::WouldPatch { upgrade_from })
-}
-
-fn probe_writable(dir: &Path) -> Result<()> {
-    std::fs::create_dir_all(dir)
-        .and_then(|_| tempfile::tempfile_in(dir).map(drop))
-        .map_err(|source| Error::BackupUnwritable {
-            dir: dir.to_path_buf(),
-            source,
-        })
+    kill_point::reached("committed")?;
+    Ok(FileResult::Patched {
+        backup_id: made.id,
+        sha256: now,
+        upgraded_from: upgrade_from,
+    })
 }

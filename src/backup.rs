@@ -1,6 +1,9 @@
 //! Backups of originals under `$DSH_HOME/backups/<patch-id>/<UTC time>-<short sha>/`:
-//! the file byte-for-byte with its mode, and a manifest saying where it came
-//! from. A backup appears whole (written aside, then renamed) or not at all.
+//! the file byte-for-byte, and a manifest saying where it came from and its
+//! mode. A backup appears whole (written aside, synced, then renamed) or not
+//! at all. Run as root, mcpatch trusts a backups folder only when root owns it
+//! and no one else can write it; a backup that cannot be read is listed as
+//! damaged and refused, never skipped silently.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -10,7 +13,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::classify::sha256_hex;
 use crate::error::{Error, Result};
+use crate::identity::{self, MAX_FILE_BYTES, MAX_METADATA_BYTES};
+use crate::kill_point;
+use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
+use crate::replace;
 
 /// The file name of the saved original inside a backup folder.
 pub const SAVED_FILE: &str = "index.js";
@@ -22,7 +29,15 @@ pub struct BackupManifest {
     pub id: String,
     pub patch_id: String,
     /// The file that was patched.
+    #[serde(
+        serialize_with = "path_json::serialize",
+        deserialize_with = "path_json::deserialize"
+    )]
     pub original_path: PathBuf,
+    #[serde(
+        serialize_with = "path_json::serialize",
+        deserialize_with = "path_json::deserialize"
+    )]
     pub package_dir: PathBuf,
     pub version: Option<String>,
     pub sha256_before: String,
@@ -41,13 +56,147 @@ pub struct BackupManifest {
 #[derive(Debug, Clone, Serialize)]
 pub struct Backup {
     pub id: String,
+    #[serde(serialize_with = "path_json::serialize")]
     pub dir: PathBuf,
     pub manifest: BackupManifest,
+}
+
+/// A backup folder whose manifest cannot be read or understood.
+#[derive(Debug, Clone, Serialize)]
+pub struct DamagedBackup {
+    pub id: String,
+    #[serde(serialize_with = "path_json::serialize")]
+    pub dir: PathBuf,
+    /// What is wrong with it.
+    pub damaged: String,
+}
+
+/// Every backup folder under a root: the usable ones and the damaged ones, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct Listing {
+    pub backups: Vec<Backup>,
+    pub damaged: Vec<DamagedBackup>,
 }
 
 /// `$DSH_HOME/backups/<patch-id>`.
 pub fn root(dsh_home: &Path, spec: &PatchSpec) -> PathBuf {
     dsh_home.join("backups").join(&spec.id)
+}
+
+/// Mode of the folders mcpatch creates for backups.
+const DIR_MODE: u32 = 0o755;
+
+/// Whether mcpatch runs as root (and so must not trust what others can write).
+pub fn running_as_root() -> bool {
+    #[cfg(unix)]
+    // SAFETY: geteuid has no preconditions and no side effects.
+    unsafe {
+        libc::geteuid() == 0
+    }
+    #[cfg(not(unix))]
+    false
+}
+
+/// Create the backups folder (and its missing parents, durably) if needed,
+/// and check it can be trusted: see [`check_trusted`].
+pub fn prepare_root(root: &Path) -> Result<()> {
+    replace::create_dirs_durably(root, DIR_MODE).map_err(|source| Error::BackupUnwritable {
+        dir: root.to_path_buf(),
+        source,
+    })?;
+    check_trusted(root)
+}
+
+/// For a dry run: check the backups folder as a real run would, creating
+/// nothing. It must be trusted if it exists, and it or the folder it would be
+/// created in must be writable.
+pub fn check_root_for_dry_run(root: &Path) -> Result<()> {
+    let existing = root
+        .ancestors()
+        .find(|d| std::fs::symlink_metadata(d).is_ok())
+        .unwrap_or(Path::new("/"));
+    if existing == root {
+        check_trusted(root)?;
+    }
+    let unwritable = |source| Error::BackupUnwritable {
+        dir: root.to_path_buf(),
+        source,
+    };
+    let meta = std::fs::metadata(existing).map_err(unwritable)?;
+    if !meta.is_dir() {
+        return Err(unwritable(std::io::Error::from_raw_os_error(libc::ENOTDIR)));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(existing.as_os_str().as_bytes())
+            .map_err(|e| unwritable(std::io::Error::new(std::io::ErrorKind::InvalidInput, e)))?;
+        // SAFETY: access(2) reads a NUL-terminated path we own; no memory is written.
+        if unsafe { libc::access(c.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+            return Err(unwritable(std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
+
+/// Run as root, refuse a backups folder (`backups/` and `backups/<patch-id>/`)
+/// that is a symbolic link, that root does not own, or that its group or
+/// others can write: whoever could write it could choose what root restores.
+pub fn check_trusted(root: &Path) -> Result<()> {
+    if !running_as_root() {
+        return Ok(());
+    }
+    for dir in [root.parent().unwrap_or(root), root] {
+        check_trusted_entry(dir, true)?;
+    }
+    Ok(())
+}
+
+/// Run as root, refuse one backup entry (a folder or a file in it) that is
+/// not what it should be, that root does not own, or that others can write.
+fn check_trusted_entry(path: &Path, folder: bool) -> Result<()> {
+    if !running_as_root() {
+        return Ok(());
+    }
+    let untrusted = |why: String| Error::UntrustedBackups {
+        path: path.to_path_buf(),
+        why,
+    };
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) => meta,
+        // Missing: nothing to trust; reading it reports what is wrong.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(untrusted(format!("it cannot be read ({e})"))),
+    };
+    let right_kind = if folder {
+        meta.is_dir()
+    } else {
+        meta.is_file()
+    };
+    if !right_kind {
+        return Err(untrusted(format!(
+            "it is {}, not a {}",
+            identity::kind_of(&meta),
+            if folder { "folder" } else { "regular file" }
+        )));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        if meta.uid() != 0 {
+            return Err(untrusted(format!(
+                "it is owned by uid {}, not root",
+                meta.uid()
+            )));
+        }
+        if meta.mode() & 0o022 != 0 {
+            return Err(untrusted(format!(
+                "its group or others can write it (mode {:04o})",
+                meta.mode() & 0o7777
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// What to save.
@@ -63,13 +212,16 @@ pub struct NewBackup<'a> {
     pub mode: Option<u32>,
 }
 
-/// Write a backup whole: into a hidden folder, synced, then renamed into place.
+/// Write a backup whole: into a hidden folder, each file and the folder
+/// synced, then renamed into place and the root synced, so after a power cut
+/// the backup is whole or absent. Call under the backups folder's lock, after
+/// [`prepare_root`].
 pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backup> {
     let unwritable = |source| Error::BackupUnwritable {
         dir: root.to_path_buf(),
         source,
     };
-    std::fs::create_dir_all(root).map_err(unwritable)?;
+    prepare_root(root)?;
     remove_incomplete(root);
     let now = SystemTime::now();
     let stamp = humantime::format_rfc3339_millis(now).to_string();
@@ -101,40 +253,52 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
         .prefix(".incomplete-")
         .tempdir_in(root)
         .map_err(unwritable)?;
-    let write = |name: &str, bytes: &[u8]| -> Result<()> {
+    // The saved copy keeps the original's permission bits, never setuid,
+    // setgid or write access for others (the manifest records the full mode).
+    let saved_mode = new.mode.map(|m| m & 0o755).unwrap_or(0o644);
+    let write = |name: &str, bytes: &[u8], mode: u32| -> Result<()> {
         let path = aside.path().join(name);
-        let mut f = std::fs::File::create(&path).map_err(unwritable)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.mode(mode);
+        }
+        let mut f = options.open(&path).map_err(unwritable)?;
         f.write_all(bytes).map_err(unwritable)?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            f.set_permissions(std::fs::Permissions::from_mode(mode))
+                .map_err(unwritable)?;
+        }
         f.sync_all().map_err(unwritable)?;
         Ok(())
     };
-    write(SAVED_FILE, new.bytes)?;
-    #[cfg(unix)]
-    if let Some(mode) = new.mode {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(
-            aside.path().join(SAVED_FILE),
-            std::fs::Permissions::from_mode(mode & 0o7777),
-        )
-        .map_err(unwritable)?;
-    }
-    write(
-        MANIFEST,
-        serde_json::to_string_pretty(&manifest)
-            .expect("manifest serializes")
-            .as_bytes(),
-    )?;
+    write(SAVED_FILE, new.bytes, saved_mode)?;
+    kill_point::reached("backup-writing")?;
+    let text = serde_json::to_string_pretty(&manifest)
+        .map_err(|e| unwritable(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    write(MANIFEST, text.as_bytes(), 0o644)?;
+    replace::sync_dir(aside.path())?;
     let dir = root.join(&id);
     let aside = aside.keep();
     std::fs::rename(&aside, &dir).map_err(|source| {
         let _ = std::fs::remove_dir_all(&aside);
         unwritable(source)
     })?;
-    crate::replace::sync_dir(root)?;
+    kill_point::note(format_args!(
+        "renamed {} -> {}",
+        aside.display(),
+        dir.display()
+    ));
+    replace::sync_dir(root)?;
     Ok(Backup { id, dir, manifest })
 }
 
-/// Remove half-written backups a killed mcpatch left (call only under the write lock).
+/// Remove half-written backups a killed mcpatch left (call only under the
+/// backups folder's lock: a live writer holds it while its backup is aside).
 fn remove_incomplete(root: &Path) {
     if let Ok(entries) = std::fs::read_dir(root) {
         for e in entries.flatten() {
@@ -145,44 +309,71 @@ fn remove_incomplete(root: &Path) {
     }
 }
 
-/// All complete backups under `root`, oldest first.
+/// All complete backups under `root` whose manifest reads, oldest first.
 pub fn list(root: &Path) -> Result<Vec<Backup>> {
+    Ok(list_all(root)?.backups)
+}
+
+/// Every backup folder under `root`, oldest first: the usable ones and, apart,
+/// the damaged ones (manifest missing, unreadable or invalid).
+pub fn list_all(root: &Path) -> Result<Listing> {
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::default()),
         Err(e) => return Err(Error::io("read", root, e, "check the folder's permissions")),
     };
-    let mut backups = Vec::new();
+    let mut listing = Listing::default();
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().to_string();
-        if name.starts_with('.') || !entry.path().is_dir() {
+        let is_dir = entry.file_type().map(|t| t.is_dir()).unwrap_or(false);
+        if name.starts_with('.') || !is_dir {
             continue;
         }
-        let manifest_path = entry.path().join(MANIFEST);
-        let Ok(text) = std::fs::read_to_string(&manifest_path) else {
-            continue;
-        };
-        let Ok(manifest) = serde_json::from_str::<BackupManifest>(&text) else {
-            continue;
-        };
-        backups.push(Backup {
-            id: name,
-            dir: entry.path(),
-            manifest,
-        });
+        match read_manifest(&entry.path()) {
+            Ok(manifest) => listing.backups.push(Backup {
+                id: name,
+                dir: entry.path(),
+                manifest,
+            }),
+            Err(damaged) => listing.damaged.push(DamagedBackup {
+                id: name,
+                dir: entry.path(),
+                damaged,
+            }),
+        }
     }
-    backups.sort_by(|a, b| a.id.cmp(&b.id));
-    Ok(backups)
+    listing.backups.sort_by(|a, b| a.id.cmp(&b.id));
+    listing.damaged.sort_by(|a, b| a.id.cmp(&b.id));
+    Ok(listing)
+}
+
+/// An error's first line (what went wrong, without its help).
+fn first_line(e: &Error) -> String {
+    e.to_string().lines().next().unwrap_or_default().to_string()
+}
+
+/// A backup folder's manifest, or what is wrong with it.
+fn read_manifest(dir: &Path) -> std::result::Result<BackupManifest, String> {
+    let path = dir.join(MANIFEST);
+    let (bytes, _) =
+        identity::read_capped(&path, MAX_METADATA_BYTES, false).map_err(|e| first_line(&e))?;
+    serde_json::from_slice::<BackupManifest>(&bytes)
+        .map_err(|e| format!("{} is not a valid manifest: {e}", path.display()))
 }
 
 /// Read a backup's saved file and check it against its manifest (the caller
-/// decides what to do when it is not a known original).
+/// decides what to do when it is not a known original). Run as root, the
+/// backup's folder and files must be root's and not writable by others.
 pub fn read_checked(backup: &Backup, spec: &PatchSpec) -> Result<Vec<u8>> {
     let path = backup.dir.join(SAVED_FILE);
-    let bytes = std::fs::read(&path).map_err(|e| Error::BackupDamaged {
-        id: backup.id.clone(),
-        detail: format!("cannot read {}: {e}", path.display()),
-    })?;
+    check_trusted_entry(&backup.dir, true)?;
+    check_trusted_entry(&backup.dir.join(MANIFEST), false)?;
+    check_trusted_entry(&path, false)?;
+    let (bytes, _) =
+        identity::read_capped(&path, MAX_FILE_BYTES, false).map_err(|e| Error::BackupDamaged {
+            id: backup.id.clone(),
+            detail: first_line(&e),
+        })?;
     let found = sha256_hex(&bytes);
     if found != backup.manifest.sha256_before {
         return Err(Error::BackupDamaged {

@@ -6,8 +6,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
+use crate::identity;
 use crate::locate::Located;
+use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 
 /// What an install is, as far as the patch is concerned.
@@ -55,12 +57,15 @@ impl State {
     }
 }
 
-/// One classified install, as `status --json` reports it.
+/// One classified install, as `status --json` reports it (paths as
+/// [`crate::path_json`] writes them).
 #[derive(Debug, Clone, Serialize)]
 pub struct Install {
     /// The package folder.
+    #[serde(serialize_with = "path_json::serialize")]
     pub path: PathBuf,
     /// The classified file (`<path>/lib/index.js`).
+    #[serde(serialize_with = "path_json::serialize")]
     pub file: PathBuf,
     /// `version` from the package's package.json, if readable.
     pub version: Option<String>,
@@ -71,6 +76,7 @@ pub struct Install {
     /// Link count of the file; above 1 it is a shared store copy that is never written through.
     pub hard_links: u64,
     /// Other package folders whose file is this same file.
+    #[serde(serialize_with = "path_json::serialize_all")]
     pub same_file_as: Vec<PathBuf>,
     pub found_via: Vec<String>,
     pub next_step: &'static str,
@@ -83,18 +89,11 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Read and hash a file, naming it on failure.
+/// Read and hash a file (a regular file, at most
+/// [`identity::MAX_FILE_BYTES`]), naming it on failure.
 pub fn hash_file(path: &Path) -> Result<(Vec<u8>, String)> {
-    let bytes = std::fs::read(path).map_err(|e| {
-        Error::io(
-            "read",
-            path,
-            e,
-            "check that the file exists and is readable",
-        )
-    })?;
-    let hash = sha256_hex(&bytes);
-    Ok((bytes, hash))
+    let snapshot = identity::read(path)?;
+    Ok((snapshot.bytes, snapshot.sha256))
 }
 
 /// Classify file contents against the patch's known revisions and markers.
@@ -161,10 +160,16 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
     })
 }
 
-/// `version` from a package folder's package.json.
+/// `version` from a package folder's package.json (read only if it is a
+/// regular file of at most [`identity::MAX_METADATA_BYTES`]).
 pub fn package_version(dir: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    let (bytes, _) = identity::read_capped(
+        &dir.join("package.json"),
+        identity::MAX_METADATA_BYTES,
+        true,
+    )
+    .ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
     value.get("version")?.as_str().map(str::to_string)
 }
 
@@ -210,6 +215,22 @@ mod tests {
         let text = "export function apply() {}";
         let (state, _, _) = classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
         assert_eq!(state, State::Unsupported);
+    }
+
+    #[test]
+    fn the_reported_affected_revision_is_modified_never_affected() {
+        // Known only by an abbreviated hash (758d8fc4…f5dd): any full hash with that
+        // prefix and suffix is that revision, which mcpatch has not verified.
+        let hash = format!("758d8fc4{}f5dd", "7".repeat(52));
+        let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};";
+        let (state, rev, note) = classify_bytes(&spec(), text.as_bytes(), &hash);
+        assert_eq!(state, State::Modified);
+        assert_eq!(rev, Some("reported-affected"));
+        assert_eq!(
+            state.next_step(),
+            "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
+        );
+        assert!(note.is_some_and(|n| !n.is_empty()));
     }
 
     #[test]

@@ -53,11 +53,13 @@ pub enum Error {
     #[error("no backup named {id} under {dir}\nhelp: list the backups with `mcpatch backups`")]
     BackupNotFound { id: String, dir: PathBuf },
 
-    #[error("after writing {path} its sha256 is {found}, expected {expected}\nhelp: the original was restored; report this with the output of `mcpatch status --json`")]
+    #[error("after writing {path} its sha256 is {found}, expected {expected}\nhelp: {undone}; report this with the output of `mcpatch status --json`")]
     HashMismatch {
         path: PathBuf,
         expected: String,
         found: String,
+        /// What was done about it: "the original was restored", or revert's own words.
+        undone: &'static str,
     },
 
     #[error("cannot find the home folder for the default DSH_HOME\nhelp: set DSH_HOME to the DSH data folder (default ~/.dsh)")]
@@ -73,8 +75,8 @@ pub enum Error {
     #[error("interrupted by {signal}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check")]
     Interrupted { signal: &'static str },
 
-    #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n  - {searched}\nhelp: pass the install's folder with --path")]
-    NothingToVerify { searched: String },
+    #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n{}help: if DSH is installed elsewhere, pass its folder with --path", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
+    NothingToVerify { searched: Vec<String> },
 
     #[error("{failed} of {total} install(s) could not be {action}; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done")]
     SomeFailed {
@@ -85,6 +87,50 @@ pub enum Error {
 
     #[error("the verify harness failed for {path}: {detail}\nhelp: run again with --node pointing at Node.js 22 or later; if it persists, report the output")]
     Harness { path: PathBuf, detail: String },
+
+    #[error("{path} changed while mcpatch was working on it: {what}; mcpatch left it as it is\nhelp: {help}")]
+    FileChanged {
+        path: PathBuf,
+        what: String,
+        help: &'static str,
+    },
+
+    #[error("{path} is {found}, not a regular file; mcpatch reads only regular files there\nhelp: check what is at that path: it is not a file of the package or of mcpatch")]
+    NotAFile { path: PathBuf, found: &'static str },
+
+    #[error("{path} is larger than {limit} bytes, far larger than any file mcpatch reads there\nhelp: check what is at that path: it is not a file of the package or of mcpatch")]
+    TooLarge { path: PathBuf, limit: u64 },
+
+    #[error("refusing {path}: {why}; running as root, mcpatch trusts a backups folder only when root owns it and no one else can write it\nhelp: check what is in it, then `chown -R root:root {path}` and `chmod -R go-w {path}`, or set DSH_HOME to a folder only root can write (such as DSH_HOME=/root/.dsh)")]
+    UntrustedBackups { path: PathBuf, why: String },
+
+    #[error("refusing the lock file {path}: it is {found}, not a regular file\nhelp: remove it (no mcpatch holds a lock through it); mcpatch creates a fresh one")]
+    UnsafeLockFile { path: PathBuf, found: &'static str },
+
+    #[error("{step} ({node}) did not finish within {secs} s and was stopped\nhelp: nothing was changed; the module may wait on something while it loads (import it with node to see), or allow more time with MCPATCH_NODE_TIMEOUT=SECONDS")]
+    NodeTimeout {
+        step: &'static str,
+        node: String,
+        secs: u64,
+    },
+
+    #[error("MCPATCH_NODE_TIMEOUT={value:?} is not a whole number of seconds above 0\nhelp: set it to a number of seconds such as 120, or unset it for the default of 60")]
+    BadNodeTimeout { value: String },
+
+    #[error("no {package} install under the --path given; looked in:\n{}help: pass the package folder (the one holding package.json and lib/index.js), its lib/index.js, or a folder to search below", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
+    NoInstallFound {
+        package: String,
+        searched: Vec<String>,
+    },
+
+    #[error("{failed} of {total} install(s) could not be read; each error is above\nhelp: fix what each error names and run again; the other installs are reported above")]
+    SomeUnreadable { failed: usize, total: usize },
+
+    #[error("node cannot load {path}: its path is not UTF-8 (as a URL: {url})\nhelp: nothing was changed; node, and so DSH, cannot import a module from such a path: reinstall @deepseek-ai/dsh under a folder whose name is UTF-8")]
+    PathNotLoadable { path: PathBuf, url: String },
+
+    #[error("fault injected at step {step} (MCPATCH_TEST_FAIL_AT)\nhelp: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests")]
+    InjectedFault { step: &'static str },
 }
 
 impl Error {

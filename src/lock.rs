@@ -1,55 +1,108 @@
-//! The exclusive lock that keeps two mcpatch writers off the same installs:
-//! a second apply or revert waits for the first and then sees its result.
+//! The exclusive locks that keep two mcpatch writers apart: one on the
+//! backups folder (`.lock`, opened without following links), and one on each
+//! install's folder, taken for the whole change to its file, so that runs with
+//! different `$DSH_HOME`s (sudo and not, two users) also take turns. A second
+//! run waits for the first and then sees its result.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::identity;
 
-/// Held for the life of a write command; released on drop.
+/// The backups folder's lock: held for the life of a write command; released on drop.
 #[derive(Debug)]
 pub struct WriteLock {
     _file: File,
     pub path: PathBuf,
 }
 
-/// Take the lock in `dir` (creating it), waiting if another mcpatch holds it.
+/// One install's lock: held while its file is read, checked and replaced.
+#[derive(Debug)]
+pub struct InstallLock {
+    _dir: File,
+    pub dir: PathBuf,
+}
+
+const LOCK_HELP: &str = "remove the lock file only if no mcpatch is running";
+
+/// Take the lock in `dir` (which must exist), waiting if another mcpatch holds
+/// it. The lock file is created if missing, never through a symbolic link, and
+/// must be a regular file.
 pub fn acquire(dir: &Path) -> Result<WriteLock> {
-    std::fs::create_dir_all(dir).map_err(|source| Error::BackupUnwritable {
-        dir: dir.to_path_buf(),
-        source,
-    })?;
     let path = dir.join(".lock");
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|source| Error::BackupUnwritable {
-            dir: dir.to_path_buf(),
-            source,
-        })?;
-    match file.try_lock() {
-        Ok(()) => {}
-        Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!("waiting for another mcpatch holding {}", path.display());
-            file.lock().map_err(|e| {
-                Error::io(
-                    "lock",
-                    &path,
-                    e,
-                    "remove the lock file only if no mcpatch is running",
-                )
-            })?;
-        }
-        Err(std::fs::TryLockError::Error(e)) => {
-            return Err(Error::io(
-                "lock",
-                &path,
-                e,
-                "remove the lock file only if no mcpatch is running",
-            ))
-        }
+    let mut options = std::fs::OpenOptions::new();
+    options.create(true).truncate(false).write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
     }
+    let file = match options.open(&path) {
+        Ok(f) => f,
+        Err(source) => {
+            // A planted symbolic link (ELOOP) or FIFO (ENXIO) is named as what it is.
+            if let Ok(meta) = std::fs::symlink_metadata(&path) {
+                if !meta.is_file() {
+                    return Err(Error::UnsafeLockFile {
+                        path,
+                        found: identity::kind_of(&meta),
+                    });
+                }
+            }
+            return Err(Error::BackupUnwritable {
+                dir: dir.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| Error::io("lock", &path, e, LOCK_HELP))?;
+    if !meta.is_file() {
+        return Err(Error::UnsafeLockFile {
+            path,
+            found: identity::kind_of(&meta),
+        });
+    }
+    wait_for(&file, &path, &format!("holding {}", path.display()))?;
     Ok(WriteLock { _file: file, path })
+}
+
+/// Lock the folder that holds `file` (an install's `lib/`), waiting if another
+/// mcpatch holds it. Nothing is created: the folder itself is locked, opened
+/// without following a symbolic link.
+pub fn lock_install(file: &Path) -> Result<InstallLock> {
+    let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    }
+    let handle = options.open(&dir).map_err(|e| {
+        Error::io(
+            "lock",
+            &dir,
+            e,
+            "check that the install's folder exists and is a folder, not a symbolic link",
+        )
+    })?;
+    wait_for(&handle, &dir, &format!("working on {}", dir.display()))?;
+    Ok(InstallLock { _dir: handle, dir })
+}
+
+fn wait_for(file: &File, path: &Path, what: &str) -> Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!("waiting for another mcpatch {what}");
+            file.lock()
+                .map_err(|e| Error::io("lock", path, e, LOCK_HELP))
+        }
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io("lock", path, e, LOCK_HELP)),
+    }
 }

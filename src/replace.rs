@@ -6,6 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
+use crate::identity::{self, Identity};
+use crate::kill_point;
 
 /// A fully written, synced file next to its target, not yet in place.
 /// Dropped without [`PendingFile::persist`], it is removed.
@@ -36,6 +38,11 @@ impl PendingFile {
         #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
+            // Owner first: a chown clears setuid and setgid, so the mode goes on last.
+            if let Some((uid, gid)) = owner {
+                // Best effort: only root can give a file away, and then it should.
+                let _ = std::os::unix::fs::fchown(temp.as_file(), Some(uid), Some(gid));
+            }
             if let Some(mode) = mode {
                 temp.as_file()
                     .set_permissions(std::fs::Permissions::from_mode(mode & 0o7777))
@@ -47,10 +54,6 @@ impl PendingFile {
                             "check the folder's permissions",
                         )
                     })?;
-            }
-            if let Some((uid, gid)) = owner {
-                // Best effort: only root can give a file away, and then it should.
-                let _ = std::os::unix::fs::fchown(temp.as_file(), Some(uid), Some(gid));
             }
         }
         temp.as_file()
@@ -66,9 +69,15 @@ impl PendingFile {
         self.temp.path()
     }
 
+    /// The identity the file will keep once renamed over the target.
+    pub fn identity(&self) -> Result<Identity> {
+        identity::of_file(self.temp.as_file(), self.temp.path())
+    }
+
     /// Rename over the target and sync the folder.
     pub fn persist(self) -> Result<()> {
         let target = self.target;
+        let from = self.temp.path().to_path_buf();
         self.temp.persist(&target).map_err(|e| {
             Error::io(
                 "replace",
@@ -77,6 +86,11 @@ impl PendingFile {
                 "check the folder's permissions",
             )
         })?;
+        kill_point::note(format_args!(
+            "renamed {} -> {}",
+            from.display(),
+            target.display()
+        ));
         sync_dir(target.parent().unwrap_or(Path::new(".")))
     }
 }
@@ -95,7 +109,9 @@ pub fn temp_beside(target: &Path, prefix: &str) -> Result<tempfile::NamedTempFil
         })
 }
 
-/// Remove temp files a killed mcpatch left beside `target` (call only under the write lock).
+/// Remove temp files a killed mcpatch left beside `target`. Call only while
+/// holding the install's lock ([`crate::lock::lock_install`]): every live
+/// writer holds it while its temp file exists, so what is left is dead.
 pub fn remove_stale_temps(target: &Path) {
     let dir = target.parent().unwrap_or(Path::new("."));
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -121,25 +137,44 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
             .map_err(|e| Error::io("open", dir, e, "check the folder's permissions"))?;
         f.sync_all()
             .map_err(|e| Error::io("sync", dir, e, "check the disk"))?;
+        kill_point::note(format_args!("synced {}", dir.display()));
+    }
+    Ok(())
+}
+
+/// Create `dir` and its missing parents with `mode` (not widened by the
+/// umask's absence), syncing each new folder's parent so the new entry
+/// survives a power cut. Each I/O error is returned as is, for the caller to name.
+pub fn create_dirs_durably(dir: &Path, mode: u32) -> std::io::Result<()> {
+    let missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|d| !d.as_os_str().is_empty() && std::fs::symlink_metadata(d).is_err())
+        .collect();
+    for d in missing.into_iter().rev() {
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::DirBuilderExt;
+            builder.mode(mode);
+        }
+        #[cfg(not(unix))]
+        let _ = mode;
+        match builder.create(d) {
+            Ok(()) => {}
+            // Another run made it meanwhile: fine, it is there.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+        kill_point::note(format_args!("created {}", d.display()));
+        let parent = d
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        std::fs::File::open(parent).and_then(|f| f.sync_all())?;
+        kill_point::note(format_args!("synced {}", parent.display()));
     }
     Ok(())
 }
 
 /// A file's owner: uid and gid.
 pub type Owner = (u32, u32);
-
-/// Mode and owner of a file, to carry over to its replacement.
-pub fn mode_and_owner(path: &Path) -> Result<(Option<u32>, Option<Owner>)> {
-    let meta = std::fs::metadata(path)
-        .map_err(|e| Error::io("read", path, e, "check that the file exists"))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        Ok((Some(meta.mode()), Some((meta.uid(), meta.gid()))))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        Ok((None, None))
-    }
-}

@@ -1,17 +1,25 @@
 //! `mcpatch revert`: restores each install from its newest backup (or the one
-//! named), atomically, after checking the backup; backups are kept.
+//! named), atomically, after checking the backup, keeping the file's current
+//! mode and owner (never a mode a manifest names); backups are kept.
 
 use std::path::{Path, PathBuf};
 
-use crate::backup::{self, Backup};
-use crate::classify;
+use crate::backup::{self, Backup, DamagedBackup};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
+use crate::identity;
 use crate::kill_point;
 use crate::locate::Environment;
+use crate::lock;
+use crate::outln;
+use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
-use crate::replace::{self, PendingFile};
+use crate::replace;
 use crate::status;
+use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
+
+/// What revert's rollback does, as the re-hash error says it.
+const REVERT_UNDONE: &str = "the file as it was before the revert was put back";
 
 /// Options of `mcpatch revert`.
 #[derive(Debug, Clone, Default)]
@@ -23,15 +31,22 @@ pub struct RevertOptions {
 
 pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<Outcome> {
     let root = backup::root(&env.dsh_home()?, spec);
-    let report = status::collect(spec, &opts.paths, env)?;
-    if report.installs.is_empty() {
-        print!("{}", status::render_table(&report));
+    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;
+    if report.installs.is_empty() && failed.is_empty() {
+        crate::out!("{}", status::render_table(&report));
         return Ok(Outcome::Clean);
     }
-    let _lock = crate::lock::acquire(&root)?;
-    kill_point::reached("locked");
-    let backups = backup::list(&root)?;
+    backup::prepare_root(&root)?;
+    let _lock = lock::acquire(&root)?;
+    kill_point::reached("locked")?;
+    let backup::Listing { backups, damaged } = backup::list_all(&root)?;
     if let Some(id) = &opts.backup {
+        if let Some(d) = damaged.iter().find(|d| &d.id == id) {
+            return Err(Error::BackupDamaged {
+                id: id.clone(),
+                detail: d.damaged.clone(),
+            });
+        }
         if !backups.iter().any(|b| &b.id == id) {
             return Err(Error::BackupNotFound {
                 id: id.clone(),
@@ -50,11 +65,33 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
                 .chain(install.same_file_as.iter().map(|d| d.join(&spec.file)))
         })
         .collect();
-    let mut failures = Failures::new(files.len(), "restored");
+    let mut failures = Failures::new(files.len() + failed.len(), "restored");
+    for e in failed {
+        failures.absorb::<()>(Err(e))?;
+    }
     for file in &files {
-        let Some(chosen) = backup::pick(&backups, file, opts.backup.as_deref()) else {
+        let chosen = backup::pick(&backups, file, opts.backup.as_deref());
+        if opts.backup.is_none() {
+            // A damaged backup newer than the one chosen may be this file's newest:
+            // never fall back to an older one silently.
+            if let Some(d) = damaged_newer_than(&damaged, chosen) {
+                failures.absorb::<()>(Err(Error::BackupDamaged {
+                    id: d.id.clone(),
+                    detail: format!(
+                        "{}; it is newer than {}, so it may be the newest backup of {}",
+                        d.damaged,
+                        chosen
+                            .map(|c| format!("backup {}", c.id))
+                            .unwrap_or_else(|| "every usable backup".into()),
+                        file.display()
+                    ),
+                }))?;
+                continue;
+            }
+        }
+        let Some(chosen) = chosen else {
             if opts.backup.is_none() {
-                println!("no backup of {}; nothing to revert", file.display());
+                outln!("no backup of {}; nothing to revert", file.display());
             }
             continue;
         };
@@ -65,7 +102,7 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
         match result {
             Reverted::Restored => {
                 restored_any = true;
-                println!(
+                outln!(
                     "restored {} from backup {}\n    sha256 now {}",
                     file.display(),
                     chosen.id,
@@ -73,11 +110,11 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
                 );
             }
             Reverted::AlreadyOriginal => {
-                println!("{} is already the original; nothing to do", file.display())
+                outln!("{} is already the original; nothing to do", file.display())
             }
             Reverted::Refused(why) => {
                 outcome = Outcome::Attention;
-                println!("refused: {}\n    {why}", file.display());
+                outln!("refused: {}\n    {why}", file.display());
             }
         }
     }
@@ -95,9 +132,7 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
         });
     }
     if restored_any {
-        println!(
-            "backups are kept (`mcpatch backups`); restart DSH so it loads the restored client"
-        );
+        outln!("backups are kept (`mcpatch backups`); restart DSH so it loads the restored client");
     }
     failures.finish()?;
     Ok(outcome)
@@ -109,12 +144,28 @@ enum Reverted {
     Refused(String),
 }
 
+/// The newest damaged backup, if it is newer than `chosen` (or there is no `chosen`).
+fn damaged_newer_than<'a>(
+    damaged: &'a [DamagedBackup],
+    chosen: Option<&Backup>,
+) -> Option<&'a DamagedBackup> {
+    damaged
+        .iter()
+        .rev()
+        .find(|d| chosen.is_none_or(|c| d.id > c.id))
+}
+
 fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Result<Reverted> {
     let saved = backup::read_checked(chosen, spec)?;
     // read_checked proved the saved bytes hash to the manifest's sha256_before.
     let saved_hash = chosen.manifest.sha256_before.clone();
     let known_original = spec.revision(&saved_hash).map(|r| r.kind) == Some(RevisionKind::Original);
-    let (_, current) = classify::hash_file(file)?;
+    // Held until the restore is committed or rolled back.
+    let _install_lock = lock::lock_install(file)?;
+    kill_point::reached("install-locked")?;
+    replace::remove_stale_temps(file);
+    let snapshot = identity::read(file)?;
+    let current = snapshot.sha256.clone();
     if current == saved_hash {
         return Ok(Reverted::AlreadyOriginal);
     }
@@ -131,58 +182,90 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
             )));
         }
     }
-    kill_point::reached("backup-checked");
-    replace::remove_stale_temps(file);
-    let (current_mode, owner) = replace::mode_and_owner(file)?;
-    let mode = chosen.manifest.mode.or(current_mode);
-    let pending = PendingFile::write_beside(file, &saved, mode, owner)?;
-    kill_point::reached("temp-written");
-    pending.persist()?;
-    kill_point::reached("renamed");
-    let (_, now) = classify::hash_file(file)?;
-    if now != saved_hash {
-        return Err(Error::HashMismatch {
-            path: file.to_path_buf(),
-            expected: saved_hash,
-            found: now,
-        });
-    }
+    kill_point::reached("backup-checked")?;
+    // The file keeps its current mode and owner: a manifest's mode is never applied.
+    let mut tx = Transaction::begin(file, snapshot, REVERT_UNDONE, REVERT_CHANGED_HELP);
+    let pending = tx.stage(&saved)?;
+    kill_point::reached("temp-written")?;
+    // Checks the file is still the one read above, renames, then re-hashes.
+    tx.replace(pending)?;
+    tx.confirm(&saved_hash)?;
+    tx.commit();
     Ok(Reverted::Restored)
 }
 
-/// `mcpatch backups`: list them.
+/// `mcpatch backups`: list them, damaged ones included.
 pub fn list(spec: &PatchSpec, json: bool, env: &Environment) -> Result<Outcome> {
     let root = backup::root(&env.dsh_home()?, spec);
-    let backups = backup::list(&root)?;
+    let backup::Listing { backups, damaged } = backup::list_all(&root)?;
     if json {
         #[derive(serde::Serialize)]
-        struct Listing<'a> {
-            root: &'a Path,
-            backups: &'a [Backup],
+        struct Entry<'a> {
+            id: &'a str,
+            #[serde(serialize_with = "path_json::serialize")]
+            dir: &'a Path,
+            manifest: Option<&'a backup::BackupManifest>,
+            damaged: Option<&'a str>,
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Listing {
-                root: &root,
-                backups: &backups
+        #[derive(serde::Serialize)]
+        struct Listing<'a> {
+            #[serde(serialize_with = "path_json::serialize")]
+            root: &'a Path,
+            backups: Vec<Entry<'a>>,
+        }
+        let mut entries: Vec<Entry> = backups
+            .iter()
+            .map(|b| Entry {
+                id: &b.id,
+                dir: &b.dir,
+                manifest: Some(&b.manifest),
+                damaged: None,
             })
-            .expect("backups serialize")
-        );
+            .chain(damaged.iter().map(|d| Entry {
+                id: &d.id,
+                dir: &d.dir,
+                manifest: None,
+                damaged: Some(&d.damaged),
+            }))
+            .collect();
+        entries.sort_by(|a, b| a.id.cmp(b.id));
+        // Paths are text by path_json, so the listing always serializes.
+        let text = serde_json::to_string_pretty(&Listing {
+            root: &root,
+            backups: entries,
+        })
+        .unwrap_or_default();
+        outln!("{text}");
         return Ok(Outcome::Clean);
     }
-    if backups.is_empty() {
-        println!("no backups under {}", root.display());
+    if backups.is_empty() && damaged.is_empty() {
+        outln!("no backups under {}", root.display());
         return Ok(Outcome::Clean);
     }
-    println!("backups under {}:", root.display());
-    for b in backups.iter().rev() {
-        println!(
-            "{}  {}  {}  {}",
-            b.id,
-            b.manifest.version.as_deref().unwrap_or("?"),
-            status::short_hash(&b.manifest.sha256_before),
-            b.manifest.original_path.display()
-        );
+    outln!("backups under {}:", root.display());
+    let mut lines: Vec<(&str, String)> = backups
+        .iter()
+        .map(|b| {
+            (
+                b.id.as_str(),
+                format!(
+                    "{}  {}  {}  {}",
+                    b.id,
+                    b.manifest.version.as_deref().unwrap_or("?"),
+                    status::short_hash(&b.manifest.sha256_before),
+                    b.manifest.original_path.display()
+                ),
+            )
+        })
+        .chain(
+            damaged
+                .iter()
+                .map(|d| (d.id.as_str(), format!("{}  DAMAGED: {}", d.id, d.damaged))),
+        )
+        .collect();
+    lines.sort_by(|a, b| b.0.cmp(a.0));
+    for (_, line) in lines {
+        outln!("{line}");
     }
     Ok(Outcome::Clean)
 }

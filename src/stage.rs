@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use crate::error::{Error, Result};
+use crate::identity::{self, MAX_METADATA_BYTES};
 use crate::node::Node;
 use crate::registry::PatchSpec;
 
@@ -61,10 +62,13 @@ pub fn remove_earlier(
     })?;
     let found = crate::classify::sha256_hex(original.as_bytes());
     if found != spec.original_sha256() {
-        return Err(Error::HashMismatch {
+        return Err(Error::PatchDoesNotApply {
             path: path.to_path_buf(),
-            expected: spec.original_sha256().to_string(),
-            found,
+            detail: format!(
+                "taking patch revision {} out gives sha256 {found}, not the original {}",
+                earlier.revision,
+                spec.original_sha256()
+            ),
         });
     }
     Ok((original, earlier.revision))
@@ -92,21 +96,19 @@ pub fn syntax_check(
     let scratch = scratch_dir("mcpatch-stage-")?;
     let pkg_json = package_dir.join("package.json");
     let target_pkg_json = scratch.path().join("package.json");
-    std::fs::copy(&pkg_json, &target_pkg_json).map_err(|e| {
-        Error::io(
-            "copy",
-            &pkg_json,
-            e,
-            "check that the install has a readable package.json",
-        )
-    })?;
+    let (manifest, _) = identity::read_capped(&pkg_json, MAX_METADATA_BYTES, true)?;
+    std::fs::write(&target_pkg_json, manifest)
+        .map_err(|e| Error::io("write", &target_pkg_json, e, SCRATCH_HELP))?;
     let file = scratch.path().join(relative_file);
     if let Some(dir) = file.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e, SCRATCH_HELP))?;
     }
     std::fs::write(&file, staged).map_err(|e| Error::io("write", &file, e, SCRATCH_HELP))?;
-    crate::kill_point::reached("syntax-check");
-    let out = node.output([std::ffi::OsStr::new("--check"), file.as_os_str()])?;
+    crate::kill_point::reached("syntax-check")?;
+    let out = node.run(
+        "`node --check`",
+        [std::ffi::OsStr::new("--check"), file.as_os_str()],
+    )?;
     if !out.status.success() {
         return Err(Error::SyntaxCheckFailed {
             path: file,
@@ -116,48 +118,58 @@ pub fn syntax_check(
     Ok(())
 }
 
+/// What the load check prints, alone on a line, once the module has loaded
+/// and exports `apply`: a module that ends node early never prints it.
+const LOAD_OK: &str = "mcpatch-load-check-ok";
+
 /// Import the staged file (already written next to the target, inside the
-/// install) so its own imports resolve, and check it exports `apply`.
+/// install) so its own imports resolve, and check it exports `apply`. The
+/// check ends node itself after its success marker (a module may keep node's
+/// event loop alive), and the run is bounded in time.
 pub fn load_check(node: &Node, staged_in_install: &Path) -> Result<()> {
     let url = file_url(staged_in_install);
-    let out = node.output([
-        "--input-type=module",
-        "-e",
-        "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') { console.error('the module has no apply export'); process.exit(3); }",
-        &url,
-    ])?;
-    if !out.status.success() {
+    if staged_in_install.to_str().is_none() {
+        // Node turns file URLs into text paths: it cannot import from this folder at all.
+        return Err(Error::PathNotLoadable {
+            path: staged_in_install
+                .parent()
+                .unwrap_or(staged_in_install)
+                .to_path_buf(),
+            url: file_url(staged_in_install.parent().unwrap_or(staged_in_install)),
+        });
+    }
+    let script = format!(
+        "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') {{ console.error('the module has no apply export'); process.exit(3); }} process.stdout.write('{LOAD_OK}\\n', () => process.exit(0));"
+    );
+    let out = node.run(
+        "the load check",
+        ["--input-type=module", "-e", script.as_str(), url.as_str()],
+    )?;
+    let marked = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .any(|l| l == LOAD_OK);
+    if !out.status.success() || !marked {
+        let mut stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        if out.status.success() {
+            stderr = format!(
+                "the module ended node before the load check finished (exit status 0, no success marker){}{stderr}",
+                if stderr.is_empty() { "" } else { "\n" }
+            );
+        }
         return Err(Error::LoadCheckFailed {
             dir: staged_in_install
                 .parent()
                 .unwrap_or(staged_in_install)
                 .to_path_buf(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            stderr,
         });
     }
     Ok(())
 }
 
-/// A `file://` URL for an absolute path, percent-encoding what URLs reserve.
+/// A `file://` URL for an absolute path, built from its bytes, percent-encoding what URLs reserve.
 pub fn file_url(path: &Path) -> String {
-    let abs = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut url = String::from("file://");
-    for b in abs.to_string_lossy().bytes() {
-        match b {
-            b'A'..=b'Z'
-            | b'a'..=b'z'
-            | b'0'..=b'9'
-            | b'/'
-            | b'-'
-            | b'_'
-            | b'.'
-            | b'~'
-            | b'@'
-            | b'+' => url.push(b as char),
-            _ => url.push_str(&format!("%{b:02X}")),
-        }
-    }
-    url
+    crate::path_json::file_url(path)
 }
 
 #[cfg(test)]

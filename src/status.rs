@@ -1,13 +1,14 @@
 //! `mcpatch status`: find and classify every install, print a table or JSON.
 
-use std::io::Write;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
 use crate::classify::{self, Install, State};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::locate::{self, Environment, LocateReport};
+use crate::path_json;
 use crate::registry::PatchSpec;
 use crate::table::{Align, Table};
 
@@ -17,21 +18,71 @@ pub struct StatusReport {
     pub installs: Vec<Install>,
     /// Where mcpatch looked.
     pub searched: Vec<String>,
+    /// Installs found but not readable, each with its error.
+    pub errors: Vec<Unreadable>,
 }
 
-/// Locate and classify.
-pub fn collect(
-    spec: &PatchSpec,
-    paths: &[std::path::PathBuf],
-    env: &Environment,
-) -> Result<StatusReport> {
+/// An install that was found but could not be read or classified.
+#[derive(Debug, Serialize)]
+pub struct Unreadable {
+    #[serde(serialize_with = "path_json::serialize")]
+    pub path: PathBuf,
+    #[serde(serialize_with = "path_json::serialize")]
+    pub file: PathBuf,
+    /// The error, as printed.
+    pub error: String,
+}
+
+/// What a search found: the report, and each unreadable install's error.
+pub struct Collected {
+    pub report: StatusReport,
+    pub failed: Vec<Error>,
+}
+
+/// Locate and classify; the first install that cannot be read is the error.
+pub fn collect(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<StatusReport> {
+    let Collected { report, failed } = collect_all(spec, paths, env)?;
+    match failed.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(report),
+    }
+}
+
+/// Locate and classify every install, keeping going past one that cannot be
+/// read. An explicit `--path` that holds no install at all is an error.
+pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Collected> {
     let LocateReport { installs, searched } =
         locate::locate(&spec.package, &spec.file, paths, env)?;
-    let installs = installs
-        .iter()
-        .map(|l| classify::classify(spec, l))
-        .collect::<Result<Vec<_>>>()?;
-    Ok(StatusReport { installs, searched })
+    if installs.is_empty() && !paths.is_empty() {
+        return Err(Error::NoInstallFound {
+            package: spec.package.clone(),
+            searched,
+        });
+    }
+    let mut classified = Vec::new();
+    let mut errors = Vec::new();
+    let mut failed = Vec::new();
+    for located in &installs {
+        match classify::classify(spec, located) {
+            Ok(install) => classified.push(install),
+            Err(e) => {
+                errors.push(Unreadable {
+                    path: located.package_dir.clone(),
+                    file: located.file.clone(),
+                    error: e.to_string(),
+                });
+                failed.push(e);
+            }
+        }
+    }
+    Ok(Collected {
+        report: StatusReport {
+            installs: classified,
+            searched,
+            errors,
+        },
+        failed,
+    })
 }
 
 /// Attention when any install is affected or modified.
@@ -47,22 +98,27 @@ pub fn outcome(report: &StatusReport) -> Outcome {
     }
 }
 
-pub fn run(
-    spec: &PatchSpec,
-    paths: &[std::path::PathBuf],
-    json: bool,
-    env: &Environment,
-) -> Result<Outcome> {
-    let report = collect(spec, paths, env)?;
-    let mut out = std::io::stdout().lock();
+pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -> Result<Outcome> {
+    let Collected { report, failed } = collect_all(spec, paths, env)?;
     if json {
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&report).expect("status serializes")
-        );
-    } else {
-        let _ = write!(out, "{}", render_table(&report));
+        // Paths are text by path_json, so the report always serializes.
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        crate::outln!("{text}");
+    } else if !report.installs.is_empty() || failed.is_empty() {
+        crate::out!("{}", render_table(&report));
+    }
+    let total = report.installs.len() + failed.len();
+    if failed.len() == 1 && total == 1 {
+        return Err(failed.into_iter().next().expect("one error"));
+    }
+    for e in &failed {
+        eprintln!("error: {e}");
+    }
+    if !failed.is_empty() {
+        return Err(Error::SomeUnreadable {
+            failed: failed.len(),
+            total,
+        });
     }
     Ok(outcome(&report))
 }

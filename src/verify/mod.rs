@@ -54,8 +54,10 @@ pub struct ScenarioResult {
 /// One install's results.
 #[derive(Debug, Clone, Serialize)]
 pub struct InstallResult {
+    #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The file that was loaded: the install's, or the saved file of a backup.
+    #[serde(serialize_with = "crate::path_json::serialize")]
     pub file: PathBuf,
     pub backup: Option<String>,
     /// sha256 of what was loaded.
@@ -106,7 +108,7 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
     let report = status::collect(spec, &opts.paths, env)?;
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
-            searched: report.searched.join("\n  - "),
+            searched: report.searched,
         });
     }
     let node = node::find(opts.node.as_deref())?;

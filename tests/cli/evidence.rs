@@ -8,16 +8,24 @@ use super::*;
 
 const APPLY_STEPS: &[&str] = &[
     "locked",
+    "install-locked",
     "staged",
     "syntax-check",
     "syntax-checked",
+    "backup-writing",
     "backed-up",
     "temp-written",
     "load-checked",
     "renamed",
     "committed",
 ];
-const REVERT_STEPS: &[&str] = &["locked", "backup-checked", "temp-written", "renamed"];
+const REVERT_STEPS: &[&str] = &[
+    "locked",
+    "install-locked",
+    "backup-checked",
+    "temp-written",
+    "renamed",
+];
 
 /// Every complete backup holds the original byte-for-byte, as its manifest says.
 fn assert_backups_intact(sb: &Sandbox) {

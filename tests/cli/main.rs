@@ -96,7 +96,11 @@ impl Sandbox {
             .env("MCPATCH_SYSTEM_ROOTS", "")
             .env("NO_COLOR", "1")
             .env_remove("PNPM_HOME")
-            .env_remove("MCPATCH_TEST_KILL_AT");
+            .env_remove("MCPATCH_TEST_KILL_AT")
+            .env_remove("MCPATCH_TEST_FAIL_AT")
+            .env_remove("MCPATCH_TEST_PAUSE_AT")
+            .env_remove("MCPATCH_TEST_TRACE")
+            .env_remove("MCPATCH_NODE_TIMEOUT");
         c
     }
 
@@ -267,6 +271,8 @@ fn backup_count(sb: &Sandbox) -> usize {
 
 mod apply;
 mod evidence;
+mod harden;
+mod refusals;
 mod seamless;
 mod server;
 mod status;

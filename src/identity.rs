@@ -1,0 +1,242 @@
+//! What a file was when mcpatch read it (device, inode, size, modification
+//! time, mode, owner and sha256, all from one open descriptor), read with a
+//! size cap and only if it is a regular file, so that just before writing over
+//! it mcpatch can tell whether anything replaced or rewrote it meanwhile.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::Path;
+
+use crate::classify::sha256_hex;
+use crate::error::{Error, Result};
+
+/// The most mcpatch reads of an installed `lib/index.js` or a saved copy: the
+/// known revisions are about 33 KB, so anything this large is not the package.
+pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
+/// The most mcpatch reads of a small metadata file (package.json, manifest.json).
+pub const MAX_METADATA_BYTES: u64 = 1024 * 1024;
+
+/// Which file, in which state: equal identities mean the same inode, unchanged
+/// in size and modification time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime: (i64, i64),
+}
+
+/// A file's bytes and what it was when they were read.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+    pub identity: Identity,
+    /// The full mode, file type bits included (`st_mode`).
+    pub mode: u32,
+    pub owner: (u32, u32),
+}
+
+/// Identity of an open file.
+pub fn of_file(file: &File, path: &Path) -> Result<Identity> {
+    let meta = file.metadata().map_err(|e| {
+        Error::io(
+            "read",
+            path,
+            e,
+            "check that the file exists and is readable",
+        )
+    })?;
+    Ok(of_metadata(&meta))
+}
+
+/// Identity of the file at `path` now.
+pub fn of_path(path: &Path) -> Result<Identity> {
+    let meta = std::fs::metadata(path).map_err(|e| {
+        Error::io(
+            "read",
+            path,
+            e,
+            "check that the file exists and is readable",
+        )
+    })?;
+    Ok(of_metadata(&meta))
+}
+
+#[cfg(unix)]
+fn of_metadata(meta: &std::fs::Metadata) -> Identity {
+    use std::os::unix::fs::MetadataExt;
+    Identity {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime: (meta.mtime(), meta.mtime_nsec()),
+    }
+}
+
+#[cfg(not(unix))]
+fn of_metadata(meta: &std::fs::Metadata) -> Identity {
+    Identity {
+        dev: 0,
+        ino: 0,
+        size: meta.len(),
+        mtime: meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|d| (d.as_secs() as i64, d.subsec_nanos() as i64))
+            .unwrap_or((0, 0)),
+    }
+}
+
+/// Open a regular file for reading without blocking on a FIFO or device
+/// planted at its path, and check what it is before reading.
+pub fn open_regular(path: &Path, follow_symlinks: bool) -> Result<(File, std::fs::Metadata)> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        let nofollow = if follow_symlinks { 0 } else { libc::O_NOFOLLOW };
+        options.custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC | nofollow);
+    }
+    #[cfg(not(unix))]
+    let _ = follow_symlinks;
+    let file = options.open(path).map_err(|e| {
+        Error::io(
+            "read",
+            path,
+            e,
+            "check that the file exists and is readable",
+        )
+    })?;
+    let meta = file.metadata().map_err(|e| {
+        Error::io(
+            "read",
+            path,
+            e,
+            "check that the file exists and is readable",
+        )
+    })?;
+    if !meta.is_file() {
+        return Err(Error::NotAFile {
+            path: path.to_path_buf(),
+            found: kind_of(&meta),
+        });
+    }
+    Ok((file, meta))
+}
+
+/// Read at most `limit` bytes of a regular file: more is an error, never read.
+pub fn read_capped(
+    path: &Path,
+    limit: u64,
+    follow_symlinks: bool,
+) -> Result<(Vec<u8>, std::fs::Metadata)> {
+    let (file, meta) = open_regular(path, follow_symlinks)?;
+    let too_large = || Error::TooLarge {
+        path: path.to_path_buf(),
+        limit,
+    };
+    if meta.len() > limit {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(limit + 1).read_to_end(&mut bytes).map_err(|e| {
+        Error::io(
+            "read",
+            path,
+            e,
+            "check that the file exists and is readable",
+        )
+    })?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large());
+    }
+    Ok((bytes, meta))
+}
+
+/// Read and hash an installed file (up to [`MAX_FILE_BYTES`]) with its identity.
+pub fn read(path: &Path) -> Result<Snapshot> {
+    let (bytes, meta) = read_capped(path, MAX_FILE_BYTES, true)?;
+    let (mode, owner) = mode_and_owner(&meta);
+    Ok(Snapshot {
+        sha256: sha256_hex(&bytes),
+        identity: of_metadata(&meta),
+        bytes,
+        mode,
+        owner,
+    })
+}
+
+/// What changed at `path` since `before` was read, in words; `None` if nothing did.
+pub fn changes(path: &Path, before: &Snapshot) -> Result<Option<String>> {
+    let now = match of_path(path) {
+        Ok(id) => id,
+        Err(_) => return Ok(Some("it was removed".into())),
+    };
+    let was = before.identity;
+    if (now.dev, now.ino) != (was.dev, was.ino) {
+        return Ok(Some(format!(
+            "it was replaced by another file (inode {} is now {})",
+            was.ino, now.ino
+        )));
+    }
+    if now.size != was.size {
+        return Ok(Some(format!(
+            "it was rewritten ({} bytes, now {})",
+            was.size, now.size
+        )));
+    }
+    if now.mtime != was.mtime {
+        return Ok(Some(
+            "it was rewritten (its modification time changed)".into(),
+        ));
+    }
+    let again = read(path)?;
+    if again.sha256 != before.sha256 {
+        return Ok(Some(format!(
+            "it was rewritten (sha256 {}, now {})",
+            before.sha256, again.sha256
+        )));
+    }
+    Ok(None)
+}
+
+#[cfg(unix)]
+fn mode_and_owner(meta: &std::fs::Metadata) -> (u32, (u32, u32)) {
+    use std::os::unix::fs::MetadataExt;
+    (meta.mode(), (meta.uid(), meta.gid()))
+}
+
+#[cfg(not(unix))]
+fn mode_and_owner(_meta: &std::fs::Metadata) -> (u32, (u32, u32)) {
+    (0o644, (0, 0))
+}
+
+/// A word for a file type that is not a regular file.
+pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO";
+        }
+        if t.is_char_device() || t.is_block_device() {
+            return "a device";
+        }
+        if t.is_socket() {
+            return "a socket";
+        }
+    }
+    if t.is_dir() {
+        "a folder"
+    } else if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_file() {
+        "a regular file"
+    } else {
+        "something else"
+    }
+}

@@ -1,0 +1,398 @@
+//! What apply and revert refuse or undo, each proven by a test that fails
+//! when the guard is removed: the rollback after a failure past the rename,
+//! half-written backups, revert without --yes, the backup named by --backup,
+//! dry runs that must report failed checks, and backups of the wrong revision.
+
+use std::io::Write;
+use std::os::unix::fs::FileExt;
+use std::os::unix::process::ExitStatusExt;
+
+use super::harden::{backup_ids, litter, Paused, BACKUPS};
+use super::*;
+
+const FAULT: &str = "help: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests\n";
+const FILE: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js";
+
+#[test]
+fn a_failure_after_the_rename_rolls_apply_back_and_removes_its_backup() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let o = sb
+        .cmd(&["apply", "--path", client.to_str().unwrap()])
+        .env("MCPATCH_TEST_FAIL_AT", "renamed")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("error: fault injected at step renamed (MCPATCH_TEST_FAIL_AT)\n{FAULT}")
+    );
+    assert_eq!(sha256_file(&file), ORIGINAL, "the original is back");
+    assert_eq!(backup_count(&sb), 0, "the backup made for it is removed");
+    assert!(litter(&client.join("lib")).is_empty());
+}
+
+#[test]
+fn a_failure_after_the_rename_rolls_revert_back() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let o = sb
+        .cmd(&["revert", "--path", p])
+        .env("MCPATCH_TEST_FAIL_AT", "renamed")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("error: fault injected at step renamed (MCPATCH_TEST_FAIL_AT)\n{FAULT}")
+    );
+    assert_eq!(
+        sha256_file(&file),
+        patched_hash(),
+        "the patched file is back"
+    );
+    assert_eq!(backup_count(&sb), 1, "backups are kept");
+    assert!(litter(&client.join("lib")).is_empty());
+}
+
+/// Change one byte of `file` in place, keeping its size and modification time,
+/// so only its sha256 can tell; returns the new sha256.
+fn flip_a_byte_quietly(file: &Path) -> String {
+    let mtime = std::fs::metadata(file).unwrap().modified().unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+    let mut byte = [0u8; 1];
+    std::fs::File::open(file)
+        .unwrap()
+        .read_exact_at(&mut byte, 100)
+        .unwrap();
+    f.write_all_at(&[byte[0] ^ 1], 100).unwrap();
+    f.set_times(std::fs::FileTimes::new().set_modified(mtime))
+        .unwrap();
+    drop(f);
+    sha256_file(file)
+}
+
+#[test]
+fn a_wrong_hash_after_the_rename_rolls_apply_back() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let mut run = Paused::start(
+        sb.command(&["apply", "--path", client.to_str().unwrap()]),
+        "renamed",
+    );
+    run.expect_reached("renamed");
+    let found = flip_a_byte_quietly(&file);
+    run.resume();
+    let o = run.finish();
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: after writing {FILE} its sha256 is {found}, expected {}\nhelp: the original was restored; report this with the output of `mcpatch status --json`\n", patched_hash())
+    );
+    assert_eq!(
+        sha256_file(&file),
+        ORIGINAL,
+        "the original was restored, as it says"
+    );
+    assert_eq!(backup_count(&sb), 0);
+}
+
+#[test]
+fn a_wrong_hash_after_the_rename_rolls_revert_back_and_says_so() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let mut run = Paused::start(sb.command(&["revert", "--path", p]), "renamed");
+    run.expect_reached("renamed");
+    let found = flip_a_byte_quietly(&file);
+    run.resume();
+    let o = run.finish();
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: after writing {FILE} its sha256 is {found}, expected {ORIGINAL}\nhelp: the file as it was before the revert was put back; report this with the output of `mcpatch status --json`\n")
+    );
+    assert_eq!(
+        sha256_file(&file),
+        patched_hash(),
+        "the patched file was put back, as it says"
+    );
+    assert_eq!(backup_count(&sb), 1);
+}
+
+#[test]
+fn a_kill_inside_backup_creation_leaves_a_hidden_half_backup_that_the_next_run_removes() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    let o = sb
+        .cmd(&["apply", "--path", p])
+        .env("MCPATCH_TEST_KILL_AT", "backup-writing")
+        .output()
+        .unwrap();
+    assert_eq!(
+        o.status.signal(),
+        Some(libc::SIGKILL),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    let root = sb.dsh_home().join(BACKUPS);
+    let half: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(".incomplete-")
+        })
+        .collect();
+    assert_eq!(half.len(), 1, "the half-written backup is aside, hidden");
+    assert!(half[0].join("index.js").is_file());
+    assert!(!half[0].join("manifest.json").exists());
+    assert_eq!(backup_count(&sb), 0, "no visible backup");
+    assert_eq!(sha256_file(&file), ORIGINAL);
+
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        !half[0].exists(),
+        "the next run removed the half-written backup"
+    );
+    assert_eq!(backup_ids(&sb).len(), 1);
+    assert_eq!(sha256_file(&file), patched_hash());
+}
+
+#[test]
+fn revert_without_yes_refuses_a_file_changed_since_patching() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let changed = edit_file(&file, |t| t + "\n// edited after patching\n");
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("refused: {FILE}\n  the file changed since it was patched (sha256 {changed}); rerun with --yes to overwrite it with the backup\n")
+    );
+    assert_eq!(stderr(&o), "");
+    assert_eq!(sha256_file(&file), changed, "nothing changed");
+    assert_eq!(backup_count(&sb), 1);
+}
+
+#[test]
+fn revert_without_yes_refuses_a_backup_of_an_unknown_original() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    let modified = edit_file(&file, |t| t + "\n// local edit\n");
+    assert_eq!(code(&sb.run(&["apply", "--yes", "--path", p])), 0);
+    let patched = sha256_file(&file);
+    let id = backup_ids(&sb).remove(0);
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("refused: {FILE}\n  backup {id} holds sha256 {modified}, which is not a known original; rerun with --yes to restore it anyway\n")
+    );
+    assert_eq!(stderr(&o), "");
+    assert_eq!(sha256_file(&file), patched, "nothing changed");
+}
+
+#[test]
+fn revert_backup_id_restores_the_named_backup_not_the_newest() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    // Backup one holds the known original; backup two, newer, a local edit of it.
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    assert_eq!(code(&sb.run(&["revert", "--path", p])), 0);
+    let edited = edit_file(&file, |t| t + "\n// local edit\n");
+    assert_eq!(code(&sb.run(&["apply", "--yes", "--path", p])), 0);
+    let ids = backup_ids(&sb);
+    assert_eq!(ids.len(), 2);
+    let (first, newest) = (&ids[0], &ids[1]);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&sb.run(&["backups", "--json"]).stdout).unwrap();
+    assert_eq!(listing["backups"][1]["id"], newest.as_str());
+    assert_eq!(listing["backups"][1]["manifest"]["sha256_before"], edited);
+
+    let o = sb.run(&["revert", "--yes", "--backup", first, "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("restored {FILE} from backup {first}\n  sha256 now b126dcec…7d56\nbackups are kept (`mcpatch backups`); restart DSH so it loads the restored client\n")
+    );
+    assert_eq!(
+        sha256_file(&file),
+        ORIGINAL,
+        "the named backup, not the newest"
+    );
+}
+
+/// Replace the random part of mcpatch's scratch and staged file names.
+fn without_temp_names(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = ["mcpatch-stage-", ".mcpatch-staged-"]
+        .iter()
+        .filter_map(|p| rest.find(p).map(|i| (i, p.len())))
+        .min()
+        .map(|(i, len)| i + len)
+    {
+        out.push_str(&rest[..i]);
+        out.push('*');
+        rest = &rest[i..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphanumeric())
+            .unwrap_or(rest.len());
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn a_dry_run_reports_a_staged_file_that_fails_node_check() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let before = edit_file(&file, |t| t + "\nexport const broken = ;\n");
+    let o = sb.run(&[
+        "apply",
+        "--dry-run",
+        "--yes",
+        "--path",
+        client.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let tmp = std::env::temp_dir().display().to_string();
+    let err = without_stack(&without_temp_names(&sb.normalize(&o.stderr)).replace(&tmp, "[TMP]"));
+    // The broken line is the staged file's last: the edited file's plus what the patch adds.
+    let lines = std::fs::read_to_string(&file).unwrap().lines().count() + lines_the_patch_adds();
+    assert_eq!(
+        err,
+        format!(
+            "error: the patched file fails `node --check` ([TMP]/mcpatch-stage-*/lib/index.js):
+[TMP]/mcpatch-stage-*/lib/index.js:{lines}
+export const broken = ;
+  ^
+
+SyntaxError: Unexpected token ';'
+
+Node.js {}
+help: nothing was changed; report this with the output of `mcpatch status --json`
+",
+            node_version()
+        )
+    );
+    assert_eq!(stdout(&o), "", "no dry-run success line");
+    assert_eq!(sha256_file(&file), before);
+}
+
+#[test]
+fn a_dry_run_reports_a_staged_file_that_does_not_load() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let before = edit_file(&file, |t| {
+        t.replace(
+            "from \"@deepseek-ai/dsh-subprocess\"",
+            "from \"@deepseek-ai/dsh-subprocess-missing\"",
+        )
+    });
+    let o = sb.run(&[
+        "apply",
+        "--dry-run",
+        "--yes",
+        "--path",
+        client.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    let err = without_stack(&without_temp_names(&sb.normalize(&o.stderr)));
+    assert!(
+        err.starts_with("error: the patched module does not load from [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib:\n"),
+        "{err}"
+    );
+    assert!(
+        err.contains("Error [ERR_MODULE_NOT_FOUND]: Cannot find package '@deepseek-ai/dsh-subprocess-missing' imported from [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\n"),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(&format!("Node.js {}\nhelp: nothing was changed; check that the install's dependencies are present (`npm ls` in that folder) and that node is 22 or later\n", node_version())),
+        "{err}"
+    );
+    assert_eq!(stdout(&o), "", "no dry-run success line");
+    assert_eq!(sha256_file(&file), before);
+    assert!(litter(&client.join("lib")).is_empty());
+}
+
+/// Without node's stack lines (`  at ...`), which change with node's own code.
+fn without_stack(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with("at "))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
+fn lines_the_patch_adds() -> usize {
+    let patch = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("patches/dsh-mcp-client-session-loss/session-loss.patch"),
+    )
+    .unwrap();
+    let count = |sign: char, header: &str| {
+        patch
+            .lines()
+            .filter(|l| l.starts_with(sign) && !l.starts_with(header))
+            .count()
+    };
+    count('+', "+++") - count('-', "---")
+}
+
+fn node_version() -> String {
+    let o = std::process::Command::new(node22_dir().join("node"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
+#[test]
+fn a_backup_holding_the_patched_revision_is_refused() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let id = backup_ids(&sb).remove(0);
+    let dir = sb.dsh_home().join(BACKUPS).join(&id);
+    // A backup that "saved" the patched file, its manifest consistent with it.
+    std::fs::copy(&file, dir.join("index.js")).unwrap();
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("manifest.json")).unwrap()).unwrap();
+    manifest["sha256_before"] = serde_json::json!(patched_hash());
+    let mut f = std::fs::File::create(dir.join("manifest.json")).unwrap();
+    f.write_all(manifest.to_string().as_bytes()).unwrap();
+    let o = sb.run(&["revert", "--yes", "--path", p]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: backup {id} is damaged: [SANDBOX]/home/.dsh/{BACKUPS}/{id}/index.js is the patched revision, not an original\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh\n")
+    );
+    assert_eq!(sha256_file(&file), patched_hash(), "nothing changed");
+}
