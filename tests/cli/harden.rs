@@ -641,7 +641,7 @@ fn one_unreadable_install_does_not_stop_status_or_apply_for_the_others() {
 [SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.7  affected  run `mcpatch apply`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
-1 install(s): 1 affected, 0 patched, 0 upstream-fixed, 0 modified, 0 unsupported
+1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
 "
     );
     assert_eq!(

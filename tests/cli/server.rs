@@ -322,6 +322,11 @@ async fn each_lost_session_answer_uses_the_words_of_real_servers() {
             404,
             "Not Found: Session not found",
         ),
+        (
+            LostSessionAnswer::UnauthorizedText,
+            401,
+            "Unauthorized: Session not found",
+        ),
     ] {
         let server = start(ServerBehaviour {
             lost_session: answer,

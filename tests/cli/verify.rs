@@ -577,3 +577,78 @@ fn copies_left_by_a_killed_verify_are_removed_but_a_live_runs_copy_is_kept() {
     );
     assert!(std::path::Path::new("/etc/passwd").is_file());
 }
+
+#[test]
+fn a_predicate_that_counts_get_stream_errors_recycles_the_session_in_sse_404() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    assert_eq!(code_of(&sb, &["apply", "--path", p]), 0);
+    // An over-eager predicate: GET-stream errors count as session loss.
+    edit_file(&client.join("lib/index.js"), |t| {
+        let narrow = "\tif (/\\bSSE stream\\b/i.test(message)) return false;\n";
+        assert!(t.contains(narrow));
+        t.replace(narrow, "")
+    });
+    let (rc, v) = verify_json(&sb, &["--path", p, "--scenario", "sse-404"]);
+    assert_eq!(rc, 1, "{v:#}");
+    let s = scenario(&v, "sse-404", "short");
+    assert_eq!(s["verdict"], "RECYCLED", "{s:#}");
+    assert!(
+        s["note"]
+            .as_str()
+            .unwrap()
+            .ends_with(" initialize handshakes: a healthy session was thrown away"),
+        "{s:#}"
+    );
+}
+
+#[test]
+fn verify_backup_id_loads_the_named_backup() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    // Backup one holds the original; backup two, newer, a local edit of it.
+    assert_eq!(code_of(&sb, &["apply", "--path", p]), 0);
+    assert_eq!(code_of(&sb, &["revert", "--path", p]), 0);
+    let edited = edit_file(&file, |t| t + "\n// local edit\n");
+    assert_eq!(code_of(&sb, &["apply", "--yes", "--path", p]), 0);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&sb.run(&["backups", "--json"]).stdout).unwrap();
+    let ids: Vec<&str> = listing["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 2);
+    for (id, sha256, state) in [
+        (ids[0], ORIGINAL, "affected"),
+        (ids[1], edited.as_str(), "modified"),
+    ] {
+        let (rc, v) = verify_json(
+            &sb,
+            &["--path", p, "--backup", id, "--scenario", "expired-404"],
+        );
+        assert_eq!(rc, 1, "a saved original is stuck: {v:#}");
+        assert_eq!(v["installs"][0]["backup"], id);
+        assert_eq!(v["installs"][0]["sha256"], sha256);
+        assert_eq!(v["installs"][0]["state"], state);
+    }
+    let (rc, v) = verify_json(&sb, &["--path", p, "--backup", "--scenario", "expired-404"]);
+    assert_eq!(rc, 1);
+    assert_eq!(v["installs"][0]["backup"], ids[1], "no ID: the newest");
+}
+
+#[test]
+fn verify_skips_an_unsupported_install_and_says_so() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.0.1-rc.1", "old");
+    let o = sb.run(&["verify", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "skipped [SANDBOX]/old/lib/node_modules/@deepseek-ai/dsh-mcp-client: unsupported (no reconnect supervisor)\n"
+    );
+}
