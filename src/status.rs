@@ -25,8 +25,9 @@ pub fn collect(
     paths: &[std::path::PathBuf],
     env: &Environment,
 ) -> Result<StatusReport> {
-    let LocateReport { installs, searched } =
-        locate::locate(&spec.package, &spec.file, paths, env)?;
+    let LocateReport {
+        installs, searched, ..
+    } = locate::locate(&spec.package, &spec.file, paths, env)?;
     let installs = installs
         .iter()
         .map(|l| classify::classify(spec, l))

@@ -96,7 +96,15 @@ impl Sandbox {
             .env("MCPATCH_SYSTEM_ROOTS", "")
             .env("NO_COLOR", "1")
             .env_remove("PNPM_HOME")
+            .env_remove("MCPATCH_SYSROOT")
             .env_remove("MCPATCH_TEST_KILL_AT");
+        // npm's configuration from the environment would move npm's global root.
+        for (name, _) in std::env::vars_os() {
+            let lower = name.to_string_lossy().to_ascii_lowercase();
+            if lower.starts_with("npm_config_") || name == "PREFIX" || name == "DESTDIR" {
+                c.env_remove(name);
+            }
+        }
         c
     }
 
@@ -267,6 +275,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 
 mod apply;
 mod evidence;
+mod locate;
 mod seamless;
 mod server;
 mod status;
