@@ -500,13 +500,15 @@ fn parse_ini(text: &str) -> Vec<(String, Value)> {
             set(&mut top, key, value);
         }
     }
-    // `[a.b]` nests under `a`, turning a top-level `a` into an object.
+    // `[a.b]` nests under `a`, turning a top-level `a` into an object. (ini
+    // does not split at a dot escaped with `\`, but the part before such a
+    // dot ends with `\` and so is never a key read here: a plain split does.)
     for name in sections {
-        let parts = split_sections(&name);
+        let parts: Vec<&str> = name.split('.').collect();
         if parts.len() < 2 {
             continue;
         }
-        if let Some(head) = parts[..parts.len() - 1].iter().find(|p| *p != "__proto__") {
+        if let Some(head) = parts[..parts.len() - 1].iter().find(|p| **p != "__proto__") {
             // `typeof x === 'object'` holds for sections, lists and null alike.
             let is_object = top.iter().any(|(k, v)| {
                 k == head
@@ -519,21 +521,6 @@ fn parse_ini(text: &str) -> Vec<(String, Value)> {
         top.retain(|(k, _)| *k != name);
     }
     top
-}
-
-/// Split a section name on dots not preceded by a backslash.
-fn split_sections(name: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut start = 0;
-    let bytes = name.as_bytes();
-    for (i, b) in bytes.iter().enumerate() {
-        if *b == b'.' && !(i > 0 && bytes[i - 1] == b'\\') {
-            parts.push(name[start..i].to_string());
-            start = i + 1;
-        }
-    }
-    parts.push(name[start..].to_string());
-    parts
 }
 
 /// ini's `unsafe`: trim; a value quoted with `"` or `'` is JSON-decoded
