@@ -857,7 +857,7 @@ fn non_utf8_folder_names_do_not_stop_the_search() {
     );
     assert!(
         text.ends_with(
-            "2 install(s): 2 affected, 0 patched, 0 upstream-fixed, 0 modified, 0 unsupported\n"
+            "2 install(s): 2 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported\n"
         ),
         "{text}"
     );
