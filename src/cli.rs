@@ -98,12 +98,30 @@ pub enum Command {
     Completions { shell: clap_complete::Shell },
 }
 
+impl Command {
+    /// Where the command searches, for commands that search for installs.
+    pub fn path_args(&self) -> Option<&PathArgs> {
+        match self {
+            Command::Status { paths, .. }
+            | Command::Apply { paths, .. }
+            | Command::Revert { paths, .. }
+            | Command::Diff { paths }
+            | Command::Verify { paths, .. } => Some(paths),
+            Command::Backups { .. } | Command::Serve { .. } | Command::Completions { .. } => None,
+        }
+    }
+}
+
 #[derive(Debug, Args, Clone, Default)]
 pub struct PathArgs {
     /// A lib/index.js, a package folder, or a folder to search below (repeatable).
     /// Without it, mcpatch looks where a host could load the package from.
     #[arg(long = "path", value_name = "P")]
     pub paths: Vec<PathBuf>,
+    /// Ask `npm root -g` for npm's global folder (starts npm) instead of
+    /// reading npm's configuration, for setups mcpatch cannot read.
+    #[arg(long, conflicts_with = "paths")]
+    pub npm: bool,
 }
 
 #[derive(Debug, Args, Clone, Default)]

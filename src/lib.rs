@@ -14,11 +14,13 @@ pub mod kill_point;
 pub mod locate;
 pub mod lock;
 pub mod node;
+pub mod npm_config;
 pub mod output;
 pub mod path_json;
 pub mod registry;
 pub mod replace;
 pub mod revert;
+pub mod small_file;
 pub mod stage;
 pub mod status;
 pub mod table;
@@ -35,7 +37,8 @@ use crate::locate::Environment;
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
     let spec = registry::session_loss()?;
-    let env = Environment::from_process();
+    let mut env = Environment::from_process();
+    env.ask_npm = cli.command.path_args().is_some_and(|p| p.npm);
     match cli.command {
         Command::Status { paths, json } => status::run(&spec, &paths.paths, json, &env),
         Command::Completions { shell } => {

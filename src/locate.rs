@@ -2,51 +2,90 @@
 //! machine could load, without walking whole disks: the cost grows with the
 //! number of package folders looked at, never with the number of files.
 
-use std::collections::{BTreeMap, HashSet};
-use std::ffi::OsStr;
+use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use walkdir::{DirEntry, WalkDir};
+
 use crate::error::{Error, Result};
+use crate::npm_config;
+use crate::small_file;
 
 /// How deep `node_modules` folders may nest below a search root.
 const MAX_NESTING: usize = 8;
-/// Upper bound on folders visited below one root (a guard against pathological trees).
-const MAX_FOLDERS_PER_ROOT: usize = 200_000;
-/// How long `npm root -g` may take.
+/// Upper bound on folder entries looked at below one root (a guard against pathological trees).
+const MAX_ENTRIES_PER_ROOT: usize = 200_000;
+/// How long `npm root -g` may take (`--npm`).
 const NPM_TIMEOUT: Duration = Duration::from_secs(5);
 /// The host package that carries the client as a dependency.
 const HOST_PACKAGE: &str = "@deepseek-ai/dsh";
+/// A package.json larger than this is not one of the packages looked for.
+const MAX_PACKAGE_JSON_BYTES: u64 = 1024 * 1024;
+/// How much of a launcher script is read to find the host's path in it.
+const MAX_SCRIPT_HEAD_BYTES: u64 = 16 * 1024;
+/// The fixed system roots, below [`Environment::sysroot`].
+const SYSTEM_ROOTS: [&str; 3] = [
+    "usr/local/lib/node_modules",
+    "usr/lib/node_modules",
+    "opt/homebrew/lib/node_modules",
+];
 
 /// What the environment offers the search; tests and sandboxes set it explicitly.
 #[derive(Debug, Clone)]
 pub struct Environment {
-    pub path_var: Option<std::ffi::OsString>,
+    pub path_var: Option<OsString>,
     pub home: Option<PathBuf>,
     pub dsh_home: Option<PathBuf>,
     pub pnpm_home: Option<PathBuf>,
-    /// Replaces the fixed list of usual global roots when set (`MCPATCH_SYSTEM_ROOTS`).
+    /// Replaces the list of usual global roots when set (`MCPATCH_SYSTEM_ROOTS`).
     pub system_roots: Option<Vec<PathBuf>>,
+    /// The folder the fixed system roots (`/usr/lib/node_modules`, ...) are
+    /// under: `MCPATCH_SYSROOT`, default `/`.
+    pub sysroot: PathBuf,
+    /// The whole environment in order, for npm's configuration (`npm_config_*`, `${VAR}`).
+    pub vars: Vec<(OsString, OsString)>,
+    /// The working folder, for relative values in npm's configuration.
+    pub cwd: PathBuf,
+    /// Ask `npm root -g` itself instead of reading npm's configuration (`--npm`).
+    pub ask_npm: bool,
 }
 
 impl Environment {
     pub fn from_process() -> Self {
+        Self::from_vars(
+            std::env::vars_os().collect(),
+            std::env::current_dir().unwrap_or_default(),
+        )
+    }
+
+    /// The environment these variables describe (the first of a name counts, as with getenv).
+    pub fn from_vars(vars: Vec<(OsString, OsString)>, cwd: PathBuf) -> Self {
+        let get = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         Environment {
-            path_var: std::env::var_os("PATH"),
-            home: std::env::var_os("HOME").map(PathBuf::from),
-            dsh_home: std::env::var_os("DSH_HOME")
+            path_var: get("PATH"),
+            home: get("HOME").map(PathBuf::from),
+            dsh_home: get("DSH_HOME")
                 .filter(|v| !v.to_string_lossy().trim().is_empty())
                 .map(PathBuf::from),
-            pnpm_home: std::env::var_os("PNPM_HOME")
+            pnpm_home: get("PNPM_HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
-            system_roots: std::env::var_os("MCPATCH_SYSTEM_ROOTS").map(|v| {
+            system_roots: get("MCPATCH_SYSTEM_ROOTS").map(|v| {
                 std::env::split_paths(&v)
                     .filter(|p| !p.as_os_str().is_empty())
                     .collect()
             }),
+            sysroot: get("MCPATCH_SYSROOT")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from("/")),
+            vars,
+            cwd,
+            ask_npm: false,
         }
     }
 
@@ -65,6 +104,13 @@ impl Environment {
             (None, Some(h)) => Ok(h.join(".dsh")),
             (None, None) => Err(Error::NoHome),
         }
+    }
+
+    /// A program on PATH, as a shell would find it; else why not, in words
+    /// that follow its name ("not found", "PATH is not set").
+    fn which(&self, name: &str) -> std::result::Result<PathBuf, &'static str> {
+        let path_var = self.path_var.as_ref().ok_or("PATH is not set")?;
+        which::which_in(name, Some(path_var), &self.cwd).map_err(|_| "not found")
     }
 }
 
@@ -88,6 +134,9 @@ pub struct Located {
 pub struct LocateReport {
     pub installs: Vec<Located>,
     pub searched: Vec<String>,
+    /// How many folders the search listed: its cost, which grows with the
+    /// number of package folders and never with the files inside them.
+    pub folders_read: usize,
 }
 
 /// Search the explicit `--path` arguments, or (when there are none) every usual source.
@@ -119,13 +168,50 @@ struct Found {
     via: String,
 }
 
+/// How a folder queued for listing is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Listing {
+    /// A `node_modules`: packages, `@scope` folders, pnpm's `.pnpm` store.
+    NodeModules,
+    /// A folder given with `--path`: read as a `node_modules`, and each
+    /// sub-folder is also tried as a project (`node_modules`) or a prefix
+    /// (`lib/node_modules`).
+    Given,
+}
+
+/// Counts the folders one walk lists: entries come from their parent's
+/// listing, and one listing's entries all have the same parent.
+#[derive(Default)]
+struct ReadCounter {
+    /// The parent of the last entry seen at each depth.
+    last_parent: Vec<PathBuf>,
+    reads: usize,
+}
+
+impl ReadCounter {
+    fn saw(&mut self, entry: &DirEntry) {
+        let Some(parent) = entry.path().parent() else {
+            return;
+        };
+        let depth = entry.depth();
+        if self.last_parent.len() <= depth {
+            self.last_parent.resize(depth + 1, PathBuf::new());
+        }
+        if self.last_parent[depth] != parent {
+            self.last_parent[depth] = parent.to_path_buf();
+            self.reads += 1;
+        }
+    }
+}
+
 struct Search<'a> {
     package: &'a str,
     file: &'a str,
     found: Vec<Found>,
     searched: Vec<String>,
+    /// Real paths of the folders already listed, so that links and repeats are read once.
     visited: HashSet<PathBuf>,
-    budget: usize,
+    folders_read: usize,
 }
 
 impl<'a> Search<'a> {
@@ -136,7 +222,7 @@ impl<'a> Search<'a> {
             found: Vec::new(),
             searched: Vec::new(),
             visited: HashSet::new(),
-            budget: 0,
+            folders_read: 0,
         }
     }
 
@@ -170,41 +256,38 @@ impl<'a> Search<'a> {
             self.record(p, &via);
             return Ok(());
         }
-        // Any folder: a node_modules itself, a project holding one, or a global prefix.
-        self.budget = 0;
-        self.scan_node_modules(p, 0, &via);
-        self.scan_node_modules(&p.join("node_modules"), 0, &via);
-        self.scan_node_modules(&p.join("lib").join("node_modules"), 0, &via);
-        // One level further: a folder holding several projects or prefixes.
-        if p.file_name() != Some(OsStr::new("node_modules")) {
-            if let Ok(entries) = std::fs::read_dir(p) {
-                for child in entries.flatten().map(|e| e.path()).filter(|c| c.is_dir()) {
-                    self.scan_node_modules(&child.join("node_modules"), 0, &via);
-                    self.scan_node_modules(&child.join("lib").join("node_modules"), 0, &via);
-                }
-            }
-        }
+        // Any folder: a node_modules itself, a project holding one, a global
+        // prefix, or a folder of those one level down.
+        let listing = if p.file_name() == Some(OsStr::new("node_modules")) {
+            Listing::NodeModules
+        } else {
+            Listing::Given
+        };
+        self.search_below(
+            vec![
+                (p.to_path_buf(), listing),
+                (p.join("node_modules"), Listing::NodeModules),
+                (p.join("lib").join("node_modules"), Listing::NodeModules),
+            ],
+            &via,
+        );
         Ok(())
     }
 
     fn dsh_on_path(&mut self, env: &Environment) {
-        let Some(path_var) = &env.path_var else {
-            return;
-        };
-        let Ok(bin) = which::which_in(
-            "dsh",
-            Some(path_var),
-            std::env::current_dir().unwrap_or_default(),
-        ) else {
-            self.searched.push("`dsh` on PATH (not found)".into());
-            return;
+        let bin = match env.which("dsh") {
+            Ok(bin) => bin,
+            Err(why) => {
+                self.searched.push(format!("`dsh` on PATH ({why})"));
+                return;
+            }
         };
         let via = format!("`dsh` on PATH ({})", bin.display());
         self.searched.push(via.clone());
         let real = std::fs::canonicalize(&bin).unwrap_or(bin.clone());
         let mut hosts: Vec<PathBuf> = real
             .ancestors()
-            .filter(|d| self.is_named(d, HOST_PACKAGE))
+            .filter(|d| package_name_is(d, HOST_PACKAGE))
             .map(Path::to_path_buf)
             .take(1)
             .collect();
@@ -212,12 +295,14 @@ impl<'a> Search<'a> {
             // A shim script (pnpm, volta, a wrapper): look for the host's path inside it.
             hosts = host_dirs_named_in_script(&real)
                 .into_iter()
-                .filter(|d| self.is_named(d, HOST_PACKAGE))
+                .filter(|d| package_name_is(d, HOST_PACKAGE))
                 .collect();
         }
         for host in hosts {
-            self.budget = 0;
-            self.scan_node_modules(&host.join("node_modules"), 0, &via);
+            self.search_below(
+                vec![(host.join("node_modules"), Listing::NodeModules)],
+                &via,
+            );
             // Hoisted next to the host in the same node_modules (possibly inside a scope folder).
             for up in host.ancestors().skip(1).take(2) {
                 if up.file_name() == Some(OsStr::new("node_modules")) {
@@ -231,35 +316,78 @@ impl<'a> Search<'a> {
         }
     }
 
+    /// npm's global root: read from npm's configuration, or, with `--npm`,
+    /// asked of `npm root -g` (falling back to the configuration if that fails).
     fn npm_root(&mut self, env: &Environment) {
-        let Some(path_var) = &env.path_var else {
+        if env.ask_npm && self.ask_npm(env) {
             return;
+        }
+        let inputs = npm_config::Inputs {
+            vars: &env.vars,
+            home: env.home.as_deref().filter(|h| !h.as_os_str().is_empty()),
+            cwd: &env.cwd,
+            node: env
+                .which("node")
+                .ok()
+                .map(|n| std::fs::canonicalize(&n).unwrap_or(n)),
+            npm_package: env.which("npm").ok().and_then(|n| npm_package(&n)),
+            windows: cfg!(windows),
         };
-        let Ok(npm) = which::which_in(
-            "npm",
-            Some(path_var),
-            std::env::current_dir().unwrap_or_default(),
-        ) else {
-            return;
-        };
-        match run_with_timeout(
-            Command::new(&npm)
-                .args(["root", "-g"])
-                .env("PATH", path_var),
-            NPM_TIMEOUT,
-        ) {
-            Some(out) => {
-                let root = PathBuf::from(out.trim());
-                if !root.as_os_str().is_empty() {
-                    let via = format!("`npm root -g` ({})", root.display());
-                    self.searched.push(via.clone());
-                    self.budget = 0;
-                    self.scan_node_modules(&root, 0, &via);
+        match npm_config::global_root(&inputs) {
+            Ok(found) => {
+                let mut via = format!(
+                    "npm global root ({}, {}",
+                    found.root.display(),
+                    found.source
+                );
+                for note in &found.notes {
+                    via.push_str(&format!("; {note}"));
                 }
+                via.push(')');
+                self.searched.push(via.clone());
+                self.search_below(vec![(found.root, Listing::NodeModules)], &via);
             }
-            None => self
+            Err(why) => self
                 .searched
-                .push(format!("`{} root -g` (failed or timed out)", npm.display())),
+                .push(format!("npm global root (skipped: {why})")),
+        }
+    }
+
+    /// Run `npm root -g`; false (with the reason in the searched list) if it gave no root.
+    fn ask_npm(&mut self, env: &Environment) -> bool {
+        let npm = match env.which("npm") {
+            Ok(npm) => npm,
+            Err(why) => {
+                self.searched
+                    .push(format!("`npm root -g` (skipped: `npm` on PATH: {why})"));
+                return false;
+            }
+        };
+        let mut cmd = Command::new(&npm);
+        cmd.args(["root", "-g"]).current_dir(&env.cwd);
+        if let Some(path_var) = &env.path_var {
+            cmd.env("PATH", path_var);
+        }
+        match run_with_timeout(&mut cmd, NPM_TIMEOUT) {
+            Ok(out) if !out.trim().is_empty() => {
+                let root = PathBuf::from(out.trim());
+                let via = format!("`npm root -g` ({})", root.display());
+                self.searched.push(via.clone());
+                self.search_below(vec![(root, Listing::NodeModules)], &via);
+                true
+            }
+            Ok(_) => {
+                self.searched.push(format!(
+                    "`{} root -g` (failed: it printed nothing)",
+                    npm.display()
+                ));
+                false
+            }
+            Err(why) => {
+                self.searched
+                    .push(format!("`{} root -g` (failed: {why})", npm.display()));
+                false
+            }
         }
     }
 
@@ -267,94 +395,215 @@ impl<'a> Search<'a> {
         let profiles = dsh_home.join("profiles");
         let via = format!("DSH_HOME profiles ({})", profiles.display());
         self.searched.push(via.clone());
-        self.budget = 0;
-        self.scan_node_modules(&profiles.join("node_modules"), 0, &via);
-        if let Ok(entries) = std::fs::read_dir(&profiles) {
-            for entry in entries.flatten() {
-                if entry.file_name() != "node_modules" {
-                    self.scan_node_modules(&entry.path().join("node_modules"), 0, &via);
-                }
+        let mut roots = vec![(profiles.join("node_modules"), Listing::NodeModules)];
+        for profile in self.child_dirs(&profiles) {
+            if profile.file_name() != Some(OsStr::new("node_modules")) {
+                roots.push((profile.join("node_modules"), Listing::NodeModules));
             }
         }
+        self.search_below(roots, &via);
     }
 
     fn usual_roots(&mut self, env: &Environment) {
         let roots = match &env.system_roots {
             Some(list) => list.clone(),
-            None => usual_global_roots(env),
+            None => self.usual_global_roots(env),
         };
         for root in roots {
             if root.is_dir() {
                 let via = format!("global root {}", root.display());
                 self.searched.push(via.clone());
-                self.budget = 0;
-                self.scan_node_modules(&root, 0, &via);
+                self.search_below(vec![(root, Listing::NodeModules)], &via);
             }
         }
     }
 
-    /// Look at the packages of one `node_modules` folder, following nested
-    /// `node_modules` and pnpm's `.pnpm` virtual store.
-    fn scan_node_modules(&mut self, dir: &Path, depth: usize, via: &str) {
-        if depth > MAX_NESTING || self.budget >= MAX_FOLDERS_PER_ROOT {
-            return;
+    /// The usual global package roots of node version managers and package managers.
+    fn usual_global_roots(&mut self, env: &Environment) -> Vec<PathBuf> {
+        let mut roots = Vec::new();
+        if let Some(home) = &env.home {
+            for version in self.child_dirs(&home.join(".nvm/versions/node")) {
+                roots.push(version.join("lib/node_modules"));
+            }
+            // volta keeps each global package in its own prefix (scoped names one level deeper).
+            for package in self.child_dirs(&home.join(".volta/tools/image/packages")) {
+                if package
+                    .file_name()
+                    .map(OsStr::as_encoded_bytes)
+                    .unwrap_or_default()
+                    .starts_with(b"@")
+                {
+                    for scoped in self.child_dirs(&package) {
+                        roots.push(scoped.join("lib/node_modules"));
+                    }
+                } else {
+                    roots.push(package.join("lib/node_modules"));
+                }
+            }
+            for (versions, inner) in [
+                (
+                    home.join(".local/share/fnm/node-versions"),
+                    "installation/lib/node_modules",
+                ),
+                (home.join(".asdf/installs/nodejs"), "lib/node_modules"),
+            ] {
+                for version in self.child_dirs(&versions) {
+                    roots.push(version.join(inner));
+                }
+            }
+            roots.push(home.join(".config/yarn/global/node_modules"));
+            roots.push(home.join(".yarn/global/node_modules"));
+            roots.push(home.join(".npm-global/lib/node_modules"));
         }
-        let Ok(real) = std::fs::canonicalize(dir) else {
-            return;
-        };
-        if !self.visited.insert(real) {
-            return;
+        let pnpm_home = env
+            .pnpm_home
+            .clone()
+            .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/pnpm")));
+        if let Some(pnpm) = pnpm_home {
+            for layout in self.child_dirs(&pnpm.join("global")) {
+                roots.push(layout.join("node_modules"));
+            }
         }
+        for fixed in SYSTEM_ROOTS {
+            roots.push(env.sysroot.join(fixed));
+        }
+        roots
+    }
+
+    /// The sub-folders of `dir` (links to folders included), in one counted listing.
+    fn child_dirs(&mut self, dir: &Path) -> Vec<PathBuf> {
+        let mut reads = ReadCounter::default();
+        let dirs = WalkDir::new(dir)
+            .min_depth(1)
+            .max_depth(1)
+            .follow_links(true)
+            .into_iter()
+            .filter_entry(|e| {
+                reads.saw(e);
+                e.file_type().is_dir()
+            })
+            .flatten()
+            .map(DirEntry::into_path)
+            .collect();
+        self.folders_read += reads.reads;
+        dirs
+    }
+
+    /// List the queued folders and the `node_modules` found below them (nested
+    /// ones, pnpm's `.pnpm/<slot>/node_modules`), each at most once. Package
+    /// folders are looked at (their package.json when the name fits, and
+    /// whether they hold a `node_modules`) but never listed.
+    fn search_below(&mut self, roots: Vec<(PathBuf, Listing)>, via: &str) {
+        let mut queue: VecDeque<(PathBuf, Listing, usize)> =
+            roots.into_iter().map(|(dir, l)| (dir, l, 0)).collect();
+        let mut budget = MAX_ENTRIES_PER_ROOT;
+        while let Some((dir, listing, nesting)) = queue.pop_front() {
+            if nesting > MAX_NESTING || budget == 0 {
+                continue;
+            }
+            let Ok(real) = std::fs::canonicalize(&dir) else {
+                continue;
+            };
+            if !self.visited.insert(real) {
+                continue;
+            }
+            // Packages, scopes and the store are listed; scoped packages and store
+            // slots one level down; nothing inside a package is ever listed.
+            for (name, path) in self.subfolders(&dir) {
+                budget = budget.saturating_sub(1);
+                if budget == 0 {
+                    break;
+                }
+                let name = name.as_encoded_bytes();
+                let seen_before = (name == b".pnpm" || name.starts_with(b"@"))
+                    && !std::fs::canonicalize(&path).is_ok_and(|real| self.visited.insert(real));
+                if seen_before {
+                    // A link back to a folder already listed (or a broken one).
+                    continue;
+                }
+                if name == b".pnpm" {
+                    for (_, slot) in self.subfolders(&path) {
+                        budget = budget.saturating_sub(1);
+                        queue.push_back((
+                            slot.join("node_modules"),
+                            Listing::NodeModules,
+                            nesting + 1,
+                        ));
+                    }
+                } else if name.starts_with(b"@") {
+                    for (_, package) in self.subfolders(&path) {
+                        budget = budget.saturating_sub(1);
+                        self.visit_package(
+                            &package,
+                            Listing::NodeModules,
+                            nesting,
+                            &mut queue,
+                            via,
+                        );
+                    }
+                } else if name.starts_with(b".") {
+                    // A dot folder of a --path folder (say ~/.npm-global): a project or a prefix.
+                    if listing == Listing::Given {
+                        for nm in [
+                            path.join("node_modules"),
+                            path.join("lib").join("node_modules"),
+                        ] {
+                            if nm.is_dir() {
+                                queue.push_back((nm, Listing::NodeModules, nesting + 1));
+                            }
+                        }
+                    }
+                } else {
+                    self.visit_package(&path, listing, nesting, &mut queue, via);
+                }
+            }
+        }
+    }
+
+    /// Look at one package folder without listing it: record it when it is the
+    /// client, and queue its own `node_modules` (and, for a sub-folder of a
+    /// `--path` folder, its `lib/node_modules`: a prefix) when they exist.
+    fn visit_package(
+        &mut self,
+        pkg: &Path,
+        listing: Listing,
+        nesting: usize,
+        queue: &mut VecDeque<(PathBuf, Listing, usize)>,
+        via: &str,
+    ) {
+        if pkg.ends_with(self.package) && self.is_package(pkg) {
+            self.record(pkg, via);
+        }
+        let mut below = vec![pkg.join("node_modules")];
+        if listing == Listing::Given {
+            below.push(pkg.join("lib").join("node_modules"));
+        }
+        for nm in below.into_iter().filter(|nm| nm.is_dir()) {
+            queue.push_back((nm, Listing::NodeModules, nesting + 1));
+        }
+    }
+
+    /// The sub-folders of one folder (links to folders included), from one
+    /// counted listing that never opens them. (A directory walker opens every
+    /// folder it returns before it can be told to skip it: for a global root of
+    /// thousands of packages that would double the cost of the search.)
+    fn subfolders(&mut self, dir: &Path) -> Vec<(std::ffi::OsString, PathBuf)> {
         let Ok(entries) = std::fs::read_dir(dir) else {
-            return;
+            return Vec::new();
         };
-        for entry in entries.flatten() {
-            self.budget += 1;
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let path = entry.path();
-            if name == ".pnpm" {
-                if let Ok(store) = std::fs::read_dir(&path) {
-                    for slot in store.flatten() {
-                        self.budget += 1;
-                        self.scan_node_modules(&slot.path().join("node_modules"), depth + 1, via);
-                    }
-                }
-            } else if name.starts_with('@') {
-                if let Ok(scope) = std::fs::read_dir(&path) {
-                    for pkg in scope.flatten() {
-                        self.budget += 1;
-                        self.visit_package(&pkg.path(), depth, via);
-                    }
-                }
-            } else if !name.starts_with('.') {
-                self.visit_package(&path, depth, via);
-            }
-        }
-    }
-
-    fn visit_package(&mut self, dir: &Path, depth: usize, via: &str) {
-        if dir.ends_with(self.package) && self.is_package(dir) {
-            self.record(dir, via);
-        }
-        let nested = dir.join("node_modules");
-        if nested.is_dir() {
-            self.scan_node_modules(&nested, depth + 1, via);
-        }
-    }
-
-    fn is_named(&self, dir: &Path, name: &str) -> bool {
-        let Ok(text) = std::fs::read_to_string(dir.join("package.json")) else {
-            return false;
-        };
-        serde_json::from_str::<serde_json::Value>(&text)
-            .ok()
-            .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(|n| n == name))
-            .unwrap_or(false)
+        self.folders_read += 1;
+        entries
+            .flatten()
+            .filter_map(|e| {
+                let ft = e.file_type().ok()?;
+                let is_dir = ft.is_dir() || (ft.is_symlink() && e.path().is_dir());
+                is_dir.then(|| (e.file_name(), e.path()))
+            })
+            .collect()
     }
 
     fn is_package(&self, dir: &Path) -> bool {
-        self.is_named(dir, self.package) && dir.join(self.file).is_file()
+        package_name_is(dir, self.package) && dir.join(self.file).is_file()
     }
 
     fn record(&mut self, dir: &Path, via: &str) {
@@ -408,8 +657,44 @@ impl<'a> Search<'a> {
         LocateReport {
             installs,
             searched: self.searched,
+            folders_read: self.folders_read,
         }
     }
+}
+
+/// Whether `dir/package.json` names `name`. A package.json that is not a
+/// regular file, or is larger than any real one, is not a package.
+fn package_name_is(dir: &Path, name: &str) -> bool {
+    let Ok(bytes) = small_file::read_capped(&dir.join("package.json"), MAX_PACKAGE_JSON_BYTES)
+    else {
+        return false;
+    };
+    serde_json::from_slice::<serde_json::Value>(&bytes)
+        .ok()
+        .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(|n| n == name))
+        .unwrap_or(false)
+}
+
+/// npm's own package folder (holding its builtin `npmrc`) for the `npm` found on PATH.
+fn npm_package(npm: &Path) -> Option<PathBuf> {
+    let real = std::fs::canonicalize(npm).ok()?;
+    if let Some(dir) = real
+        .ancestors()
+        .skip(1)
+        .take(3)
+        .find(|d| package_name_is(d, "npm"))
+    {
+        return Some(dir.to_path_buf());
+    }
+    // A launcher script beside a prefix's packages (or, on Windows, beside node).
+    let bin = npm.parent()?;
+    [
+        bin.join("../lib/node_modules/npm"),
+        bin.join("node_modules/npm"),
+    ]
+    .into_iter()
+    .find(|d| package_name_is(d, "npm"))
+    .and_then(|d| std::fs::canonicalize(d).ok())
 }
 
 #[cfg(unix)]
@@ -427,13 +712,9 @@ fn file_identity(_path: &Path) -> Option<(u64, u64, u64)> {
 
 /// Package folders named `@deepseek-ai/dsh` inside a small launcher script.
 fn host_dirs_named_in_script(script: &Path) -> Vec<PathBuf> {
-    let mut head = Vec::new();
-    let Ok(f) = std::fs::File::open(script) else {
+    let Ok(head) = small_file::read_head(script, MAX_SCRIPT_HEAD_BYTES) else {
         return Vec::new();
     };
-    if f.take(16 * 1024).read_to_end(&mut head).is_err() {
-        return Vec::new();
-    }
     let text = String::from_utf8_lossy(&head);
     let base = script.parent().unwrap_or(Path::new("/"));
     let marker = format!("node_modules/{HOST_PACKAGE}");
@@ -461,85 +742,37 @@ fn host_dirs_named_in_script(script: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-/// The usual global package roots of node version managers and package managers.
-fn usual_global_roots(env: &Environment) -> Vec<PathBuf> {
-    let mut roots = Vec::new();
-    if let Some(home) = &env.home {
-        for versions in [home.join(".nvm/versions/node")] {
-            if let Ok(entries) = std::fs::read_dir(&versions) {
-                for e in entries.flatten() {
-                    roots.push(e.path().join("lib/node_modules"));
-                }
-            }
-        }
-        // volta keeps each global package in its own prefix (scoped names one level deeper).
-        if let Ok(entries) = std::fs::read_dir(home.join(".volta/tools/image/packages")) {
-            for e in entries.flatten() {
-                if e.file_name().to_string_lossy().starts_with('@') {
-                    for scoped in std::fs::read_dir(e.path()).into_iter().flatten().flatten() {
-                        roots.push(scoped.path().join("lib/node_modules"));
-                    }
-                } else {
-                    roots.push(e.path().join("lib/node_modules"));
-                }
-            }
-        }
-        for (versions, inner) in [
-            (
-                home.join(".local/share/fnm/node-versions"),
-                "installation/lib/node_modules",
-            ),
-            (home.join(".asdf/installs/nodejs"), "lib/node_modules"),
-        ] {
-            if let Ok(entries) = std::fs::read_dir(&versions) {
-                for e in entries.flatten() {
-                    roots.push(e.path().join(inner));
-                }
-            }
-        }
-        roots.push(home.join(".config/yarn/global/node_modules"));
-        roots.push(home.join(".yarn/global/node_modules"));
-        roots.push(home.join(".npm-global/lib/node_modules"));
-    }
-    let pnpm_home = env
-        .pnpm_home
-        .clone()
-        .or_else(|| env.home.as_ref().map(|h| h.join(".local/share/pnpm")));
-    if let Some(pnpm) = pnpm_home {
-        if let Ok(entries) = std::fs::read_dir(pnpm.join("global")) {
-            for e in entries.flatten() {
-                roots.push(e.path().join("node_modules"));
-            }
-        }
-    }
-    roots.push(PathBuf::from("/usr/local/lib/node_modules"));
-    roots.push(PathBuf::from("/usr/lib/node_modules"));
-    roots.push(PathBuf::from("/opt/homebrew/lib/node_modules"));
-    roots
-}
-
-/// Run a command and return its stdout, or None on failure or timeout.
-fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> Option<String> {
+/// Run a command and return its stdout, or why it gave none.
+fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> std::result::Result<String, String> {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .ok()?;
+        .map_err(|e| format!("cannot start it: {e}"))?;
     let deadline = Instant::now() + timeout;
     loop {
         match child.try_wait() {
             Ok(Some(status)) if status.success() => {
                 let mut out = String::new();
-                child.stdout.take()?.read_to_string(&mut out).ok()?;
-                return Some(out);
+                if let Some(mut stdout) = child.stdout.take() {
+                    stdout
+                        .read_to_string(&mut out)
+                        .map_err(|e| format!("cannot read its output: {e}"))?;
+                }
+                return Ok(out);
             }
-            Ok(Some(_)) => return None,
+            Ok(Some(status)) => return Err(format!("it exited with {status}")),
             Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
+            Ok(None) => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return None;
+                return Err(format!("no answer within {} s", timeout.as_secs()));
+            }
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("cannot wait for it: {e}"));
             }
         }
     }

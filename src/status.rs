@@ -51,8 +51,9 @@ pub fn collect(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result
 /// Locate and classify every install, keeping going past one that cannot be
 /// read. An explicit `--path` that holds no install at all is an error.
 pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Collected> {
-    let LocateReport { installs, searched } =
-        locate::locate(&spec.package, &spec.file, paths, env)?;
+    let LocateReport {
+        installs, searched, ..
+    } = locate::locate(&spec.package, &spec.file, paths, env)?;
     if installs.is_empty() && !paths.is_empty() {
         return Err(Error::NoInstallFound {
             package: spec.package.clone(),

@@ -96,11 +96,19 @@ impl Sandbox {
             .env("MCPATCH_SYSTEM_ROOTS", "")
             .env("NO_COLOR", "1")
             .env_remove("PNPM_HOME")
+            .env_remove("MCPATCH_SYSROOT")
             .env_remove("MCPATCH_TEST_KILL_AT")
             .env_remove("MCPATCH_TEST_FAIL_AT")
             .env_remove("MCPATCH_TEST_PAUSE_AT")
             .env_remove("MCPATCH_TEST_TRACE")
             .env_remove("MCPATCH_NODE_TIMEOUT");
+        // npm's configuration from the environment would move npm's global root.
+        for (name, _) in std::env::vars_os() {
+            let lower = name.to_string_lossy().to_ascii_lowercase();
+            if lower.starts_with("npm_config_") || name == "PREFIX" || name == "DESTDIR" {
+                c.env_remove(name);
+            }
+        }
         c
     }
 
@@ -272,6 +280,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 mod apply;
 mod evidence;
 mod harden;
+mod locate;
 mod refusals;
 mod seamless;
 mod server;

@@ -236,13 +236,20 @@ fn nothing_found_is_not_an_error_and_says_where_it_looked() {
     let sb = Sandbox::new();
     let o = sb.run(&["status"]);
     assert_eq!(code(&o), 0);
+    let node = node22_dir().join("node").canonicalize().unwrap();
+    let prefix = node.parent().unwrap().parent().unwrap();
     assert_eq!(
         sb.normalize(&o.stdout),
-        "no @deepseek-ai/dsh-mcp-client install found; looked in:
+        format!(
+            "no @deepseek-ai/dsh-mcp-client install found; looked in:
   - `dsh` on PATH (not found)
+  - npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
 help: if DSH is installed elsewhere, pass its folder with --path
-"
+",
+            prefix.display(),
+            node.display()
+        )
     );
 }
 
