@@ -82,6 +82,29 @@ pub enum Error {
 
     #[error("the verify harness failed for {path}: {detail}\nhelp: run again with --node pointing at Node.js 22 or later; if it persists, report the output")]
     Harness { path: PathBuf, detail: String },
+
+    #[error("{url:?} is not a URL mcpatch can probe: {detail}\nhelp: pass the server's MCP endpoint as DSH's config names it, e.g. http://127.0.0.1:8000/mcp")]
+    ProbeUrl { url: String, detail: String },
+
+    #[error("--header #{index} {detail}\nhelp: write each header as 'Name: value', e.g. --header 'Authorization: Bearer TOKEN'")]
+    ProbeHeader { index: usize, detail: String },
+
+    #[error("cannot set up the probe's HTTP client: {detail}\nhelp: report this with the output of `mcpatch probe -v`")]
+    ProbeClient { detail: String },
+
+    #[error("cannot probe {url}: {detail}\nhelp: {help}")]
+    ProbeUnreachable {
+        url: String,
+        detail: String,
+        help: String,
+    },
+
+    #[error("{url} refused the probe's credentials: {detail}\nhelp: {help}")]
+    ProbeAuthFailed {
+        url: String,
+        detail: String,
+        help: String,
+    },
 }
 
 impl Error {

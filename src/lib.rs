@@ -13,6 +13,7 @@ pub mod kill_point;
 pub mod locate;
 pub mod lock;
 pub mod node;
+pub mod probe;
 pub mod registry;
 pub mod replace;
 pub mod revert;
@@ -87,5 +88,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             &env,
         ),
         Command::Serve { scenario, port } => verify::serve(&scenario, port),
+        Command::Probe {
+            url,
+            headers,
+            json,
+            timeout,
+            verbose,
+        } => probe::run(
+            &spec,
+            &probe::ProbeOptions {
+                url,
+                headers,
+                json,
+                timeout,
+                verbose,
+            },
+        ),
     }
 }

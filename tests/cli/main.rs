@@ -262,6 +262,8 @@ fn backup_count(sb: &Sandbox) -> usize {
 
 mod apply;
 mod evidence;
+mod probe;
+mod real_servers;
 mod server;
 mod status;
 mod verify;
