@@ -12,7 +12,7 @@ use clap::{Args, Parser, Subcommand};
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, or a verify scenario failed its expectation; 2 error (nothing was changed)."
+    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, a verify scenario failed its expectation, or a probed server is not covered; 2 error (nothing was changed)."
 )]
 pub struct Cli {
     #[command(subcommand)]

@@ -96,8 +96,8 @@ fn within_origin(from: &Url, to: &Url) -> bool {
 
 /// Redirects as the SDK follows them for POST and DELETE: 307 and 308 only,
 /// within the origin, never adding credentials, at most five.
-fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
+fn redirect_policy(verbose: bool) -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(move |attempt| {
         let keeps_method = matches!(attempt.status().as_u16(), 307 | 308);
         let Some(from) = attempt.previous().last() else {
             return attempt.stop();
@@ -112,6 +112,9 @@ fn redirect_policy() -> reqwest::redirect::Policy {
         {
             attempt.stop()
         } else {
+            if verbose {
+                eprintln!("< {} redirect, followed to {to}", attempt.status().as_u16());
+            }
             attempt.follow()
         }
     })
@@ -119,10 +122,10 @@ fn redirect_policy() -> reqwest::redirect::Policy {
 
 /// The HTTP client: rustls with the bundled Mozilla roots plus the PEM file in
 /// `NODE_EXTRA_CA_CERTS`, the roots node's fetch trusts.
-pub fn client() -> Result<reqwest::Client> {
+pub fn client(verbose: bool) -> Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .no_proxy()
-        .redirect(redirect_policy())
+        .redirect(redirect_policy(verbose))
         .user_agent(concat!("mcpatch-probe/", env!("CARGO_PKG_VERSION")));
     if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
         let certs = std::fs::read(&path)
@@ -163,7 +166,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 impl<'a> Exchange<'a> {
     pub fn new(target: &'a Target, deadline: Instant, verbose: bool) -> Result<Self> {
         Ok(Exchange {
-            client: client()?,
+            client: client(verbose)?,
             target,
             deadline,
             verbose,
@@ -409,6 +412,14 @@ mod tests {
             Some(&id)
         )
         .is_some());
+        assert_eq!(
+            response_to(
+                r#"[{"jsonrpc":"2.0","id":3,"method":"roots/list"},{"jsonrpc":"2.0","id":3,"result":{}}]"#,
+                Some(&id)
+            ),
+            Some(serde_json::json!({"jsonrpc":"2.0","id":3,"result":{}})),
+            "a server request reusing the id is not the reply"
+        );
         assert!(response_to(r#"{"jsonrpc":"2.0","id":4,"result":{}}"#, Some(&id)).is_none());
         assert!(response_to("<html>", Some(&id)).is_none());
     }
@@ -420,6 +431,7 @@ mod tests {
         assert!(within_origin(&u("http://h/mcp"), &u("https://h/mcp")));
         assert!(!within_origin(&u("http://h:1/mcp"), &u("http://h:2/mcp")));
         assert!(!within_origin(&u("https://h/mcp"), &u("http://h/mcp")));
+        assert!(!within_origin(&u("http://h:8080/mcp"), &u("https://h/mcp")));
         assert!(!within_origin(&u("http://h/mcp"), &u("http://evil/mcp")));
     }
 

@@ -344,3 +344,116 @@ pub fn render(finding: &Finding, target: &Target) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: &str, reply: Option<serde_json::Value>) -> Answer {
+        Answer {
+            status,
+            reason: "",
+            content_type: Some("application/json".into()),
+            session_id: None,
+            body: body.into(),
+            reply,
+        }
+    }
+
+    fn report(session_issued: bool) -> ProbeReport {
+        ProbeReport {
+            url: "http://127.0.0.1:1/mcp".into(),
+            protocol_version: Some("2025-11-25".into()),
+            session_issued,
+            answers: Vec::new(),
+            verdict: Verdict::Unreachable,
+        }
+    }
+
+    fn case(case: Case, answer: Result<Answer, NoAnswer>, session_lost: bool) -> CaseAnswer {
+        CaseAnswer {
+            case,
+            answer,
+            session_lost,
+        }
+    }
+
+    #[test]
+    fn a_json_rpc_error_in_a_200_is_not_covered() {
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32001, "message": "Session not found"}});
+        let body = error.to_string();
+        let f = judge_answers(
+            report(true),
+            vec![case(
+                Case::UnknownSessionToolsList,
+                Ok(answer(200, &body, Some(error))),
+                false,
+            )],
+            Some(1),
+        );
+        assert_eq!(f.report.verdict, Verdict::NotCovered);
+        assert_eq!(
+            f.summary.unwrap().0,
+            format!("not covered: to tools/list with a session id it never issued, the server answered HTTP 200 {body}: a JSON-RPC error in an HTTP 200 answer reaches the client as an ordinary error of the call, never as session loss. The patched client would keep the dead session, and every call to this server would fail until DSH restarts")
+        );
+    }
+
+    #[test]
+    fn a_cut_connection_is_not_covered_and_one_bad_answer_outweighs_good_ones() {
+        let lost = answer(404, "Not Found", None);
+        let f = judge_answers(
+            report(true),
+            vec![
+                case(Case::UnknownSessionToolsList, Ok(lost.clone()), true),
+                case(
+                    Case::UnknownSessionPing,
+                    Err(NoAnswer::Failed {
+                        detail: "connection reset".into(),
+                        hint: String::new(),
+                    }),
+                    false,
+                ),
+            ],
+            None,
+        );
+        assert_eq!(f.report.verdict, Verdict::NotCovered);
+        assert!(f.summary.unwrap().0.contains(
+            "answered nothing: no answer (connection reset): the client sees a network error, not session loss."
+        ));
+        assert_eq!(f.report.answers[1].status, None);
+        assert_eq!(f.report.answers[1].body, None);
+    }
+
+    #[test]
+    fn a_server_that_serves_ids_it_never_issued_has_no_session_to_lose() {
+        let served = serde_json::json!({"jsonrpc": "2.0", "id": 3, "result": {"tools": []}});
+        let f = judge_answers(
+            report(true),
+            vec![case(
+                Case::UnknownSessionToolsList,
+                Ok(answer(200, &served.to_string(), Some(served))),
+                false,
+            )],
+            Some(0),
+        );
+        assert_eq!(f.report.verdict, Verdict::Stateless);
+        assert_eq!(f.summary.unwrap().0, "stateless: the server issued a session id but serves requests carrying ids it never issued, so there is no session to lose");
+    }
+
+    #[test]
+    fn a_400_whose_words_do_not_name_the_session_is_explained() {
+        let f = judge_answers(
+            report(true),
+            vec![case(
+                Case::DeletedSessionToolsList,
+                Ok(answer(400, "Bad Request: invalid params", None)),
+                false,
+            )],
+            None,
+        );
+        assert_eq!(f.report.verdict, Verdict::NotCovered);
+        assert!(f.summary.unwrap().0.starts_with(
+            "not covered: to tools/list with the session the probe had just ended, the server answered HTTP 400 \"Bad Request: invalid params\": an HTTP 400 counts as session loss only when its words name the session as lost"
+        ));
+    }
+}

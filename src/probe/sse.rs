@@ -80,18 +80,21 @@ mod tests {
     #[test]
     fn events_split_on_blank_lines_with_any_line_ending() {
         let mut p = SseParser::default();
-        let stream = "\u{feff}: comment\r\nevent: message\r\nid: 1\r\ndata: {\"a\":1}\r\n\r\ndata: x\rdata: y\r\rdata:z\n\n";
-        assert_eq!(p.feed(stream.as_bytes()), ["{\"a\":1}", "x\ny", "z"]);
+        let stream = "\u{feff}: comment\r\nevent: message\r\nid: 1\r\ndata: {\"a\":1}\r\n\r\ndata: x\rdata: y\r\rdata:z\n\ndata: p\r\ndata: q\r\n\r\n";
+        assert_eq!(
+            p.feed(stream.as_bytes()),
+            ["{\"a\":1}", "x\ny", "z", "p\nq"]
+        );
     }
 
     #[test]
     fn an_event_may_arrive_one_byte_at_a_time() {
         let mut p = SseParser::default();
         let mut out = Vec::new();
-        for b in b"event: message\r\ndata: {\"id\":2}\r\n\r\n" {
+        for b in b"event: message\r\ndata: {\"id\":\r\ndata: 2}\r\n\r\n" {
             out.extend(p.feed(&[*b]));
         }
-        assert_eq!(out, ["{\"id\":2}"]);
+        assert_eq!(out, ["{\"id\":\n2}"]);
     }
 
     #[test]

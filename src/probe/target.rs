@@ -17,8 +17,11 @@ const RESERVED: &[&str] = &[
     "accept",
     "content-length",
 ];
-/// A server's text repeating a header value this long or longer has it replaced.
+/// A server's text repeating a header value (or a word of one) this long or
+/// longer has it replaced.
 const MIN_SCRUBBED_LEN: usize = 4;
+/// Words of a header value that are not secret: authentication schemes.
+const SCHEMES: &[&str] = &["bearer", "basic", "digest", "token", "apikey", "api-key"];
 
 /// One `--header 'Name: value'`.
 #[derive(Clone)]
@@ -96,7 +99,12 @@ impl Target {
                 detail: format!("({name}) has a value with characters a header cannot carry (control characters or line breaks)"),
             })?;
             secrets.push(value.to_string());
-            secrets.extend(value.split_whitespace().map(str::to_string));
+            secrets.extend(
+                value
+                    .split_whitespace()
+                    .filter(|w| !SCHEMES.contains(&w.to_ascii_lowercase().as_str()))
+                    .map(str::to_string),
+            );
             parsed_headers.push(UserHeader {
                 name,
                 value: header_value,
@@ -154,8 +162,10 @@ mod tests {
             "[authorization: [redacted], x-api-key: [redacted]]"
         );
         assert_eq!(
-            t.scrub("bad token tok-123456789 (Bearer tok-123456789), key abcd"),
-            "bad token [redacted] ([redacted]), key [redacted]"
+            t.scrub(
+                "bad token tok-123456789 (Bearer tok-123456789), key abcd; expected 'Bearer TOKEN'"
+            ),
+            "bad token [redacted] ([redacted]), key [redacted]; expected 'Bearer TOKEN'"
         );
         assert_eq!(t.header_names(), "authorization, x-api-key");
     }

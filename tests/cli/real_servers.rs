@@ -613,6 +613,22 @@ fn probe_says_covered_for_the_python_sdk_fastmcp_server_which_answers_404_sessio
 }
 
 #[test]
+fn probe_follows_a_redirect_within_the_server_as_the_client_does() {
+    // Starlette answers /mcp/ with 307 to /mcp, which the client's SDK follows.
+    let server = RealServer::start(Kind::PythonFastMcp, None);
+    let sb = Sandbox::new();
+    let slash = format!("{}/", server.url());
+    let o = sb.run(&["probe", "-v", &slash]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("\n< 307 redirect, followed to {}\n", server.url())),
+        "{}",
+        stderr(&o)
+    );
+    assert!(stdout(&o).contains("\ncovered: "), "{}", stdout(&o));
+}
+
+#[test]
 fn probe_says_stateless_for_the_typescript_sdk_stateless_server() {
     let server = RealServer::start(Kind::TsStateless, None);
     let sb = Sandbox::new();
