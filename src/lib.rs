@@ -17,6 +17,7 @@ pub mod node;
 pub mod npm_config;
 pub mod output;
 pub mod path_json;
+pub mod probe;
 pub mod registry;
 pub mod replace;
 pub mod revert;
@@ -96,5 +97,21 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             &env,
         ),
         Command::Serve { scenario, port } => verify::serve(scenario, port),
+        Command::Probe {
+            url,
+            headers,
+            json,
+            timeout,
+            verbose,
+        } => probe::run(
+            &spec,
+            &probe::ProbeOptions {
+                url,
+                headers,
+                json,
+                timeout,
+                verbose,
+            },
+        ),
     }
 }

@@ -56,6 +56,10 @@ pub enum LostSessionAnswer {
     NotFoundText,
     /// 401 + text "Unauthorized: Session not found" (rmcp < 0.17).
     UnauthorizedText,
+    /// 403 + text "Forbidden: session expired" (a gateway in front of the server).
+    ForbiddenSessionExpired,
+    /// 500 + text "Internal Server Error: session expired" (a framework's unhandled error).
+    InternalErrorSessionExpired,
 }
 
 /// The server's behaviour, set per scenario.
@@ -862,6 +866,13 @@ fn lost_session(shared: &Shared, id: &Value) -> Answer {
         LostSessionAnswer::UnauthorizedText => {
             Answer::text(StatusCode::UNAUTHORIZED, "Unauthorized: Session not found")
         }
+        LostSessionAnswer::ForbiddenSessionExpired => {
+            Answer::text(StatusCode::FORBIDDEN, "Forbidden: session expired")
+        }
+        LostSessionAnswer::InternalErrorSessionExpired => Answer::text(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "Internal Server Error: session expired",
+        ),
     }
 }
 

@@ -281,6 +281,8 @@ mod apply;
 mod evidence;
 mod harden;
 mod locate;
+mod probe;
+mod real_servers;
 mod refusals;
 mod seamless;
 mod server;

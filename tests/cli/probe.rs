@@ -1,0 +1,571 @@
+//! `mcpatch probe` against the bundled fake server in each of its lost-session
+//! answers, against nothing, against a server that never answers; and the
+//! probe's Rust port of the patch's predicate against the patch's own
+//! JavaScript, run in node on errors the real MCP SDK builds.
+
+use std::net::TcpListener;
+
+use mcpatch::probe::exchange::body_text;
+use mcpatch::probe::predicate::{self, Predicate, SdkError};
+use mcpatch::verify::server::{FakeServer, LostSessionAnswer, ServerBehaviour};
+
+use super::*;
+
+/// A fake server on its own runtime, for as long as the value lives.
+struct Fake {
+    server: FakeServer,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Fake {
+    fn start(lost_session: LostSessionAnswer) -> Fake {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let server = runtime
+            .block_on(FakeServer::start(
+                ServerBehaviour {
+                    lost_session,
+                    ..Default::default()
+                },
+                0,
+            ))
+            .unwrap();
+        Fake {
+            server,
+            _runtime: runtime,
+        }
+    }
+
+    fn url(&self) -> String {
+        self.server.url()
+    }
+}
+
+/// Output with `127.0.0.1:<port>` as `127.0.0.1:[PORT]` and column padding collapsed.
+fn shown(sb: &Sandbox, text: &[u8]) -> String {
+    let text = String::from_utf8_lossy(text);
+    let mut out = String::new();
+    let mut rest = text.as_ref();
+    while let Some(i) = rest.find("127.0.0.1:") {
+        out.push_str(&rest[..i + "127.0.0.1:".len()]);
+        rest = &rest[i + "127.0.0.1:".len()..];
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        out.push_str(if digits > 0 { "[PORT]" } else { "" });
+        rest = &rest[digits..];
+    }
+    out.push_str(rest);
+    sb.normalize(out.as_bytes())
+}
+
+fn probe_json(sb: &Sandbox, args: &[&str]) -> (i32, serde_json::Value, String) {
+    let mut all = vec!["probe", "--json"];
+    all.extend_from_slice(args);
+    let o = sb.run(&all);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "probe --json is not JSON ({e}): {}{}",
+            stdout(&o),
+            stderr(&o)
+        )
+    });
+    (code(&o), v, stderr(&o))
+}
+
+fn answer_rows(v: &serde_json::Value) -> Vec<(String, u64, bool)> {
+    v["answers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["case"].as_str().unwrap().to_string(),
+                a["status"].as_u64().unwrap(),
+                a["session_lost"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn rows(expected: &[(&str, u64, bool)]) -> Vec<(String, u64, bool)> {
+    expected
+        .iter()
+        .map(|(c, s, l)| (c.to_string(), *s, *l))
+        .collect()
+}
+
+#[test]
+fn probe_says_covered_for_every_lost_session_answer_the_patch_recognises() {
+    for (answer, status, body) in [
+        (
+            LostSessionAnswer::NotFoundJsonRpc,
+            404,
+            r#"{"error":{"code":-32001,"message":"Session not found"},"id":3,"jsonrpc":"2.0"}"#,
+        ),
+        (
+            LostSessionAnswer::BadRequestNoValidSession,
+            400,
+            r#"{"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null,"jsonrpc":"2.0"}"#,
+        ),
+        (
+            LostSessionAnswer::NotFoundText,
+            404,
+            "Not Found: Session not found",
+        ),
+        (
+            LostSessionAnswer::UnauthorizedText,
+            401,
+            "Unauthorized: Session not found",
+        ),
+    ] {
+        let fake = Fake::start(answer);
+        let sb = Sandbox::new();
+        let (code, v, err) = probe_json(&sb, &[&fake.url()]);
+        assert_eq!(code, 0, "{answer:?}: {v:#} {err}");
+        assert_eq!(v["verdict"], "covered", "{answer:?}");
+        assert_eq!(v["url"], fake.url());
+        assert_eq!(v["protocol_version"], "2025-11-25");
+        assert_eq!(v["session_issued"], true);
+        assert_eq!(
+            answer_rows(&v),
+            rows(&[
+                ("unknown-session-tools-list", status, true),
+                ("unknown-session-ping", status, true),
+                ("delete-own-session", 200, false),
+                ("deleted-session-tools-list", status, true),
+            ]),
+            "{answer:?}"
+        );
+        assert_eq!(v["answers"][0]["body"], body, "{answer:?}");
+        assert_eq!(err, "", "--json prints nothing else");
+        // Exactly the fields of the public contract.
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "answers",
+                "protocol_version",
+                "session_issued",
+                "url",
+                "verdict"
+            ]
+        );
+        let answer_keys: Vec<&String> = v["answers"][0].as_object().unwrap().keys().collect();
+        assert_eq!(
+            answer_keys,
+            ["body", "case", "content_type", "session_lost", "status"]
+        );
+    }
+}
+
+#[test]
+fn probe_says_not_covered_naming_a_403_or_500_session_expired_answer() {
+    for (answer, status, words, why) in [
+        (
+            LostSessionAnswer::ForbiddenSessionExpired,
+            403,
+            "Forbidden: session expired",
+            "the patch takes only 404, or 400/401 naming the session, as session loss; HTTP 403 is neither",
+        ),
+        (
+            LostSessionAnswer::InternalErrorSessionExpired,
+            500,
+            "Internal Server Error: session expired",
+            "the patch takes only 404, or 400/401 naming the session, as session loss; HTTP 500 is neither",
+        ),
+    ] {
+        let fake = Fake::start(answer);
+        let sb = Sandbox::new();
+        let o = sb.run(&["probe", &fake.url()]);
+        assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+        assert_eq!(
+            shown(&sb, &o.stdout),
+            sb.normalize(format!(
+                "probe http://127.0.0.1:[PORT]/mcp
+session: issued (protocol 2025-11-25, 3 tool(s) listed)
+
+CASE  STATUS  SESSION LOST  ANSWER
+unknown-session-tools-list  {status}  no  {words}
+unknown-session-ping  {status}  no  {words}
+delete-own-session  200  no  (empty body)
+deleted-session-tools-list  {status}  no  {words}
+
+not covered: to tools/list with a session id it never issued, the server answered HTTP {status} \"{words}\": {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
+help: make the server, or the proxy in front of it, answer 404 to a session it does not know, as the MCP spec says
+"
+            ).as_bytes())
+        );
+        assert_eq!(stderr(&o), "");
+        let (code, v, _) = probe_json(&sb, &[&fake.url()]);
+        assert_eq!(code, 1);
+        assert_eq!(v["verdict"], "not-covered");
+        assert_eq!(v["answers"][0]["body"], words);
+        assert_eq!(v["answers"][0]["content_type"], "text/plain; charset=utf-8");
+    }
+}
+
+#[test]
+fn probe_of_a_port_where_nothing_listens_exits_2_with_a_hint() {
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let sb = Sandbox::new();
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let o = sb.run(&["probe", &url]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(stdout(&o), format!("probe {url}\n"));
+    let err = stderr(&o);
+    assert!(
+        err.starts_with(&format!("error: cannot probe {url}: ")),
+        "{err}"
+    );
+    assert!(err.contains("Connection refused"), "{err}");
+    assert!(
+        err.ends_with(&format!(
+            "\nhelp: nothing listens at 127.0.0.1:{port}: start the server, or check the URL's host and port\n"
+        )),
+        "{err}"
+    );
+    let (code, v, _) = probe_json(&sb, &[&url]);
+    assert_eq!(code, 2);
+    assert_eq!(
+        v,
+        serde_json::json!({"url": url, "protocol_version": null, "session_issued": false, "answers": [], "verdict": "unreachable"})
+    );
+}
+
+#[test]
+fn probe_gives_up_at_the_timeout_on_a_server_that_never_answers() {
+    // Accepts connections (the kernel's backlog) and never reads or answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", silent.local_addr().unwrap());
+    let sb = Sandbox::new();
+    // Bounded here too, so a probe that ignores its timeout fails instead of hanging.
+    let mut child = sb
+        .command(&["probe", &url, "--timeout", "0.5"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let limit = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > limit {
+            child.kill().unwrap();
+            panic!("probe --timeout 0.5 was still running after 60 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("error: cannot probe {url}: no answer to initialize within 0.5 s\nhelp: check that the server is running, or give it longer with --timeout SECS\n")
+    );
+    let o = sb.run(&["probe", &url, "--timeout", "0"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        stderr(&o).contains("invalid value '0' for '--timeout <SECS>': \"0\" is not a number of seconds between 0 and 86400 (e.g. 10 or 2.5)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn header_values_never_appear_in_probe_output() {
+    let secret = "Bearer s3cr3t-t0ken-value";
+    let header = format!("Authorization: {secret}");
+    let fake = Fake::start(LostSessionAnswer::NotFoundJsonRpc);
+    let nothing = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/mcp", l.local_addr().unwrap())
+    };
+    let sb = Sandbox::new();
+    for args in [
+        vec!["probe", "-v", fake.url().as_str(), "--header", &header],
+        vec![
+            "probe",
+            "--json",
+            "-v",
+            fake.url().as_str(),
+            "--header",
+            &header,
+        ],
+        vec!["probe", "-v", nothing.as_str(), "--header", &header],
+        vec![
+            "probe",
+            "-v",
+            "--json",
+            nothing.as_str(),
+            "--header",
+            &header,
+        ],
+        vec![
+            "probe",
+            fake.url().as_str(),
+            "--header",
+            "Authorization Bearer s3cr3t-t0ken-value",
+        ],
+    ] {
+        let o = sb.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            !all.contains("s3cr3t"),
+            "{args:?} printed the value:\n{all}"
+        );
+        assert_ne!(code(&o), 101, "{args:?} panicked:\n{all}");
+    }
+    let o = sb.run(&["probe", "-v", &fake.url(), "--header", &header]);
+    assert_eq!(code(&o), 0);
+    let err = stderr(&o);
+    assert_eq!(
+        err.matches("> authorization: [redacted]\n").count(),
+        7,
+        "{err}"
+    );
+    assert_eq!(err.matches("> POST ").count(), 6, "{err}");
+    assert_eq!(err.matches("> DELETE ").count(), 1, "{err}");
+    assert!(stdout(&o).contains("headers: authorization\n"));
+    let o = sb.run(&[
+        "probe",
+        &fake.url(),
+        "--header",
+        "Authorization Bearer s3cr3t-t0ken-value",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        "error: --header #1 has no ':' between its name and its value\nhelp: write each header as 'Name: value', e.g. --header 'Authorization: Bearer TOKEN'\n"
+    );
+}
+
+/// Deterministic pseudo-random numbers for the generated table rows.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, n: usize) -> usize {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+#[test]
+fn the_probes_port_of_the_predicate_agrees_with_the_patch_javascript_on_real_sdk_errors() {
+    let spec = mcpatch::registry::session_loss().unwrap();
+    let source = predicate::js_source(&spec.diff).unwrap();
+    let port = Predicate::from_spec(&spec).unwrap();
+
+    // Answers of real servers, of proxies and frameworks, and of words that
+    // come close to naming a session.
+    let mut bodies: Vec<Vec<u8>> = [
+        r#"{"jsonrpc":"2.0","error":{"code":-32001,"message":"Session not found"},"id":null}"#,
+        r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Session not found"}}"#,
+        r#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+        "Bad Request: No valid session ID provided",
+        "Not Found: Invalid or expired session ID",
+        "Not Found: Session not found",
+        "Unauthorized: Session not found",
+        "session not found",
+        "Forbidden: session expired",
+        "Internal Server Error: session expired",
+        "Bad Request: Mcp-Session-Id header is required",
+        "Bad Request: Server not initialized",
+        "Unauthorized: invalid token",
+        "Invalid params: session_label must be a string",
+        "Failed to open SSE stream: Not Found",
+        "<html><body>Not Found</body></html>",
+        "",
+        "sessions expired",
+        "mysession expired",
+        "session-id missing",
+        "Session ID is required",
+        "no valid mcp-session",
+        "unknown or expired session",
+        "ſession expired",
+        "ésession expired",
+        "session expiredé",
+        "SESSION HAS EXPIRED",
+        "session\texpired",
+        "session  expired",
+        "session_id is missing",
+        "Kession expired",
+    ]
+    .iter()
+    .map(|s| s.as_bytes().to_vec())
+    .collect();
+    // Bytes as servers may send them: a byte order mark, invalid UTF-8.
+    bodies.extend([
+        b"\xef\xbb\xbfSession not found".to_vec(),
+        b"\xef\xbb\xbf\xef\xbb\xbfsession expired".to_vec(),
+        b"session \xff expired".to_vec(),
+        b"\xc3session expired".to_vec(),
+        b"session expired\xe2\x82".to_vec(),
+        b"\xed\xa0\x80session not found".to_vec(),
+        b"\xf0\x90\x80session expired\xc0\xaf".to_vec(),
+    ]);
+    let fragments = [
+        "session",
+        "Session",
+        "SESSION",
+        "ſession",
+        "mcp-",
+        "MCP-",
+        "no valid ",
+        "invalid ",
+        "unknown ",
+        "expired",
+        "missing ",
+        "not found",
+        " or expired",
+        " ",
+        "  ",
+        "-",
+        "_",
+        "id",
+        " id",
+        "-id",
+        " is",
+        " has",
+        "header ",
+        "required",
+        "server not initialized",
+        "SSE stream",
+        "sse  stream",
+        "é",
+        "K",
+        "x",
+        ":",
+        "\"",
+        "\n",
+        "Bad Request: ",
+        "{\"message\":\"",
+    ];
+    let mut rng = Lcg(0x5eed);
+    for _ in 0..600 {
+        let n = 1 + rng.next(7);
+        let body: String = (0..n)
+            .map(|_| fragments[rng.next(fragments.len())])
+            .collect();
+        bodies.push(body.into_bytes());
+    }
+    let statuses: &[u16] = &[
+        200, 202, 301, 307, 400, 401, 402, 403, 404, 405, 406, 409, 410, 415, 422, 429, 500, 502,
+        503,
+    ];
+    let mut cases = Vec::new();
+    let mut ours = Vec::new();
+    for (i, body) in bodies.iter().enumerate() {
+        for (k, &status) in statuses.iter().enumerate() {
+            // Every body at the statuses that matter, the rest at a rotating few.
+            if !matches!(status, 400 | 401 | 403 | 404 | 500) && (i + k) % 5 != 0 {
+                continue;
+            }
+            for (kind, prefix) in [
+                ("post", "Error POSTing to endpoint: "),
+                ("delete", "Failed to terminate session: "),
+                ("sse", "Failed to open SSE stream: "),
+            ] {
+                if kind != "post" && (i + k) % 3 != 0 {
+                    continue;
+                }
+                cases.push(serde_json::json!({"kind": kind, "status": status, "body_hex": hex::encode(body)}));
+                let text = body_text(body);
+                let error = SdkError {
+                    status: None,
+                    code: Some(f64::from(status)),
+                    message: Some(format!("Streamable HTTP error: {prefix}{text}")),
+                };
+                if kind == "post" {
+                    assert_eq!(error, SdkError::post_failed(status, &text));
+                }
+                ours.push((Some(text), port.is_session_lost(&error)));
+            }
+        }
+    }
+    // Errors of other shapes: SDK 2.x `status`, both fields, neither, no string message.
+    for (status, code, message) in [
+        (Some(404.0), None, Some("Not Found")),
+        (
+            Some(400.0),
+            Some(500.0),
+            Some("Bad Request: No valid session ID provided"),
+        ),
+        (Some(500.0), Some(404.0), Some("Internal Server Error")),
+        (
+            None,
+            Some(-1.0),
+            Some("Streamable HTTP error: Unexpected content type: text/html"),
+        ),
+        (None, Some(-32001.0), Some("Session not found")),
+        (None, None, Some("Session not found")),
+        (None, Some(404.0), None),
+        (Some(401.0), None, None),
+        (Some(404.5), None, Some("Session not found")),
+    ] {
+        cases.push(
+            serde_json::json!({"kind": "raw", "status": status, "code": code, "message": message}),
+        );
+        ours.push((
+            None,
+            port.is_session_lost(&SdkError {
+                status,
+                code,
+                message: message.map(str::to_string),
+            }),
+        ));
+    }
+
+    let installed = fetched_prefix("0.1.0-rc.8")
+        .join("lib/node_modules")
+        .join(CLIENT);
+    let script =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/predicate-equivalence.mjs");
+    let mut child = std::process::Command::new(node22_dir().join("node"))
+        .arg(script)
+        .arg(&installed)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let input = serde_json::json!({"source": source, "cases": cases});
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.to_string().as_bytes())
+            .unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let theirs: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(theirs.len(), ours.len());
+    let mut lost = 0;
+    for ((case, (text, verdict)), js) in cases.iter().zip(&ours).zip(&theirs) {
+        if let Some(text) = text {
+            assert_eq!(
+                js["text"], *text,
+                "the body is read as the SDK reads it: {case}"
+            );
+        }
+        assert_eq!(
+            js["lost"], *verdict,
+            "the port and the patch's JavaScript disagree on {case} (text {text:?})"
+        );
+        lost += usize::from(*verdict);
+    }
+    // The table exercises both answers, plenty of each.
+    assert!(cases.len() > 3000, "{} cases", cases.len());
+    assert!(
+        lost > 300 && cases.len() - lost > 300,
+        "{lost} of {} lost",
+        cases.len()
+    );
+}
