@@ -9,9 +9,13 @@
 //! witness log, the remembered ids), so `mcpatch serve` can stay up for days.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -23,7 +27,8 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::task::JoinSet;
 
@@ -35,6 +40,9 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const SESSION_HEADER: &str = "mcp-session-id";
 const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+/// Longest text a witness entry keeps of anything a client sent; longer is cut
+/// and ends with `…`.
+const WITNESS_TEXT_LIMIT: usize = 256;
 /// Longest the `slow` tool may be asked to run.
 const MAX_SLOW_MS: u64 = 10_000;
 /// How long the answers of calls that ran before a concurrent loss are held back,
@@ -106,6 +114,9 @@ pub struct ServerLimits {
     pub header_read_timeout: Duration,
     /// A request body must arrive within this.
     pub body_read_timeout: Duration,
+    /// A connection whose answer cannot be written for this long (the client
+    /// stopped reading) is closed.
+    pub write_timeout: Duration,
     /// Live sessions; past it the least recently used one is evicted.
     pub max_sessions: usize,
     /// Witness entries kept; the oldest go first.
@@ -120,6 +131,7 @@ impl Default for ServerLimits {
             max_connections: 256,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
             max_sessions: 10_000,
             witness_entries: 100_000,
             remembered_ids: 100_000,
@@ -236,12 +248,39 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Cut `text` to [`WITNESS_TEXT_LIMIT`] bytes, so a client cannot make one
+/// witness entry as large as its request.
+fn clip(text: &mut String) {
+    if text.len() > WITNESS_TEXT_LIMIT {
+        let mut end = WITNESS_TEXT_LIMIT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+        // Truncating keeps the allocation: give it back.
+        text.shrink_to_fit();
+    }
+}
+
 impl Shared {
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
 
     fn log(&self, mut entry: WitnessEntry) {
+        clip(&mut entry.http_method);
+        for text in [
+            &mut entry.rpc_method,
+            &mut entry.session_sent,
+            &mut entry.session_issued,
+            &mut entry.call_id,
+            &mut entry.note,
+        ] {
+            if let Some(t) = text {
+                clip(t);
+            }
+        }
         let mut w = lock(&self.witness);
         entry.seq = w.next_seq;
         w.next_seq += 1;
@@ -503,9 +542,10 @@ async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
             };
             let service = hyper_util::service::TowerToHyperService::new(app.clone());
             let header_timeout = shared.limits.header_read_timeout;
+            let io = StallLimited::new(stream, shared.limits.write_timeout);
             connections.spawn(async move {
                 let _permit = permit;
-                let io = hyper_util::rt::TokioIo::new(stream);
+                let io = hyper_util::rt::TokioIo::new(io);
                 let _ = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(header_timeout)
@@ -524,6 +564,97 @@ async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
             shared.invalidate_all("restart");
         }
         tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// A connection that fails once a write has waited `limit` without progress (the
+/// client stopped reading its answers), so it cannot hold a connection slot for
+/// ever: hyper has no write timeout of its own.
+struct StallLimited {
+    stream: TcpStream,
+    limit: Duration,
+    /// Running while a write is waiting.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl StallLimited {
+    fn new(stream: TcpStream, limit: Duration) -> Self {
+        StallLimited {
+            stream,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// Pass on a write's outcome; a write still waiting fails once it has waited `limit`.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        outcome: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if outcome.is_ready() {
+            self.stalled = None;
+            return outcome;
+        }
+        let limit = self.limit;
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading its answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for StallLimited {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for StallLimited {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.bounded(cx, outcome)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.bounded(cx, outcome)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_flush(cx);
+        this.bounded(cx, outcome)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_shutdown(cx);
+        this.bounded(cx, outcome)
     }
 }
 
@@ -591,14 +722,20 @@ async fn loopback_only(
     next: Next,
 ) -> Response {
     let headers = request.headers();
-    let host_ok = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(is_loopback_host);
-    let origin_ok = match headers.get(header::ORIGIN) {
-        None => true,
-        Some(v) => v.to_str().is_ok_and(is_loopback_origin),
+    // The host a request is for: the target's authority when it has one
+    // (absolute form), and the one Host header. Both must be loopback, and
+    // two Host headers are refused whatever they say.
+    let hosts = headers.get_all(header::HOST);
+    let host_headers_ok =
+        hosts.iter().count() <= 1 && hosts.iter().all(|v| v.to_str().is_ok_and(is_loopback_host));
+    let host_ok = match request.uri().authority() {
+        Some(authority) => host_headers_ok && is_loopback_host(authority.as_str()),
+        None => host_headers_ok && headers.contains_key(header::HOST),
     };
+    let origin_ok = headers
+        .get_all(header::ORIGIN)
+        .iter()
+        .all(|v| v.to_str().is_ok_and(is_loopback_origin));
     if host_ok && origin_ok {
         return next.run(request).await;
     }
