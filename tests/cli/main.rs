@@ -269,5 +269,6 @@ mod apply;
 mod evidence;
 mod seamless;
 mod server;
+mod server_limits;
 mod status;
 mod verify;

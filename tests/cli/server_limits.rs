@@ -27,6 +27,18 @@ fn small_limits() -> ServerLimits {
     }
 }
 
+/// Small bounds on what the server keeps, with the default timeouts: floods of
+/// pipelined requests must never be cut by a timeout on a busy machine.
+fn flood_limits() -> ServerLimits {
+    let small = small_limits();
+    ServerLimits {
+        max_sessions: small.max_sessions,
+        witness_entries: small.witness_entries,
+        remembered_ids: small.remembered_ids,
+        ..ServerLimits::default()
+    }
+}
+
 async fn start(limits: ServerLimits) -> FakeServer {
     FakeServer::start_with_limits(ServerBehaviour::default(), limits, 0)
         .await
@@ -583,7 +595,7 @@ async fn many_idle_connections_are_closed_and_a_normal_client_is_still_answered(
 
 #[tokio::test]
 async fn a_flood_of_sessions_stays_within_every_limit() {
-    let limits = small_limits();
+    let limits = flood_limits();
     let server = start(limits.clone()).await;
     let http = http();
     let first = initialize(&http, &server).await;
@@ -641,6 +653,10 @@ async fn a_flood_of_sessions_stays_within_every_limit() {
     assert_eq!(since(last + 1), Vec::<u64>::new());
 }
 
+/// Held by the tests that measure this process's resident memory, so they do
+/// not measure each other.
+static MEASURING_MEMORY: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Resident memory of this process, from /proc/self/status.
 fn rss_bytes() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -667,11 +683,11 @@ fn raw_post(message: &str, headers: &str, last: bool) -> String {
 /// (a normal, if greedy, HTTP/1.1 client) and return how many answers had
 /// each status, counted as they stream in so the test itself keeps nothing.
 async fn pipeline(
-    server: &FakeServer,
+    addr: std::net::SocketAddr,
     count: usize,
     request: impl Fn(bool) -> String + Send + 'static,
 ) -> std::collections::BTreeMap<u16, usize> {
-    let (mut read, mut write) = connect(server).await.into_split();
+    let (mut read, mut write) = TcpStream::connect(addr).await.unwrap().into_split();
     let writer = tokio::spawn(async move {
         for i in 0..count {
             write
@@ -715,20 +731,23 @@ async fn pipeline(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_stays_bounded_under_a_flood_of_initializes() {
-    let limits = small_limits();
+    let _measuring = MEASURING_MEMORY.lock().await;
+    let limits = flood_limits();
     let server = start(limits.clone()).await;
     let init = initialize_message().to_string();
+    // Four clients at once, each pipelining its share.
     let flood = |count: usize| {
-        let mut clients = Vec::new();
+        let mut clients = tokio::task::JoinSet::new();
         for _ in 0..4 {
             let init = init.clone();
-            clients.push(pipeline(&server, count / 4, move |last| {
+            clients.spawn(pipeline(server.addr(), count / 4, move |last| {
                 raw_post(&init, "", last)
             }));
         }
         async move {
-            for c in clients {
-                assert_eq!(c.await.into_iter().collect::<Vec<_>>(), [(200, count / 4)]);
+            while let Some(statuses) = clients.join_next().await {
+                let statuses: Vec<_> = statuses.unwrap().into_iter().collect();
+                assert_eq!(statuses, [(200, count / 4)]);
             }
         }
     };
@@ -737,23 +756,24 @@ async fn memory_stays_bounded_under_a_flood_of_initializes() {
     let before = rss_bytes();
     flood(20_000).await;
     let after = rss_bytes();
-    assert!(server.live_sessions() <= limits.max_sessions);
-    assert!(server.witness().len() <= limits.witness_entries);
-    assert!(server.dropped_sessions().len() <= limits.remembered_ids);
-    // A server that kept what it was sent would hold, per initialize, a session
-    // (~150 bytes), two witness entries (the answer and the eviction note, ~300
-    // bytes each) and a dropped id (~100 bytes): about 17 MB for 20,000. The
-    // bounded server holds the same few entries before and after; the margin
-    // covers allocator and thread-stack noise from tests running beside this one.
+    // The bounded server holds the same few entries before and after: it grew
+    // by about 2 MiB here, allocator and thread noise from the tests running
+    // beside it. A witness ring that kept everything (two entries per
+    // initialize: the answer and the eviction note) grew by about 12 MiB over
+    // these 20,000; unbounded sessions and dropped ids add to that.
     let growth = after.saturating_sub(before);
     assert!(
         growth < 8 << 20,
         "resident memory grew by {growth} bytes over 20,000 initializes (from {before} to {after})"
     );
+    assert!(server.live_sessions() <= limits.max_sessions);
+    assert!(server.witness().len() <= limits.witness_entries);
+    assert!(server.dropped_sessions().len() <= limits.remembered_ids);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn huge_client_fields_are_clipped_in_the_witness_and_memory_stays_bounded() {
+    let _measuring = MEASURING_MEMORY.lock().await;
     // The default witness ring: many entries, so only clipping bounds their size.
     let server = start(ServerLimits {
         header_read_timeout: Duration::from_secs(10),
@@ -764,7 +784,7 @@ async fn huge_client_fields_are_clipped_in_the_witness_and_memory_stays_bounded(
     let huge_id = "s".repeat(64 * 1024);
     let send = |count: usize| {
         let (list, huge_id) = (list.clone(), huge_id.clone());
-        pipeline(&server, count, move |last| {
+        pipeline(server.addr(), count, move |last| {
             raw_post(&list, &format!("Mcp-Session-Id: {huge_id}\r\n"), last)
         })
     };
@@ -774,10 +794,16 @@ async fn huge_client_fields_are_clipped_in_the_witness_and_memory_stays_bounded(
     );
     let before = rss_bytes();
     assert_eq!(
-        send(1_500).await.into_iter().collect::<Vec<_>>(),
-        [(404, 1_500)]
+        send(800).await.into_iter().collect::<Vec<_>>(),
+        [(404, 800)]
     );
     let after = rss_bytes();
+    // Kept whole, 800 such ids would hold 50 MiB; clipped, a few hundred KiB.
+    let growth = after.saturating_sub(before);
+    assert!(
+        growth < 16 << 20,
+        "resident memory grew by {growth} bytes over 800 requests with a 64 KiB session id (from {before} to {after})"
+    );
     // A method name as long as a request head.
     let method = "M".repeat(64 * 1024);
     let weird = raw_exchange(
@@ -790,18 +816,17 @@ async fn huge_client_fields_are_clipped_in_the_witness_and_memory_stays_bounded(
         "{weird}"
     );
     let witness = server.witness();
-    assert_eq!(witness.len(), 1_601);
+    assert_eq!(witness.len(), 901);
     let clipped = format!("{}…", "s".repeat(256));
-    assert!(witness[..1_600]
-        .iter()
-        .all(|e| e.session_sent.as_deref() == Some(clipped.as_str()) && e.status == 404));
-    assert_eq!(witness[1_600].http_method, format!("{}…", "M".repeat(256)));
-    // Kept whole, 1,500 such ids would hold 96 MB; clipped, a few hundred KB.
-    let growth = after.saturating_sub(before);
-    assert!(
-        growth < 16 << 20,
-        "resident memory grew by {growth} bytes over 1,500 requests with a 64 KiB session id (from {before} to {after})"
-    );
+    for e in &witness[..900] {
+        assert_eq!(
+            (e.session_sent.as_deref(), e.status),
+            (Some(clipped.as_str()), 404),
+            "entry {}",
+            e.seq
+        );
+    }
+    assert_eq!(witness[900].http_method, format!("{}…", "M".repeat(256)));
 }
 
 #[tokio::test]
@@ -959,7 +984,7 @@ async fn serve_out_of_descriptors_neither_spins_nor_stops_answering() {
     while serve.descriptors_open_below(MAX_DESCRIPTORS) < MAX_DESCRIPTORS {
         assert!(
             Instant::now() < deadline,
-            "mcpatch serve never ran out of descriptors: {} of {MAX_DESCRIPTORS} open",
+            "mcpatch serve did not use up its descriptors: {} of {MAX_DESCRIPTORS} open",
             serve.descriptors_open_below(MAX_DESCRIPTORS)
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
