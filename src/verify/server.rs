@@ -5,8 +5,10 @@
 //! those counts, never from what a client claims.
 //!
 //! It listens on loopback only and refuses foreign `Host` and `Origin`
-//! headers, and everything it keeps is bounded (connections, sessions, the
-//! witness log, the remembered ids), so `mcpatch serve` can stay up for days.
+//! headers, closes connections that stall (a head, a body or an answer that
+//! does not move), and everything it keeps is bounded (connections, sessions,
+//! the witness log and the client text in it, the remembered ids), so
+//! `mcpatch serve` can stay up for days.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::future::Future;
@@ -109,8 +111,9 @@ impl Default for ServerBehaviour {
 pub struct ServerLimits {
     /// Connections served at once; more wait in the listen backlog.
     pub max_connections: usize,
-    /// A connection that does not send a request head within this is closed
-    /// (this also closes idle keep-alive connections).
+    /// A connection that does not send a whole request head within this is
+    /// closed, however its bytes trickle in (this also closes idle keep-alive
+    /// connections).
     pub header_read_timeout: Duration,
     /// A request body must arrive within this.
     pub body_read_timeout: Duration,
@@ -270,16 +273,15 @@ impl Shared {
 
     fn log(&self, mut entry: WitnessEntry) {
         clip(&mut entry.http_method);
-        for text in [
+        let texts = [
             &mut entry.rpc_method,
             &mut entry.session_sent,
             &mut entry.session_issued,
             &mut entry.call_id,
             &mut entry.note,
-        ] {
-            if let Some(t) = text {
-                clip(t);
-            }
+        ];
+        for text in texts.into_iter().flatten() {
+            clip(text);
         }
         let mut w = lock(&self.witness);
         entry.seq = w.next_seq;
@@ -1508,6 +1510,25 @@ mod tests {
         assert!(!is_loopback_origin("http://localhost.evil.example"));
         assert!(!is_loopback_origin("http://localhost:3000/path"));
         assert!(!is_loopback_origin("file://"));
+    }
+
+    #[test]
+    fn clipped_text_keeps_whole_characters_and_gives_back_its_memory() {
+        let mut fits = "x".repeat(WITNESS_TEXT_LIMIT);
+        clip(&mut fits);
+        assert_eq!(fits, "x".repeat(WITNESS_TEXT_LIMIT));
+        // Two-byte characters: the limit falls on a boundary, one byte more does not.
+        let mut long = "é".repeat(10_000);
+        clip(&mut long);
+        assert_eq!(long, format!("{}…", "é".repeat(WITNESS_TEXT_LIMIT / 2)));
+        assert!(
+            long.capacity() < 2 * WITNESS_TEXT_LIMIT,
+            "{}",
+            long.capacity()
+        );
+        let mut odd = format!("x{}", "é".repeat(10_000));
+        clip(&mut odd);
+        assert_eq!(odd, format!("x{}…", "é".repeat(WITNESS_TEXT_LIMIT / 2 - 1)));
     }
 
     #[test]
