@@ -725,11 +725,12 @@ async fn loopback_only(
 ) -> Response {
     let headers = request.headers();
     // The host a request is for: the target's authority when it has one
-    // (absolute form), and the one Host header. Both must be loopback, and
-    // two Host headers are refused whatever they say.
-    let hosts = headers.get_all(header::HOST);
-    let host_headers_ok =
-        hosts.iter().count() <= 1 && hosts.iter().all(|v| v.to_str().is_ok_and(is_loopback_host));
+    // (absolute form), and the Host header. Every one of them must be
+    // loopback, whichever a proxy or framework in front would pick.
+    let host_headers_ok = headers
+        .get_all(header::HOST)
+        .iter()
+        .all(|v| v.to_str().is_ok_and(is_loopback_host));
     let host_ok = match request.uri().authority() {
         Some(authority) => host_headers_ok && is_loopback_host(authority.as_str()),
         None => host_headers_ok && headers.contains_key(header::HOST),
