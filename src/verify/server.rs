@@ -5,13 +5,19 @@
 //! those counts, never from what a client claims.
 //!
 //! It listens on loopback only and refuses foreign `Host` and `Origin`
-//! headers, and everything it keeps is bounded (connections, sessions, the
-//! witness log, the remembered ids), so `mcpatch serve` can stay up for days.
+//! headers, closes connections that stall (a head, a body or an answer that
+//! does not move), and everything it keeps is bounded (connections, sessions,
+//! the witness log and the client text in it, the remembered ids), so
+//! `mcpatch serve` can stay up for days.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::future::Future;
+use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
@@ -23,7 +29,8 @@ use axum::routing::{any, get, post};
 use axum::Router;
 use serde::Serialize;
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::task::JoinSet;
 
@@ -35,6 +42,9 @@ pub const MAX_BODY_BYTES: usize = 1 << 20;
 pub const PROTOCOL_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 const SESSION_HEADER: &str = "mcp-session-id";
 const PROTOCOL_HEADER: &str = "mcp-protocol-version";
+/// Longest text a witness entry keeps of anything a client sent; longer is cut
+/// and ends with `…`.
+const WITNESS_TEXT_LIMIT: usize = 256;
 /// Longest the `slow` tool may be asked to run.
 const MAX_SLOW_MS: u64 = 10_000;
 /// How long the answers of calls that ran before a concurrent loss are held back,
@@ -105,11 +115,15 @@ impl Default for ServerBehaviour {
 pub struct ServerLimits {
     /// Connections served at once; more wait in the listen backlog.
     pub max_connections: usize,
-    /// A connection that does not send a request head within this is closed
-    /// (this also closes idle keep-alive connections).
+    /// A connection that does not send a whole request head within this is
+    /// closed, however its bytes trickle in (this also closes idle keep-alive
+    /// connections).
     pub header_read_timeout: Duration,
     /// A request body must arrive within this.
     pub body_read_timeout: Duration,
+    /// A connection whose answer cannot be written for this long (the client
+    /// stopped reading) is closed.
+    pub write_timeout: Duration,
     /// Live sessions; past it the least recently used one is evicted.
     pub max_sessions: usize,
     /// Witness entries kept; the oldest go first.
@@ -124,6 +138,7 @@ impl Default for ServerLimits {
             max_connections: 256,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
             max_sessions: 10_000,
             witness_entries: 100_000,
             remembered_ids: 100_000,
@@ -240,12 +255,38 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// Cut `text` to [`WITNESS_TEXT_LIMIT`] bytes, so a client cannot make one
+/// witness entry as large as its request.
+fn clip(text: &mut String) {
+    if text.len() > WITNESS_TEXT_LIMIT {
+        let mut end = WITNESS_TEXT_LIMIT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+        // Truncating keeps the allocation: give it back.
+        text.shrink_to_fit();
+    }
+}
+
 impl Shared {
     fn now_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
     }
 
     fn log(&self, mut entry: WitnessEntry) {
+        clip(&mut entry.http_method);
+        let texts = [
+            &mut entry.rpc_method,
+            &mut entry.session_sent,
+            &mut entry.session_issued,
+            &mut entry.call_id,
+            &mut entry.note,
+        ];
+        for text in texts.into_iter().flatten() {
+            clip(text);
+        }
         let mut w = lock(&self.witness);
         entry.seq = w.next_seq;
         w.next_seq += 1;
@@ -507,9 +548,10 @@ async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
             };
             let service = hyper_util::service::TowerToHyperService::new(app.clone());
             let header_timeout = shared.limits.header_read_timeout;
+            let io = StallLimited::new(stream, shared.limits.write_timeout);
             connections.spawn(async move {
                 let _permit = permit;
-                let io = hyper_util::rt::TokioIo::new(stream);
+                let io = hyper_util::rt::TokioIo::new(io);
                 let _ = hyper::server::conn::http1::Builder::new()
                     .timer(hyper_util::rt::TokioTimer::new())
                     .header_read_timeout(header_timeout)
@@ -528,6 +570,97 @@ async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<Shared>) {
             shared.invalidate_all("restart");
         }
         tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// A connection that fails once a write has waited `limit` without progress (the
+/// client stopped reading its answers), so it cannot hold a connection slot for
+/// ever: hyper has no write timeout of its own.
+struct StallLimited {
+    stream: TcpStream,
+    limit: Duration,
+    /// Running while a write is waiting.
+    stalled: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl StallLimited {
+    fn new(stream: TcpStream, limit: Duration) -> Self {
+        StallLimited {
+            stream,
+            limit,
+            stalled: None,
+        }
+    }
+
+    /// Pass on a write's outcome; a write still waiting fails once it has waited `limit`.
+    fn bounded<T>(
+        &mut self,
+        cx: &mut Context<'_>,
+        outcome: Poll<io::Result<T>>,
+    ) -> Poll<io::Result<T>> {
+        if outcome.is_ready() {
+            self.stalled = None;
+            return outcome;
+        }
+        let limit = self.limit;
+        let timer = self
+            .stalled
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+        match timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "the client stopped reading its answer",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl AsyncRead for StallLimited {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for StallLimited {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_write(cx, buf);
+        this.bounded(cx, outcome)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_write_vectored(cx, bufs);
+        this.bounded(cx, outcome)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_flush(cx);
+        this.bounded(cx, outcome)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let outcome = Pin::new(&mut this.stream).poll_shutdown(cx);
+        this.bounded(cx, outcome)
     }
 }
 
@@ -595,14 +728,21 @@ async fn loopback_only(
     next: Next,
 ) -> Response {
     let headers = request.headers();
-    let host_ok = headers
-        .get(header::HOST)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(is_loopback_host);
-    let origin_ok = match headers.get(header::ORIGIN) {
-        None => true,
-        Some(v) => v.to_str().is_ok_and(is_loopback_origin),
+    // The host a request is for: the target's authority when it has one
+    // (absolute form), and the Host header. Every one of them must be
+    // loopback, whichever a proxy or framework in front would pick.
+    let host_headers_ok = headers
+        .get_all(header::HOST)
+        .iter()
+        .all(|v| v.to_str().is_ok_and(is_loopback_host));
+    let host_ok = match request.uri().authority() {
+        Some(authority) => host_headers_ok && is_loopback_host(authority.as_str()),
+        None => host_headers_ok && headers.contains_key(header::HOST),
     };
+    let origin_ok = headers
+        .get_all(header::ORIGIN)
+        .iter()
+        .all(|v| v.to_str().is_ok_and(is_loopback_origin));
     if host_ok && origin_ok {
         return next.run(request).await;
     }
@@ -1382,6 +1522,25 @@ mod tests {
         assert!(!is_loopback_origin("http://localhost.evil.example"));
         assert!(!is_loopback_origin("http://localhost:3000/path"));
         assert!(!is_loopback_origin("file://"));
+    }
+
+    #[test]
+    fn clipped_text_keeps_whole_characters_and_gives_back_its_memory() {
+        let mut fits = "x".repeat(WITNESS_TEXT_LIMIT);
+        clip(&mut fits);
+        assert_eq!(fits, "x".repeat(WITNESS_TEXT_LIMIT));
+        // Two-byte characters: the limit falls on a boundary, one byte more does not.
+        let mut long = "é".repeat(10_000);
+        clip(&mut long);
+        assert_eq!(long, format!("{}…", "é".repeat(WITNESS_TEXT_LIMIT / 2)));
+        assert!(
+            long.capacity() < 2 * WITNESS_TEXT_LIMIT,
+            "{}",
+            long.capacity()
+        );
+        let mut odd = format!("x{}", "é".repeat(10_000));
+        clip(&mut odd);
+        assert_eq!(odd, format!("x{}…", "é".repeat(WITNESS_TEXT_LIMIT / 2 - 1)));
     }
 
     #[test]

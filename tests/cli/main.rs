@@ -286,5 +286,6 @@ mod real_servers;
 mod refusals;
 mod seamless;
 mod server;
+mod server_limits;
 mod status;
 mod verify;
