@@ -123,6 +123,8 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
         }
     }
     let rt = runtime()?;
+    // Before anything is put in an install: from here a signal is ours to handle.
+    let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     let mut results = Vec::new();
     let mut outcome = Outcome::Clean;
     for install in &report.installs {
@@ -141,7 +143,7 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
         let result = rt.block_on(async {
             tokio::select! {
                 r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress) => r,
-                signal = interrupted() => Err(Error::Interrupted { signal }),
+                signal = interrupts.next() => Err(Error::Interrupted { signal }),
             }
         });
         drop(target);
@@ -383,26 +385,47 @@ async fn verify_install(
     })
 }
 
-/// The first SIGINT or SIGTERM.
-async fn interrupted() -> &'static str {
+/// SIGINT and SIGTERM, caught from the moment they are listened to.
+struct Interrupts {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
+    int: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    term: tokio::signal::unix::Signal,
+}
+
+impl Interrupts {
+    /// Start catching the signals (call inside the runtime).
+    fn listen() -> Result<Self> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            let catch = |kind: SignalKind, name: &str| {
+                signal(kind)
+                    .map_err(|e| Error::io("catch", name, e, "check the machine's signal limits"))
+            };
+            Ok(Interrupts {
+                int: catch(SignalKind::interrupt(), "SIGINT")?,
+                term: catch(SignalKind::terminate(), "SIGTERM")?,
+            })
+        }
+        #[cfg(not(unix))]
+        Ok(Interrupts {})
+    }
+
+    /// The next signal caught.
+    async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.int.recv() => "SIGINT",
+                _ = self.term.recv() => "SIGTERM",
             }
         }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "SIGINT"
+        #[cfg(not(unix))]
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            "SIGINT"
+        }
     }
 }
 

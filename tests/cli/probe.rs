@@ -184,7 +184,7 @@ fn probe_says_not_covered_naming_a_403_or_500_session_expired_answer() {
             shown(&sb, &o.stdout),
             sb.normalize(format!(
                 "probe http://127.0.0.1:[PORT]/mcp
-session: issued (protocol 2025-11-25, 3 tool(s) listed)
+session: issued (protocol 2025-11-25, 4 tool(s) listed)
 
 CASE  STATUS  SESSION LOST  ANSWER
 unknown-session-tools-list  {status}  no  {words}
