@@ -559,9 +559,11 @@ fn the_session_loss_predicate_is_narrow_on_real_sdk_errors() {
     assert_eq!(verdicts, expected);
 }
 
-/// Run mcpatch on a pseudo-terminal (util-linux `script`), typing `keys` after a pause.
+/// Run mcpatch on a pseudo-terminal (util-linux `script`), typing `keys` once it
+/// asks (its prompt is on the screen), and return its exit code and the screen.
 fn on_a_terminal(sb: &Sandbox, args: &[&str], keys: &str) -> (i32, String) {
-    use std::io::Write;
+    use std::io::{Read, Write};
+    const PROMPT: &str = "patch this file anyway?";
     let script = which::which("script").unwrap_or_else(|_| {
         panic!(
             "`script` (util-linux) is needed to test the terminal prompt: apt-get install bsdutils"
@@ -586,15 +588,30 @@ fn on_a_terminal(sb: &Sandbox, args: &[&str], keys: &str) -> (i32, String) {
         .stdout(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(1500));
-    child
-        .stdin
-        .as_mut()
-        .unwrap()
-        .write_all(keys.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
-    (code(&o), String::from_utf8_lossy(&o.stdout).to_string())
+    let mut out = child.stdout.take().unwrap();
+    let (seen_tx, seen) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut screen = Vec::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = out.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            screen.extend_from_slice(&buf[..n]);
+            if String::from_utf8_lossy(&screen).contains(PROMPT) {
+                let _ = seen_tx.send(());
+            }
+        }
+        String::from_utf8_lossy(&screen).to_string()
+    });
+    // Type once the prompt is there (an event); a run that never asks fails the test below.
+    let _ = seen.recv_timeout(std::time::Duration::from_secs(60));
+    let mut stdin = child.stdin.take().unwrap();
+    let _ = stdin.write_all(keys.as_bytes());
+    drop(stdin);
+    let status = child.wait().unwrap();
+    let screen = reader.join().unwrap();
+    (status.code().unwrap_or(-1), screen)
 }
 
 #[test]
