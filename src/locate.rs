@@ -210,7 +210,9 @@ struct Search<'a> {
     found: Vec<Found>,
     searched: Vec<String>,
     /// Real paths of the folders already listed, so that links and repeats are read once.
-    visited: HashSet<PathBuf>,
+    /// Folders already listed, by device and inode (links and other paths to
+    /// them included): each is read once.
+    visited: HashSet<(u64, u64)>,
     folders_read: usize,
 }
 
@@ -501,10 +503,7 @@ impl<'a> Search<'a> {
             if nesting > MAX_NESTING || budget == 0 {
                 continue;
             }
-            let Ok(real) = std::fs::canonicalize(&dir) else {
-                continue;
-            };
-            if !self.visited.insert(real) {
+            if !self.first_visit(&dir) {
                 continue;
             }
             // Packages, scopes and the store are listed; scoped packages and store
@@ -515,8 +514,8 @@ impl<'a> Search<'a> {
                     break;
                 }
                 let name = name.as_encoded_bytes();
-                let seen_before = (name == b".pnpm" || name.starts_with(b"@"))
-                    && !std::fs::canonicalize(&path).is_ok_and(|real| self.visited.insert(real));
+                let seen_before =
+                    (name == b".pnpm" || name.starts_with(b"@")) && !self.first_visit(&path);
                 if seen_before {
                     // A link back to a folder already listed (or a broken one).
                     continue;
@@ -557,6 +556,24 @@ impl<'a> Search<'a> {
                     self.visit_package(&path, listing, nesting, &mut queue, via);
                 }
             }
+        }
+    }
+
+    /// Whether `dir` is a folder not visited before (marking it visited); false
+    /// for a missing folder. One stat, where resolving the real path would read
+    /// every link along it.
+    fn first_visit(&mut self, dir: &Path) -> bool {
+        match std::fs::metadata(dir) {
+            #[cfg(unix)]
+            Ok(m) if m.is_dir() => self.visited.insert(folder_identity(&m)),
+            #[cfg(not(unix))]
+            Ok(m) if m.is_dir() => {
+                use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+                let real = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+                let key = BuildHasherDefault::<DefaultHasher>::default().hash_one(&real);
+                self.visited.insert((key, 0))
+            }
+            _ => false,
         }
     }
 
@@ -695,6 +712,13 @@ fn npm_package(npm: &Path) -> Option<PathBuf> {
     .into_iter()
     .find(|d| package_name_is(d, "npm"))
     .and_then(|d| std::fs::canonicalize(d).ok())
+}
+
+/// Device and inode of a folder.
+#[cfg(unix)]
+fn folder_identity(m: &std::fs::Metadata) -> (u64, u64) {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
 }
 
 #[cfg(unix)]
