@@ -2,8 +2,11 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand};
+use std::ffi::OsString;
 
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+
+use crate::color::ColorChoice;
 use crate::verify::scenario::ScenarioName;
 
 /// Find, patch, revert and verify @deepseek-ai/dsh-mcp-client installs so DSH
@@ -17,6 +20,16 @@ use crate::verify::scenario::ScenarioName;
     after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, a verify scenario failed its expectation, or a probed server is not covered; 2 error (nothing was changed)."
 )]
 pub struct Cli {
+    /// When to colour the output; auto colours a terminal unless NO_COLOR,
+    /// CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too.
+    #[arg(
+        long,
+        global = true,
+        value_name = "WHEN",
+        default_value = "auto",
+        display_order = 900
+    )]
+    pub color: ColorChoice,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -155,4 +168,63 @@ pub struct NodeArg {
     /// The node binary to use (default: `node` on PATH).
     #[arg(long, value_name = "PATH")]
     pub node: Option<PathBuf>,
+}
+
+/// Parse the process's command line; clap's own help and errors follow
+/// `--color` too (it is read before clap prints anything).
+pub fn parse() -> Cli {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let command = match color_flag(&args) {
+        Some(ColorChoice::Always) => Cli::command().color(clap::ColorChoice::Always),
+        Some(ColorChoice::Never) => Cli::command().color(clap::ColorChoice::Never),
+        _ => Cli::command(),
+    };
+    let matches = command.get_matches_from(args);
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+}
+
+/// The last `--color WHEN` or `--color=WHEN` before any `--`, if valid.
+fn color_flag(args: &[OsString]) -> Option<ColorChoice> {
+    use clap::ValueEnum;
+    let mut found = None;
+    let mut args = args.iter().skip(1).map(|a| a.to_str());
+    while let Some(arg) = args.next() {
+        let value = match arg {
+            Some("--") => break,
+            Some("--color") => args.next().flatten(),
+            Some(a) => a.strip_prefix("--color="),
+            None => None,
+        };
+        if let Some(choice) = value.and_then(|v| ColorChoice::from_str(v, false).ok()) {
+            found = Some(choice);
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_color_flag_is_found_before_clap_parses() {
+        assert_eq!(color_flag(&args(&["mcpatch", "status"])), None);
+        assert_eq!(
+            color_flag(&args(&["mcpatch", "--color", "never", "status"])),
+            Some(ColorChoice::Never)
+        );
+        assert_eq!(
+            color_flag(&args(&["mcpatch", "status", "--color=always"])),
+            Some(ColorChoice::Always)
+        );
+        assert_eq!(
+            color_flag(&args(&["mcpatch", "probe", "--", "--color=always"])),
+            None
+        );
+        assert_eq!(color_flag(&args(&["mcpatch", "--color", "purple"])), None);
+    }
 }

@@ -21,8 +21,13 @@ pub enum Error {
     #[error("{path} is not a dsh-mcp-client install, a lib/index.js, or a folder\nhelp: pass --path the package folder (the one holding package.json and lib/index.js) or a folder to search below")]
     NotAnInstall { path: PathBuf },
 
-    #[error("cannot run node ({node}): {detail}\nhelp: install Node.js 22 or later, or pass --node PATH")]
-    NodeUnavailable { node: String, detail: String },
+    #[error("cannot run node ({node}): {detail}\nhelp: {help}")]
+    NodeUnavailable {
+        node: String,
+        detail: String,
+        /// Install node, or fix `--node` when it was given.
+        help: &'static str,
+    },
 
     #[error("the patch does not apply to {path}: {detail}\nhelp: this file is not the revision the patch was cut against; run `mcpatch diff --path {path}` to compare, or reinstall @deepseek-ai/dsh")]
     PatchDoesNotApply { path: PathBuf, detail: String },

@@ -6,6 +6,7 @@ pub mod apply;
 pub mod backup;
 pub mod classify;
 pub mod cli;
+pub mod color;
 pub mod diff;
 pub mod error;
 pub mod exit_code;
@@ -27,6 +28,7 @@ pub mod status;
 pub mod table;
 pub mod transaction;
 pub mod verify;
+pub mod width;
 
 use clap::CommandFactory;
 
@@ -37,6 +39,7 @@ use crate::locate::Environment;
 
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
+    color::set_choice(cli.color);
     let spec = registry::session_loss()?;
     let mut env = Environment::from_process();
     env.ask_npm = cli.command.path_args().is_some_and(|p| p.npm);

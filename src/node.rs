@@ -18,6 +18,11 @@ const MAX_OUTPUT_BYTES: usize = 1024 * 1024;
 /// How long to wait for the output pipes to close once node has ended.
 const PIPE_GRACE: Duration = Duration::from_secs(5);
 
+/// What to do when `node` is missing from PATH or cannot run.
+const INSTALL_HELP: &str = "install Node.js 22 or later, or pass --node PATH";
+/// What to do when the binary given with `--node` cannot run.
+const GIVEN_HELP: &str = "check the path given to --node: it must be a Node.js 22 or later binary; or leave --node out to use `node` on PATH";
+
 /// A usable node binary.
 #[derive(Debug, Clone)]
 pub struct Node {
@@ -26,9 +31,25 @@ pub struct Node {
     pub version: String,
     /// Whether `Promise.withResolvers` exists (Node >= 22, which the host requires).
     pub has_with_resolvers: bool,
+    /// Whether it was given with `--node` (rather than found on PATH).
+    pub given: bool,
+}
+
+/// The error for a node that cannot run, with the fix that fits how it was chosen.
+fn unavailable(path: &Path, given: bool, detail: String) -> Error {
+    Error::NodeUnavailable {
+        node: path.display().to_string(),
+        detail,
+        help: if given { GIVEN_HELP } else { INSTALL_HELP },
+    }
 }
 
 impl Node {
+    /// This node cannot run: `detail` says why.
+    pub fn unavailable(&self, detail: String) -> Error {
+        unavailable(&self.path, self.given, detail)
+    }
+
     /// Run this node with `args` for `step` (named in a timeout error), within
     /// the time limit, and collect its output.
     pub fn run<I, S>(&self, step: &'static str, args: I) -> Result<Output>
@@ -38,7 +59,7 @@ impl Node {
     {
         let mut cmd = Command::new(&self.path);
         cmd.args(args);
-        run_bounded(&self.path, cmd, step, timeout()?)
+        run_bounded(&self.path, self.given, cmd, step, timeout()?)
     }
 }
 
@@ -58,41 +79,43 @@ pub fn timeout() -> Result<Duration> {
 
 /// `--node PATH`, else `node` on PATH; it must report a `vNN.` version.
 pub fn find(explicit: Option<&Path>) -> Result<Node> {
+    let given = explicit.is_some();
     let path = match explicit {
         Some(p) => p.to_path_buf(),
-        None => which::which("node").map_err(|e| Error::NodeUnavailable {
-            node: "node".into(),
-            detail: format!("not found on PATH ({e})"),
-        })?,
+        None => which::which("node")
+            .map_err(|_| unavailable(Path::new("node"), false, "not found on PATH".into()))?,
     };
     let mut cmd = Command::new(&path);
     cmd.args(["-p", "process.version + ' ' + typeof Promise.withResolvers"]);
-    let out = run_bounded(&path, cmd, "the node version check", timeout()?)?;
+    let out = run_bounded(&path, given, cmd, "the node version check", timeout()?)?;
     if !out.status.success() {
-        return Err(Error::NodeUnavailable {
-            node: path.display().to_string(),
-            detail: format!(
+        return Err(unavailable(
+            &path,
+            given,
+            format!(
                 "exited with {}: {}",
                 out.status,
                 String::from_utf8_lossy(&out.stderr).trim()
             ),
-        });
+        ));
     }
     let text = String::from_utf8_lossy(&out.stdout);
     let mut parts = text.split_whitespace();
     let version = parts.next().unwrap_or_default().to_string();
     if !is_node_version(&version) {
         let printed: String = text.trim().chars().take(200).collect();
-        return Err(Error::NodeUnavailable {
-            node: path.display().to_string(),
-            detail: format!("it does not report a node version (it printed {printed:?})"),
-        });
+        return Err(unavailable(
+            &path,
+            given,
+            format!("it does not report a node version (it printed {printed:?})"),
+        ));
     }
     let has_with_resolvers = parts.next() == Some("function");
     Ok(Node {
         path,
         version,
         has_with_resolvers,
+        given,
     })
 }
 
@@ -103,20 +126,18 @@ fn is_node_version(v: &str) -> bool {
         .is_some_and(|(major, _)| !major.is_empty() && major.bytes().all(|b| b.is_ascii_digit()))
 }
 
-/// Run `cmd` (node at `program`) in its own process group with no stdin,
+/// Run `cmd` (node at `program`, `given` with `--node` or not) in its own process group with no stdin,
 /// keeping at most [`MAX_OUTPUT_BYTES`] of each output. Past `limit` the whole
 /// group is killed and the run is a timeout error naming `step`; once node
 /// ends, anything it left running in its group is killed too.
 fn run_bounded(
     program: &Path,
+    given: bool,
     mut cmd: Command,
     step: &'static str,
     limit: Duration,
 ) -> Result<Output> {
-    let unavailable = |e: std::io::Error| Error::NodeUnavailable {
-        node: program.display().to_string(),
-        detail: e.to_string(),
-    };
+    let unavailable = |e: std::io::Error| unavailable(program, given, e.to_string());
     cmd.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());

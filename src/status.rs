@@ -5,12 +5,14 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::classify::{self, Install, State};
+use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::locate::{self, Environment, LocateReport};
 use crate::path_json;
 use crate::registry::PatchSpec;
-use crate::table::{Align, Table};
+use crate::table::{hanging, hanging_list, shorten_middle, Align, Table};
+use crate::width;
 
 /// The `status --json` document.
 #[derive(Debug, Serialize)]
@@ -113,7 +115,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
         return Err(failed.into_iter().next().expect("one error"));
     }
     for e in &failed {
-        eprintln!("error: {e}");
+        eprintln!("{}", color::stderr().error(&e.to_string()));
     }
     if !failed.is_empty() {
         return Err(Error::SomeUnreadable {
@@ -133,33 +135,84 @@ pub fn short_hash(h: &str) -> String {
     }
 }
 
+/// A state as tables show it: red when the bug is there or the patch cannot
+/// help, yellow when it needs a look, green when it recovers.
+pub fn paint_state(paint: Painter, state: State) -> String {
+    let style = match state {
+        State::Affected | State::Unsupported => Style::Red,
+        State::Modified | State::Outdated => Style::Yellow,
+        State::Patched | State::UpstreamFixed => Style::Green,
+    };
+    paint.paint(style, state.as_str())
+}
+
+/// The table for stdout: as wide as stdout allows, coloured as stdout allows.
 pub fn render_table(report: &StatusReport) -> String {
+    render_table_within(report, width::stdout_columns(), color::stdout())
+}
+
+/// The table in at most `columns` (when given): one line per install when
+/// that fits, else each install's path on a line of its own (shortened from
+/// the middle if even that is too wide) above its version, state and next step.
+pub fn render_table_within(
+    report: &StatusReport,
+    columns: Option<usize>,
+    paint: Painter,
+) -> String {
     let mut s = String::new();
+    let help = paint.paint(Style::BoldCyan, "help:");
     if report.installs.is_empty() {
         s.push_str("no @deepseek-ai/dsh-mcp-client install found; looked in:\n");
         for w in &report.searched {
-            s.push_str(&format!("  - {w}\n"));
+            s.push_str(&hanging("  - ", w, columns));
         }
-        s.push_str("help: if DSH is installed elsewhere, pass its folder with --path\n");
+        s.push_str(&hanging(
+            &format!("{help} "),
+            "if DSH is installed elsewhere, pass its folder with --path",
+            columns,
+        ));
         return s;
     }
-    let mut table = Table::new(
+    let version = |i: &Install| i.version.clone().unwrap_or_else(|| "?".into());
+    let mut wide = Table::new(
         &["PATH", "VERSION", "STATE", "NEXT STEP"],
         &[Align::Left, Align::Left, Align::Left, Align::Left],
     );
+    let mut narrow = Table::new(
+        &["VERSION", "STATE", "NEXT STEP"],
+        &[Align::Left, Align::Left, Align::Left],
+    );
     for i in &report.installs {
-        table.row(vec![
+        let state = paint_state(paint, i.state);
+        wide.row(vec![
             i.path.display().to_string(),
-            i.version.clone().unwrap_or_else(|| "?".into()),
-            i.state.as_str().to_string(),
+            version(i),
+            state.clone(),
             i.next_step.to_string(),
         ]);
+        narrow.row(vec![version(i), state, i.next_step.to_string()]);
     }
-    let lines = table.lines();
-    s.push_str(&lines[0]);
-    for (line, install) in lines[1..].iter().zip(&report.installs) {
-        s.push_str(line);
-        let mut detail = format!("    sha256 {}", short_hash(&install.sha256));
+    let rows: Vec<String> = match columns {
+        Some(c) if wide.width() > c => {
+            let indent = |text: String| {
+                text.lines()
+                    .map(|l| format!("    {l}\n"))
+                    .collect::<String>()
+            };
+            let lines = narrow.lines_within(Some(c.saturating_sub(4)));
+            let mut rows = vec![format!("PATH\n{}", indent(lines[0].clone()))];
+            for (install, line) in report.installs.iter().zip(&lines[1..]) {
+                let path = shorten_middle(&install.path.display().to_string(), c);
+                rows.push(format!("{path}\n{}", indent(line.clone())));
+            }
+            rows
+        }
+        _ => wide.lines(),
+    };
+    s.push_str(&rows[0]);
+    for (row, install) in rows[1..].iter().zip(&report.installs) {
+        s.push_str(row);
+        let mut detail = short_hash(&install.sha256);
         if let Some(rev) = install.revision {
             detail.push_str(&format!(" ({rev})"));
         }
@@ -169,25 +222,36 @@ pub fn render_table(report: &StatusReport) -> String {
                 install.hard_links
             ));
         }
-        s.push_str(&detail);
-        s.push('\n');
+        s.push_str(&hanging("    sha256 ", &detail, columns));
         for other in &install.same_file_as {
-            s.push_str(&format!("    same file as {}\n", other.display()));
+            let lead = "    same file as ";
+            let other = other.display().to_string();
+            let other = match columns {
+                Some(c) => shorten_middle(&other, c.saturating_sub(lead.len())),
+                None => other,
+            };
+            s.push_str(&format!("{lead}{other}\n"));
         }
         if let Some(note) = &install.note {
-            s.push_str(&format!("    note: {note}\n"));
+            s.push_str(&hanging("    note: ", note, columns));
         }
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();
-    s.push_str(&format!(
-        "{} install(s): {} affected, {} patched, {} outdated, {} upstream-fixed, {} modified, {} unsupported\n",
-        report.installs.len(),
-        count(State::Affected),
-        count(State::Patched),
-        count(State::Outdated),
-        count(State::UpstreamFixed),
-        count(State::Modified),
-        count(State::Unsupported)
+    let counts: Vec<String> = [
+        State::Affected,
+        State::Patched,
+        State::Outdated,
+        State::UpstreamFixed,
+        State::Modified,
+        State::Unsupported,
+    ]
+    .into_iter()
+    .map(|st| format!("{} {}", count(st), st.as_str()))
+    .collect();
+    s.push_str(&hanging_list(
+        &format!("{} install(s): ", report.installs.len()),
+        &counts,
+        columns,
     ));
     s
 }

@@ -1,5 +1,9 @@
 //! Plain-text tables for the terminal: every column but the last padded to its
-//! widest cell, two spaces between columns.
+//! widest cell (by visible width: colour escapes take no room), two spaces
+//! between columns; and the ways text is made to fit a width: words wrapped
+//! under a hanging indent, paths shortened from the middle.
+
+use crate::color::visible_width;
 
 /// How a column's cells line up.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,28 +36,49 @@ impl Table {
         self.rows.push(cells);
     }
 
-    /// The header line, then one line per row, each ending in a newline.
-    pub fn lines(&self) -> Vec<String> {
-        let columns = self.header.len();
-        let widths: Vec<usize> = (0..columns)
+    fn widths(&self) -> Vec<usize> {
+        (0..self.header.len())
             .map(|c| {
                 std::iter::once(&self.header)
                     .chain(&self.rows)
-                    .map(|r| r[c].chars().count())
+                    .map(|r| visible_width(&r[c]))
                     .max()
                     .unwrap_or(0)
             })
-            .collect();
+            .collect()
+    }
+
+    /// The widest line [`Table::lines`] makes.
+    pub fn width(&self) -> usize {
+        let widths = self.widths();
+        let last = widths.len() - 1;
+        widths[..last].iter().map(|w| w + 2).sum::<usize>() + widths[last]
+    }
+
+    /// The header line, then one line per row, each ending in a newline.
+    pub fn lines(&self) -> Vec<String> {
+        self.lines_within(None)
+    }
+
+    /// As [`Table::lines`], with the last column's words wrapped so that no
+    /// line is wider than `max` (when given), continued under that column:
+    /// an entry per row, holding one line or more.
+    pub fn lines_within(&self, max: Option<usize>) -> Vec<String> {
+        let columns = self.header.len();
+        let widths = self.widths();
+        let lead: usize = widths[..columns - 1].iter().map(|w| w + 2).sum();
         std::iter::once(&self.header)
             .chain(&self.rows)
             .map(|r| {
                 let mut line = String::new();
                 for (c, cell) in r.iter().enumerate() {
                     if c + 1 == columns {
-                        line.push_str(cell);
+                        let room = max.map(|m| m.saturating_sub(lead).max(MIN_WRAP));
+                        let continued = format!("\n{}", " ".repeat(lead));
+                        line.push_str(&wrap(cell, room).join(&continued));
                         break;
                     }
-                    let pad = " ".repeat(widths[c] - cell.chars().count());
+                    let pad = " ".repeat(widths[c] - visible_width(cell));
                     match self.align[c] {
                         Align::Left => line.push_str(&format!("{cell}{pad}  ")),
                         Align::Right => line.push_str(&format!("{pad}{cell}  ")),
@@ -66,9 +91,203 @@ impl Table {
     }
 }
 
+/// The fewest columns wrapped text is given, however narrow the terminal.
+const MIN_WRAP: usize = 20;
+
+/// `text` in lines no wider than `max` (when given), broken between words; a
+/// word wider than `max` gets a line of its own.
+pub fn wrap(text: &str, max: Option<usize>) -> Vec<String> {
+    let words: Vec<&str> = text.split(' ').collect();
+    wrap_units(&words, " ", max)
+}
+
+/// `units` joined by `sep`, in lines no wider than `max` (when given), broken
+/// only between units (after `sep`, less its trailing spaces).
+fn wrap_units(units: &[&str], sep: &str, max: Option<usize>) -> Vec<String> {
+    let Some(max) = max else {
+        return vec![units.join(sep)];
+    };
+    let sep_width = visible_width(sep);
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    for unit in units {
+        if !line.is_empty() && visible_width(&line) + sep_width + visible_width(unit) > max {
+            line.push_str(sep.trim_end());
+            lines.push(std::mem::take(&mut line));
+        } else if !line.is_empty() {
+            line.push_str(sep);
+        }
+        line.push_str(unit);
+    }
+    lines.push(line);
+    lines
+}
+
+/// `first` then `items` joined by ", ", wrapped to `max` columns (when given)
+/// between items, each line after the first indented by the width of `first`;
+/// ends in a newline.
+pub fn hanging_list(first: &str, items: &[String], max: Option<usize>) -> String {
+    let indent = visible_width(first);
+    let room = max.map(|m| m.saturating_sub(indent).max(MIN_WRAP));
+    let continued = format!("\n{}", " ".repeat(indent));
+    let items: Vec<&str> = items.iter().map(String::as_str).collect();
+    format!(
+        "{first}{}\n",
+        wrap_units(&items, ", ", room).join(&continued)
+    )
+}
+
+/// `first` then `text` wrapped to `max` columns (when given), each line after
+/// the first indented by the width of `first`; ends in a newline.
+pub fn hanging(first: &str, text: &str, max: Option<usize>) -> String {
+    let indent = visible_width(first);
+    let room = max.map(|m| m.saturating_sub(indent).max(MIN_WRAP));
+    let continued = format!("\n{}", " ".repeat(indent));
+    format!("{first}{}\n", wrap(text, room).join(&continued))
+}
+
+/// `path` in at most `max` columns: whole if it fits, else with whole
+/// folders from the middle replaced by `…`. The first folders get up to a
+/// third of the room (where the install is), the last ones the rest (they name
+/// the package). A last folder that alone is too long is cut in its middle.
+pub fn shorten_middle(path: &str, max: usize) -> String {
+    let chars: Vec<char> = path.chars().collect();
+    if chars.len() <= max {
+        return path.to_string();
+    }
+    // Components with their leading `/`: "/usr/lib/x" is "/usr", "/lib", "/x".
+    let mut parts: Vec<String> = Vec::new();
+    for c in chars.iter().copied() {
+        match parts.last_mut() {
+            Some(part) if c != '/' => part.push(c),
+            _ => parts.push(c.to_string()),
+        }
+    }
+    let len = |p: &String| p.chars().count();
+    // Room for the kept folders, less "/…" between them.
+    let budget = max.saturating_sub(2);
+    let last = parts.len() - 1;
+    if parts.len() < 2 || len(&parts[last]) > budget {
+        let keep = max.saturating_sub(1);
+        let head = keep / 3;
+        let tail = keep - head;
+        return chars[..head]
+            .iter()
+            .chain(std::iter::once(&'…'))
+            .chain(&chars[chars.len() - tail..])
+            .collect();
+    }
+    // The last folder always stays; the first ones get up to a third.
+    let mut tail_from = last;
+    let mut tail_len = len(&parts[last]);
+    let head_room = (budget / 3).min(budget - tail_len);
+    let mut head_to = 0;
+    let mut head_len = 0;
+    while head_to < last && head_len + len(&parts[head_to]) <= head_room {
+        head_len += len(&parts[head_to]);
+        head_to += 1;
+    }
+    while tail_from > head_to && head_len + tail_len + len(&parts[tail_from - 1]) <= budget {
+        tail_from -= 1;
+        tail_len += len(&parts[tail_from]);
+    }
+    while head_to < tail_from && head_len + len(&parts[head_to]) + tail_len <= budget {
+        head_len += len(&parts[head_to]);
+        head_to += 1;
+    }
+    let (head, tail) = (parts[..head_to].concat(), parts[tail_from..].concat());
+    if head_to == tail_from {
+        return path.to_string();
+    }
+    if head.is_empty() {
+        format!("…{tail}")
+    } else {
+        format!("{head}/…{tail}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn coloured_cells_line_up_by_what_shows() {
+        let mut t = Table::new(&["A", "B"], &[Align::Left, Align::Left]);
+        t.row(vec!["\x1b[31mred\x1b[0m".into(), "x".into()]);
+        t.row(vec!["plain".into(), "y".into()]);
+        assert_eq!(
+            t.lines(),
+            ["A      B\n", "\x1b[31mred\x1b[0m    x\n", "plain  y\n"]
+        );
+        assert_eq!(t.width(), 8);
+    }
+
+    #[test]
+    fn the_last_column_wraps_under_itself() {
+        let mut t = Table::new(&["A", "NOTE"], &[Align::Left, Align::Left]);
+        t.row(vec!["ab".into(), "one two three four".into()]);
+        assert_eq!(t.width(), 22);
+        assert_eq!(
+            t.lines_within(Some(30)),
+            ["A   NOTE\n", "ab  one two three four\n"]
+        );
+        assert_eq!(
+            t.lines_within(Some(4 + MIN_WRAP - 6)),
+            ["A   NOTE\n", "ab  one two three four\n"],
+            "never narrower than MIN_WRAP"
+        );
+        let mut t = Table::new(&["A", "NOTE"], &[Align::Left, Align::Left]);
+        t.row(vec!["ab".into(), "one two three four five six".into()]);
+        assert_eq!(
+            t.lines_within(Some(4 + MIN_WRAP)),
+            ["A   NOTE\n", "ab  one two three four\n    five six\n"]
+        );
+    }
+
+    #[test]
+    fn wrapping_breaks_between_words_and_keeps_long_words_whole() {
+        assert_eq!(wrap("a bb ccc", None), ["a bb ccc"]);
+        assert_eq!(wrap("a bb ccc", Some(4)), ["a bb", "ccc"]);
+        assert_eq!(wrap("abcdefgh ij", Some(4)), ["abcdefgh", "ij"]);
+        assert_eq!(
+            hanging("  note: ", &["word"; 8].join(" "), Some(8 + MIN_WRAP)),
+            "  note: word word word word\n        word word word word\n"
+        );
+        let items: Vec<String> = ["1 affected", "0 patched", "0 outdated"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(
+            hanging_list("3 install(s): ", &items, Some(14 + MIN_WRAP + 2)),
+            "3 install(s): 1 affected, 0 patched,\n              0 outdated\n"
+        );
+        assert_eq!(
+            hanging_list("3: ", &items, None),
+            "3: 1 affected, 0 patched, 0 outdated\n"
+        );
+    }
+
+    #[test]
+    fn paths_are_shortened_from_the_middle_by_whole_folders() {
+        let p = "/usr/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai/dsh-mcp-client";
+        assert_eq!(shorten_middle(p, 100), p);
+        assert_eq!(shorten_middle(p, 79), p);
+        assert_eq!(
+            shorten_middle(p, 78),
+            "/usr/lib/node_modules/…/dsh/node_modules/@deepseek-ai/dsh-mcp-client"
+        );
+        assert_eq!(
+            shorten_middle(p, 60),
+            "/usr/lib/…/dsh/node_modules/@deepseek-ai/dsh-mcp-client"
+        );
+        assert_eq!(
+            shorten_middle(p, 40),
+            "/usr/lib/…/@deepseek-ai/dsh-mcp-client"
+        );
+        assert_eq!(shorten_middle(p, 20), "…/dsh-mcp-client");
+        // A last folder longer than the room: characters go from the middle.
+        assert_eq!(shorten_middle(p, 12), "/us…p-client");
+        assert_eq!(shorten_middle("relative/abcdef", 10), "…/abcdef");
+    }
 
     #[test]
     fn columns_are_padded_to_the_widest_cell_and_the_last_is_not() {

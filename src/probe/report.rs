@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::exchange::{Answer, NoAnswer};
 use super::predicate::Predicate;
 use super::target::Target;
+use crate::color::{self, Painter, Style};
 use crate::error::Error;
 use crate::table::{Align, Table};
 
@@ -292,6 +293,7 @@ pub fn judge_answers(
 
 /// The terminal view: the session, a row per answer, the verdict.
 pub fn render(finding: &Finding, target: &Target) -> String {
+    let paint = color::stdout();
     let r = &finding.report;
     let mut out = format!("probe {}\n", r.url);
     if !target.headers.is_empty() {
@@ -336,13 +338,26 @@ pub fn render(finding: &Finding, target: &Target) -> String {
     }
     if let Some((summary, help)) = &finding.summary {
         out.push('\n');
-        out.push_str(summary);
+        out.push_str(&paint_verdict(paint, r.verdict, summary));
         out.push('\n');
         if let Some(h) = help {
-            out.push_str(&format!("help: {h}\n"));
+            out.push_str(&format!("{} {h}\n", paint.paint(Style::BoldCyan, "help:")));
         }
     }
     out
+}
+
+/// The summary with its leading verdict (`covered:`, `not covered:`,
+/// `stateless:`) green when DSH works with the server, red when it does not.
+fn paint_verdict(paint: Painter, verdict: Verdict, summary: &str) -> String {
+    let style = match verdict {
+        Verdict::Covered | Verdict::Stateless => Style::Green,
+        Verdict::NotCovered | Verdict::Unreachable | Verdict::AuthFailure => Style::Red,
+    };
+    match summary.split_once(':') {
+        Some((word, rest)) => format!("{}:{rest}", paint.paint(style, word)),
+        None => summary.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -183,10 +183,7 @@ pub async fn run_all(
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .map_err(|e| Error::NodeUnavailable {
-            node: node.path.display().to_string(),
-            detail: e.to_string(),
-        })?;
+        .map_err(|e| node.unavailable(e.to_string()))?;
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");
     // Drained as it comes, so a chatty node never blocks on a full pipe; the start is kept.

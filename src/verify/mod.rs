@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::backup;
 use crate::classify::{self, Install, State};
+use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::locate::Environment;
@@ -342,11 +343,7 @@ async fn verify_install(
             };
             finished += 1;
             if progress {
-                let shown = if j.ok {
-                    j.verdict.to_string()
-                } else {
-                    format!("{} (expected {})", j.verdict, expect.verdict())
-                };
+                let shown = shown_verdict(color::stderr(), &j, expect);
                 eprintln!(
                     "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
                     scenario.name,
@@ -484,11 +481,36 @@ fn install_note(target: &Target, overall: &str) -> Option<String> {
     }
 }
 
+/// A verdict as shown, coloured: green when it met its expectation, yellow
+/// for RECOVERED (it met it, after failed calls), red with what was expected
+/// when it did not.
+fn shown_verdict(paint: Painter, j: &Judgement, expect: Expectation) -> String {
+    if !j.ok {
+        let text = format!("{} (expected {})", j.verdict, expect.verdict());
+        return paint.paint(Style::Red, &text);
+    }
+    paint.paint(overall_style(j.verdict), j.verdict)
+}
+
+/// The colour of a verdict that met its expectation, or of an overall result.
+fn overall_style(verdict: &str) -> Style {
+    match verdict {
+        "RECOVERED" => Style::Yellow,
+        "STUCK" | "FAILED" => Style::Red,
+        _ => Style::Green,
+    }
+}
+
 fn render(r: &InstallResult) -> String {
+    let paint = color::stdout();
     let mut s = String::new();
     let what = match &r.backup {
         Some(id) => format!("{} (backup {id}, the control)", r.path.display()),
-        None => format!("{} ({})", r.path.display(), r.state.as_str()),
+        None => format!(
+            "{} ({})",
+            r.path.display(),
+            status::paint_state(paint, r.state)
+        ),
     };
     s.push_str(&format!(
         "{what}\n    sha256 {}, node {}{}\n",
@@ -525,14 +547,9 @@ fn render(r: &InstallResult) -> String {
             x.name.to_string()
         };
         let j = &x.judgement;
-        let verdict = if j.ok {
-            j.verdict.to_string()
-        } else {
-            format!("{} (expected {})", j.verdict, x.expected.verdict())
-        };
         table.row(vec![
             name,
-            verdict,
+            shown_verdict(paint, j, x.expected),
             j.failed_calls.to_string(),
             j.recovery_ms
                 .map(|m| m.to_string())
@@ -545,7 +562,7 @@ fn render(r: &InstallResult) -> String {
     if let Some(note) = &r.note {
         s.push_str(&format!("note: {note}\n"));
     }
-    s.push_str(r.overall);
+    s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');
     s
 }
@@ -611,6 +628,38 @@ fn console_line(e: &server::WitnessEntry) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn verdicts_are_green_when_met_yellow_when_recovered_and_red_when_not() {
+        let paint = Painter::new(true);
+        let met = |verdict: &'static str| Judgement {
+            verdict,
+            ok: true,
+            ..broken(String::new())
+        };
+        assert_eq!(
+            shown_verdict(paint, &met("SEAMLESS"), Expectation::Seamless),
+            "\x1b[32mSEAMLESS\x1b[0m"
+        );
+        assert_eq!(
+            shown_verdict(paint, &met("RECOVERED"), Expectation::Recover),
+            "\x1b[33mRECOVERED\x1b[0m"
+        );
+        let stuck = Judgement {
+            verdict: "STUCK",
+            ..broken(String::new())
+        };
+        assert_eq!(
+            shown_verdict(paint, &stuck, Expectation::Seamless),
+            "\x1b[31mSTUCK (expected SEAMLESS)\x1b[0m"
+        );
+        assert_eq!(
+            shown_verdict(Painter::new(false), &stuck, Expectation::Recover),
+            "STUCK (expected RECOVERED)"
+        );
+        assert_eq!(overall_style("FAILED"), Style::Red);
+        assert_eq!(overall_style("HELD"), Style::Green);
+    }
 
     #[test]
     fn console_lines_escape_control_characters_from_clients() {

@@ -403,7 +403,7 @@ fn no_node_is_an_error_naming_the_flag() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: install Node.js 22 or later, or pass --node PATH\n"
+        "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: check the path given to --node: it must be a Node.js 22 or later binary; or leave --node out to use `node` on PATH\n"
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
 }

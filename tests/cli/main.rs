@@ -95,6 +95,9 @@ impl Sandbox {
             .env("DSH_HOME", self.dsh_home())
             .env("MCPATCH_SYSTEM_ROOTS", "")
             .env("NO_COLOR", "1")
+            .env_remove("CLICOLOR_FORCE")
+            .env_remove("CLICOLOR")
+            .env_remove("COLUMNS")
             .env_remove("PNPM_HOME")
             .env_remove("MCPATCH_SYSROOT")
             .env_remove("MCPATCH_TEST_KILL_AT")
@@ -281,6 +284,7 @@ mod apply;
 mod evidence;
 mod harden;
 mod locate;
+mod look;
 mod probe;
 mod real_servers;
 mod refusals;

@@ -12,13 +12,13 @@ use mcpatch::verify::server::{FakeServer, LostSessionAnswer, ServerBehaviour};
 use super::*;
 
 /// A fake server on its own runtime, for as long as the value lives.
-struct Fake {
+pub(super) struct Fake {
     server: FakeServer,
     _runtime: tokio::runtime::Runtime,
 }
 
 impl Fake {
-    fn start(lost_session: LostSessionAnswer) -> Fake {
+    pub(super) fn start(lost_session: LostSessionAnswer) -> Fake {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -39,13 +39,13 @@ impl Fake {
         }
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         self.server.url()
     }
 }
 
 /// Output with `127.0.0.1:<port>` as `127.0.0.1:[PORT]` and column padding collapsed.
-fn shown(sb: &Sandbox, text: &[u8]) -> String {
+pub(super) fn shown(sb: &Sandbox, text: &[u8]) -> String {
     let text = String::from_utf8_lossy(text);
     let mut out = String::new();
     let mut rest = text.as_ref();
