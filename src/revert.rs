@@ -16,6 +16,7 @@ use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 use crate::replace;
 use crate::status;
+use crate::table::{Align, Table};
 use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
 
 /// What revert's rollback does, as the re-hash error says it.
@@ -243,29 +244,36 @@ pub fn list(spec: &PatchSpec, json: bool, env: &Environment) -> Result<Outcome> 
         return Ok(Outcome::Clean);
     }
     outln!("backups under {}:", root.display());
-    let mut lines: Vec<(&str, String)> = backups
+    // Newest first; a damaged backup says what is wrong in place of its file.
+    let mut rows: Vec<Vec<String>> = backups
         .iter()
         .map(|b| {
-            (
-                b.id.as_str(),
-                format!(
-                    "{}  {}  {}  {}",
-                    b.id,
-                    b.manifest.version.as_deref().unwrap_or("?"),
-                    status::short_hash(&b.manifest.sha256_before),
-                    b.manifest.original_path.display()
-                ),
-            )
+            vec![
+                b.id.clone(),
+                b.manifest.version.clone().unwrap_or_else(|| "?".into()),
+                status::short_hash(&b.manifest.sha256_before),
+                b.manifest.original_path.display().to_string(),
+            ]
         })
-        .chain(
-            damaged
-                .iter()
-                .map(|d| (d.id.as_str(), format!("{}  DAMAGED: {}", d.id, d.damaged))),
-        )
+        .chain(damaged.iter().map(|d| {
+            vec![
+                d.id.clone(),
+                "?".into(),
+                "?".into(),
+                format!("DAMAGED: {}", d.damaged),
+            ]
+        }))
         .collect();
-    lines.sort_by(|a, b| b.0.cmp(a.0));
-    for (_, line) in lines {
-        outln!("{line}");
+    rows.sort_by(|a, b| b[0].cmp(&a[0]));
+    let mut table = Table::new(
+        &["ID", "VERSION", "SAVED SHA256", "FILE"],
+        &[Align::Left, Align::Left, Align::Left, Align::Left],
+    );
+    for row in rows {
+        table.row(row);
+    }
+    for line in table.lines() {
+        crate::out!("{line}");
     }
     Ok(Outcome::Clean)
 }

@@ -93,7 +93,7 @@ restart DSH so it loads the patched client; check it with `mcpatch verify`
     );
     assert_eq!(manifest["mcpatch_version"], env!("CARGO_PKG_VERSION"));
     assert!(manifest["created"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(manifest["mode"].as_u64().unwrap() & 0o777, 0o644);
+    assert_eq!(manifest["mode"], "0644", "the mode as an octal string");
 
     let o = sb.run(&["apply", "--path", p]);
     assert_eq!(code(&o), 0);
@@ -465,7 +465,7 @@ fn revert_restores_the_named_backup() {
     assert_eq!(
         text,
         format!(
-            "backups under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss:\n{id}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"
+            "backups under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss:\nID  VERSION  SAVED SHA256  FILE\n{id}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"
         )
     );
 }

@@ -835,7 +835,7 @@ fn a_damaged_backup_is_listed_and_refused_never_skipped() {
     assert_eq!(code(&o), 0);
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\n{bad}  DAMAGED: {why}\n{good}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n")
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{bad}  ?  ?  DAMAGED: {why}\n{good}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n")
     );
     let v: serde_json::Value =
         serde_json::from_slice(&sb.run(&["backups", "--json"]).stdout).unwrap();
