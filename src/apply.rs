@@ -187,24 +187,25 @@ fn apply_file(
         path: file.to_path_buf(),
         detail: "the file is not UTF-8 text".into(),
     })?;
-    // An earlier patch revision comes out first: the result must be the original, byte for byte.
+    // An earlier patch revision comes out first: for its known hash the result
+    // must be the original, byte for byte; on a locally modified file, the
+    // modified file it was put on.
     let upgrade = if state == State::Outdated {
         Some(stage::remove_earlier(spec, current, &before, file)?)
     } else {
         None
     };
     let (original, original_hash, upgrade_from) = match &upgrade {
-        Some((text, revision)) => (
-            text.as_str(),
-            spec.original_sha256().to_string(),
-            Some(*revision),
-        ),
+        Some((text, revision)) => (text.as_str(), sha256_hex(text.as_bytes()), Some(*revision)),
         None => (current, before.clone(), None),
     };
+    // Under the patch is the revision it was cut against, or a file mcpatch
+    // does not know (patched only when the user says so).
+    let known_base = original_hash == spec.original_sha256();
     let staged = stage::apply_diff(spec, original, file)?;
     kill_point::reached("staged")?;
     let after = sha256_hex(staged.as_bytes());
-    if matches!(state, State::Affected | State::Outdated) && after != spec.patched_sha256() {
+    if known_base && after != spec.patched_sha256() {
         return Err(Error::HashMismatch {
             path: file.to_path_buf(),
             expected: spec.patched_sha256().to_string(),
@@ -212,13 +213,19 @@ fn apply_file(
             undone: APPLY_UNDONE,
         });
     }
-    if state == State::Modified && !opts.yes {
-        let diff = diffy::create_patch(original, &staged);
+    if !known_base && !opts.yes {
+        let diff = diffy::create_patch(current, &staged);
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
-            eprintln!(
-                "{} is modified (not a revision mcpatch knows); the patch would change:",
-                file.display()
-            );
+            match upgrade_from {
+                Some(r) => eprintln!(
+                    "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
+                    file.display()
+                ),
+                None => eprintln!(
+                    "{} is modified (not a revision mcpatch knows); the patch would change:",
+                    file.display()
+                ),
+            }
             eprintln!("{}", crate::diff::format(&diff, true));
             let go = dialoguer::Confirm::new()
                 .with_prompt("patch this file anyway?")
@@ -230,6 +237,11 @@ fn apply_file(
                     "modified: you declined; nothing changed".into(),
                 ));
             }
+        } else if let Some(r) = upgrade_from {
+            return Ok(FileResult::Refused(format!(
+                "outdated: sha256 {before} carries patch revision {r} on a file mcpatch does not know; review with `mcpatch diff --path {}`, then rerun with --yes to upgrade it anyway",
+                package_dir.display()
+            )));
         } else {
             return Ok(FileResult::Refused(format!(
                 "modified: sha256 {before} is not a revision mcpatch knows{}; review with `mcpatch diff --path {}`, then rerun with --yes to patch it anyway",

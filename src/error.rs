@@ -24,7 +24,7 @@ pub enum Error {
     #[error("cannot run node ({node}): {detail}\nhelp: install Node.js 22 or later, or pass --node PATH")]
     NodeUnavailable { node: String, detail: String },
 
-    #[error("the patch does not apply to {path}: {detail}\nhelp: this file is not the revision the patch was cut against; run `mcpatch diff --path {path}` to compare, or reinstall @deepseek-ai/dsh")]
+    #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`")]
     PatchDoesNotApply { path: PathBuf, detail: String },
 
     #[error("the patched file fails `node --check` ({path}):\n{stderr}\nhelp: nothing was changed; report this with the output of `mcpatch status --json`")]

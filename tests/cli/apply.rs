@@ -652,7 +652,7 @@ fn one_read_only_install_does_not_stop_the_others() {
         "{err}"
     );
     assert!(
-        err.ends_with("error: 1 of 2 install(s) could not be patched; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done\n"),
+        err.ends_with("error: 1 of 2 install(s) could not be patched; each error is above\nhelp: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again (a rerun skips what is done)\n"),
         "{err}"
     );
     assert!(sb.normalize(&o.stdout).starts_with(

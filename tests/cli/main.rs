@@ -282,6 +282,7 @@ mod backups;
 mod evidence;
 mod harden;
 mod locate;
+mod next_steps;
 mod probe;
 mod real_servers;
 mod refusals;
