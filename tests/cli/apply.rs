@@ -194,10 +194,10 @@ fn dry_run_checks_everything_and_changes_nothing() {
 }
 
 /// Make a folder unwritable even for root (immutable), undone on drop.
-struct ReadOnly(PathBuf);
+pub(crate) struct ReadOnly(PathBuf);
 
 impl ReadOnly {
-    fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path) -> Self {
         let root = unsafe { libc::geteuid() } == 0;
         let ok = if root {
             std::process::Command::new("chattr")
@@ -318,7 +318,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +780,9 @@) does not match: its context lines are not in the file
-help: this file is not the revision the patch was cut against; run `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js` to compare, or reinstall @deepseek-ai/dsh
+help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`
 "
     );
     assert_eq!(sha256_file(&file), before);

@@ -666,7 +666,7 @@ fn one_unreadable_install_does_not_stop_status_or_apply_for_the_others() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("{unreadable}error: 1 of 2 install(s) could not be patched; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done\n")
+        format!("{unreadable}error: 1 of 2 install(s) could not be patched; each error is above\nhelp: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again (a rerun skips what is done)\n")
     );
     assert_eq!(sha256_file(&open.join("lib/index.js")), patched_hash());
     assert_eq!(backup_count(&sb), 1);

@@ -278,6 +278,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 }
 
 mod apply;
+mod automation;
 mod backups;
 mod evidence;
 mod harden;

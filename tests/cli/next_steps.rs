@@ -1,7 +1,8 @@
 //! One next step per install, and one that works: a file that already carries
 //! the patch's hunks on a locally modified base is recognised (patched, or
-//! outdated for revision 1), and a file the patch does not fit is never told to
-//! run a command that fails.
+//! outdated for revision 1), a file the patch does not fit is never told to
+//! run a command that fails, and `revert` with no backup says where it looked
+//! and how to get the original back.
 
 use super::harden::backup_ids;
 use super::*;
@@ -208,4 +209,49 @@ fn a_patched_file_edited_inside_its_hunks_is_told_to_reinstall() {
         format!("error: the patch does not apply to {DIR}/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`\n")
     );
     assert_eq!(sha256_file(&file), changed);
+}
+
+#[test]
+fn revert_with_no_backup_of_a_patched_install_exits_1_names_the_folder_and_the_way_back() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    // Patched with one DSH_HOME (as `sudo mcpatch apply` uses root's) ...
+    let patched_with = sb.root().join("root-home/.dsh");
+    let o = sb
+        .cmd(&["apply", "--path", p])
+        .env("DSH_HOME", &patched_with)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+
+    // ... and reverted with another, which holds no backup of it.
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "not reverted: {DIR}/lib/index.js\n  it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\n  to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)\n"
+        )
+    );
+    assert_eq!(stderr(&o), "");
+    assert_eq!(sha256_file(&file), patched_hash(), "it stays patched");
+
+    // The way back it names works.
+    let o = sb
+        .cmd(&["revert", "--path", p])
+        .env("DSH_HOME", &patched_with)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), ORIGINAL);
+
+    // An original with no backup has nothing to revert: not a problem.
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("no backup of {DIR}/lib/index.js; nothing to revert\n")
+    );
 }
