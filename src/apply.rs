@@ -5,6 +5,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
+use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, NewBackup};
 use crate::classify::{self, sha256_hex, State};
 use crate::error::{Error, Failures, Result};
@@ -31,6 +32,8 @@ pub struct ApplyOptions {
     pub dry_run: bool,
     pub yes: bool,
     pub node: Option<PathBuf>,
+    /// Print one JSON report ([`ChangeReport`]) instead of text.
+    pub json: bool,
 }
 
 /// What happened to one file.
@@ -50,9 +53,39 @@ enum FileResult {
 }
 
 pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
+    let mut report = ChangeReport {
+        dry_run: Some(opts.dry_run),
+        ..ChangeReport::default()
+    };
+    let result = apply_all(spec, opts, env, &mut report);
+    if opts.json {
+        report.finish(result)
+    } else {
+        result
+    }
+}
+
+fn apply_all(
+    spec: &PatchSpec,
+    opts: &ApplyOptions,
+    env: &Environment,
+    report_out: &mut ChangeReport,
+) -> Result<Outcome> {
+    // Human lines go to stdout only without --json.
+    let say = |args: std::fmt::Arguments<'_>| {
+        if !opts.json {
+            outln!("{args}");
+        }
+    };
     let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;
+    report_out.searched = report.searched.clone();
+    report_out
+        .installs
+        .extend(report.errors.iter().map(InstallChange::unreadable));
     if report.installs.is_empty() && failed.is_empty() {
-        crate::out!("{}", status::render_table(&report));
+        if !opts.json {
+            crate::out!("{}", status::render_table(&report));
+        }
         return Ok(Outcome::Clean);
     }
     // node is needed only when something may be patched.
@@ -77,7 +110,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
     kill_point::reached("locked")?;
     let mut outcome = Outcome::Clean;
     let mut changed = false;
-    let targets: Vec<(PathBuf, PathBuf, String)> = report
+    let targets: Vec<(PathBuf, PathBuf, String, State)> = report
         .installs
         .iter()
         .flat_map(|install| {
@@ -93,7 +126,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                         Some(v) => format!("{} ({v})", dir.display()),
                         None => dir.display().to_string(),
                     };
-                    (file, dir, label)
+                    (file, dir, label, install.state)
                 })
         })
         .collect();
@@ -101,18 +134,20 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
-    for (file, package_dir, label) in &targets {
-        let Some(result) = failures.absorb(apply_file(
-            spec,
-            node.as_ref(),
-            &root,
-            package_dir,
-            file,
-            opts,
-        ))?
-        else {
+    for (file, package_dir, label, state_before) in &targets {
+        report_out
+            .installs
+            .push(InstallChange::new(package_dir, file, Some(*state_before)));
+        let result = apply_file(spec, node.as_ref(), &root, package_dir, file, opts);
+        let entry = report_out.installs.last_mut().expect("just pushed");
+        if let Err(e) = &result {
+            entry.error = Some(e.to_string());
+            entry.state_after = automation::state_now(spec, file);
+        }
+        let Some(result) = failures.absorb(result)? else {
             continue;
         };
+        entry.state_after = automation::state_now(spec, file);
         match result {
             FileResult::Patched {
                 backup_id,
@@ -120,34 +155,43 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
                 upgraded_from,
             } => {
                 changed = true;
+                entry.changed = true;
+                entry.backup = Some(backup_id.clone());
                 let what = match upgraded_from {
                     Some(r) => format!("upgraded {label} from patch revision {r}"),
                     None => format!("patched {label}"),
                 };
-                outln!(
+                say(format_args!(
                     "{what}\n    sha256 now {}, original saved as backup {backup_id}",
                     status::short_hash(&sha256)
-                );
+                ));
             }
             FileResult::WouldPatch { upgrade_from } => {
+                entry.changed = true;
+                entry.state_after = Some(State::Patched);
                 let what = match upgrade_from {
                     Some(r) => format!("upgraded from patch revision {r}"),
                     None => "patched".to_string(),
                 };
-                outln!(
+                say(format_args!(
                     "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
-                )
+                ))
             }
-            FileResult::AlreadyPatched => outln!("already patched: {label}; nothing to do"),
-            FileResult::NothingToDo(why) => outln!("{why}: {label}; nothing to do"),
+            FileResult::AlreadyPatched => {
+                say(format_args!("already patched: {label}; nothing to do"))
+            }
+            FileResult::NothingToDo(why) => say(format_args!("{why}: {label}; nothing to do")),
             FileResult::Refused(why) => {
                 outcome = Outcome::Attention;
-                outln!("refused: {label}\n    {why}");
+                say(format_args!("refused: {label}\n    {why}"));
+                entry.error = Some(format!("refused: {why}"));
             }
         }
     }
     if changed {
-        outln!("restart DSH so it loads the patched client; check it with `mcpatch verify`");
+        say(format_args!(
+            "restart DSH so it loads the patched client; check it with `mcpatch verify`"
+        ));
     }
     failures.finish()?;
     Ok(outcome)
@@ -187,24 +231,25 @@ fn apply_file(
         path: file.to_path_buf(),
         detail: "the file is not UTF-8 text".into(),
     })?;
-    // An earlier patch revision comes out first: the result must be the original, byte for byte.
+    // An earlier patch revision comes out first: for its known hash the result
+    // must be the original, byte for byte; on a locally modified file, the
+    // modified file it was put on.
     let upgrade = if state == State::Outdated {
         Some(stage::remove_earlier(spec, current, &before, file)?)
     } else {
         None
     };
     let (original, original_hash, upgrade_from) = match &upgrade {
-        Some((text, revision)) => (
-            text.as_str(),
-            spec.original_sha256().to_string(),
-            Some(*revision),
-        ),
+        Some((text, revision)) => (text.as_str(), sha256_hex(text.as_bytes()), Some(*revision)),
         None => (current, before.clone(), None),
     };
+    // Under the patch is the revision it was cut against, or a file mcpatch
+    // does not know (patched only when the user says so).
+    let known_base = original_hash == spec.original_sha256();
     let staged = stage::apply_diff(spec, original, file)?;
     kill_point::reached("staged")?;
     let after = sha256_hex(staged.as_bytes());
-    if matches!(state, State::Affected | State::Outdated) && after != spec.patched_sha256() {
+    if known_base && after != spec.patched_sha256() {
         return Err(Error::HashMismatch {
             path: file.to_path_buf(),
             expected: spec.patched_sha256().to_string(),
@@ -212,14 +257,27 @@ fn apply_file(
             undone: APPLY_UNDONE,
         });
     }
-    if state == State::Modified && !opts.yes {
-        let diff = diffy::create_patch(original, &staged);
+    if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
-            eprintln!(
-                "{} is modified (not a revision mcpatch knows); the patch would change:",
-                file.display()
+            match upgrade_from {
+                Some(r) => eprintln!(
+                    "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
+                    file.display()
+                ),
+                None => eprintln!(
+                    "{} is modified (not a revision mcpatch knows); the patch would change:",
+                    file.display()
+                ),
+            }
+            eprint!(
+                "{}",
+                crate::diff::render_change(
+                    &spec.file,
+                    current,
+                    &staged,
+                    crate::color::stderr().on()
+                )
             );
-            eprintln!("{}", crate::diff::format(&diff, true));
             let go = dialoguer::Confirm::new()
                 .with_prompt("patch this file anyway?")
                 .default(false)
@@ -230,6 +288,11 @@ fn apply_file(
                     "modified: you declined; nothing changed".into(),
                 ));
             }
+        } else if let Some(r) = upgrade_from {
+            return Ok(FileResult::Refused(format!(
+                "outdated: sha256 {before} carries patch revision {r} on a file mcpatch does not know; review with `mcpatch diff --path {}`, then rerun with --yes to upgrade it anyway",
+                package_dir.display()
+            )));
         } else {
             return Ok(FileResult::Refused(format!(
                 "modified: sha256 {before} is not a revision mcpatch knows{}; review with `mcpatch diff --path {}`, then rerun with --yes to patch it anyway",

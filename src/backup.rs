@@ -46,10 +46,54 @@ pub struct BackupManifest {
     /// (an earlier patch revision, which `apply` took out to save the original).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replaced_sha256: Option<String>,
+    /// The file's permission bits when it was backed up, written as an octal
+    /// string ("0644"); manifests of earlier mcpatch versions hold the whole
+    /// `st_mode` as a number, which still reads. Never applied to a file.
+    #[serde(default, with = "octal_mode")]
     pub mode: Option<u32>,
     pub mcpatch_version: String,
     /// RFC 3339 UTC.
     pub created: String,
+}
+
+/// A manifest's `mode`: written as four octal digits of the permission bits
+/// ("0644"), read from that or from a number (the whole `st_mode`, as earlier
+/// mcpatch versions wrote it).
+mod octal_mode {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(mode: &Option<u32>, s: S) -> Result<S::Ok, S::Error> {
+        match mode {
+            Some(m) => s.serialize_str(&format!("{:04o}", m & 0o7777)),
+            None => s.serialize_none(),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Written {
+        Number(u32),
+        Octal(String),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+        match Option::<Written>::deserialize(d)? {
+            None => Ok(None),
+            Some(Written::Number(n)) => Ok(Some(n)),
+            Some(Written::Octal(text)) => {
+                let digits = text.strip_prefix("0o").unwrap_or(&text);
+                let octal = !digits.is_empty()
+                    && digits.len() <= 7
+                    && digits.bytes().all(|b| (b'0'..=b'7').contains(&b));
+                match u32::from_str_radix(digits, 8) {
+                    Ok(m) if octal => Ok(Some(m)),
+                    _ => Err(serde::de::Error::custom(format!(
+                        "mode {text:?} is not an octal file mode such as \"0644\""
+                    ))),
+                }
+            }
+        }
+    }
 }
 
 /// One backup on disk.
@@ -413,4 +457,51 @@ pub fn pick<'a>(backups: &'a [Backup], file: &Path, id: Option<&str>) -> Option<
 fn same_path(a: &Path, b: &Path) -> bool {
     a == b
         || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest_with_mode(mode: serde_json::Value) -> serde_json::Result<BackupManifest> {
+        serde_json::from_value(serde_json::json!({
+            "id": "x", "patch_id": "p", "original_path": "/a/lib/index.js",
+            "package_dir": "/a", "version": null, "sha256_before": "b",
+            "sha256_after": "c", "mode": mode, "mcpatch_version": "0.1.0",
+            "created": "2026-01-01T00:00:00Z"
+        }))
+    }
+
+    #[test]
+    fn the_mode_is_written_as_an_octal_string_of_the_permission_bits() {
+        let m = manifest_with_mode(serde_json::json!("0644")).unwrap();
+        assert_eq!(m.mode, Some(0o644));
+        let written = serde_json::to_value(&m).unwrap();
+        assert_eq!(written["mode"], "0644");
+        let setuid = manifest_with_mode(serde_json::json!("4755")).unwrap();
+        assert_eq!(serde_json::to_value(&setuid).unwrap()["mode"], "4755");
+    }
+
+    #[test]
+    fn a_number_from_an_earlier_manifest_still_reads() {
+        // 33188 is st_mode 0o100644: a regular file, rw-r--r--.
+        let m = manifest_with_mode(serde_json::json!(33188)).unwrap();
+        assert_eq!(m.mode, Some(0o100644));
+        assert_eq!(serde_json::to_value(&m).unwrap()["mode"], "0644");
+        assert_eq!(
+            manifest_with_mode(serde_json::Value::Null).unwrap().mode,
+            None
+        );
+    }
+
+    #[test]
+    fn a_mode_that_is_not_octal_is_an_error_naming_it() {
+        for bad in ["rw-r--r--", "0x1a4", "", "+644", "0999"] {
+            let err = manifest_with_mode(serde_json::json!(bad)).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                format!("mode {bad:?} is not an octal file mode such as \"0644\"")
+            );
+        }
+    }
 }

@@ -49,9 +49,7 @@ impl State {
             State::Patched => "none (`mcpatch verify` to check, `mcpatch revert` to undo)",
             State::Outdated => "run `mcpatch apply` to upgrade to the current patch revision",
             State::UpstreamFixed => "none: this revision already recovers from session loss",
-            State::Modified => {
-                "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
-            }
+            State::Modified => NEXT_REVIEW_AND_PATCH,
             State::Unsupported => "upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later",
         }
     }
@@ -96,12 +94,61 @@ pub fn hash_file(path: &Path) -> Result<(Vec<u8>, String)> {
     Ok((snapshot.bytes, snapshot.sha256))
 }
 
+/// What `status` says to do for a modified file the patch fits (it applies).
+pub const NEXT_REVIEW_AND_PATCH: &str =
+    "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway";
+/// What `status` says to do for a file the patch does not fit.
+pub const NEXT_REINSTALL: &str = "reinstall @deepseek-ai/dsh, then run `mcpatch apply`";
+/// What `status` says to do for the current patch on a locally modified file:
+/// its backup holds no known original, so revert needs `--yes`.
+pub const NEXT_PATCHED_ON_MODIFIED: &str =
+    "none (`mcpatch verify` to check, `mcpatch revert --yes` to undo)";
+/// What `status` says to do for an earlier patch revision on a locally modified file.
+pub const NEXT_UPGRADE_MODIFIED: &str =
+    "run `mcpatch apply --yes` to upgrade to the current patch revision";
+
+/// What one file is: its state, the known revision its hash is, more words on
+/// it, and the one next step that works for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    pub state: State,
+    pub revision: Option<&'static str>,
+    pub note: Option<String>,
+    pub next_step: &'static str,
+}
+
+/// `text` without the hunks of `patch`, if it carries every one of them: the
+/// patch reversed applies (all hunks or none), and applying the patch to what
+/// that gives yields `text` again, byte for byte. The base may be any file the
+/// hunks fit, not only the revision the patch was cut against.
+pub fn without_patch(text: &str, patch: &diffy::Patch<'_, str>) -> Option<String> {
+    let base = diffy::apply(text, &patch.reverse()).ok()?;
+    (diffy::apply(&base, patch).ok()? == text).then_some(base)
+}
+
 /// Classify file contents against the patch's known revisions and markers.
 pub fn classify_bytes(
     spec: &PatchSpec,
     bytes: &[u8],
     sha256: &str,
 ) -> (State, Option<&'static str>, Option<String>) {
+    let a = assess(spec, bytes, sha256);
+    (a.state, a.revision, a.note)
+}
+
+/// Classify file contents, with the next step that works for this file: a
+/// file that already carries the current patch's hunks on a base mcpatch does
+/// not know is `patched`, one that carries an earlier revision's is
+/// `outdated` when the current revision fits its base, and a file the patch
+/// does not fit is never told to run a command that would fail.
+pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
+    let of = |state: State, revision, note: Option<String>| Assessment {
+        state,
+        revision,
+        note,
+        next_step: state.next_step(),
+    };
+    let text = String::from_utf8_lossy(bytes);
     if let Some(rev) = spec.revision(sha256) {
         let (state, label) = match rev.kind {
             RevisionKind::Original => (State::Affected, "original"),
@@ -111,40 +158,105 @@ pub fn classify_bytes(
             // Known only by an abbreviated hash: never claim more than "modified".
             RevisionKind::ReportedAffected => (State::Modified, "reported-affected"),
         };
-        return (state, Some(label), Some(rev.note.clone()));
+        let mut a = of(state, Some(label), Some(rev.note.clone()));
+        if state == State::Modified && !patch_fits(spec, &text) {
+            a.next_step = NEXT_REINSTALL;
+        }
+        return a;
     }
-    let text = String::from_utf8_lossy(bytes);
     let has_all = |markers: &[String]| {
         !markers.is_empty() && markers.iter().all(|m| text.contains(m.as_str()))
     };
     if !has_all(&spec.supervisor_markers) {
-        return (
+        return of(
             State::Unsupported,
             None,
             Some("no reconnect supervisor found in this file: the patch cannot help it".into()),
         );
     }
     if text.contains(spec.patch_marker.as_str()) {
-        return (
-            State::Modified,
-            None,
-            Some("carries another revision of the mcpatch patch: run `mcpatch revert`, then `mcpatch apply`".into()),
-        );
+        return assess_carrying_patch(spec, &text);
     }
     if has_all(&spec.upstream_fix_markers) {
-        return (State::UpstreamFixed, None, None);
+        return of(State::UpstreamFixed, None, None);
     }
-    (
-        State::Modified,
-        None,
-        Some("unknown revision with the reconnect supervisor present".into()),
-    )
+    if patch_fits(spec, &text) {
+        return of(
+            State::Modified,
+            None,
+            Some("unknown revision with the reconnect supervisor present".into()),
+        );
+    }
+    Assessment {
+        next_step: NEXT_REINSTALL,
+        ..of(
+            State::Modified,
+            None,
+            Some("unknown revision with the reconnect supervisor present; the patch does not fit it (its context lines are not all in the file)".into()),
+        )
+    }
+}
+
+/// Whether the current patch applies to `text`, all hunks.
+fn patch_fits(spec: &PatchSpec, text: &str) -> bool {
+    diffy::apply(text, &spec.parsed_diff()).is_ok()
+}
+
+/// A file of an unknown hash that names the mcpatch patch: which revision's
+/// hunks it carries, on a base mcpatch does not know.
+fn assess_carrying_patch(spec: &PatchSpec, text: &str) -> Assessment {
+    if without_patch(text, &spec.parsed_diff()).is_some() {
+        return Assessment {
+            state: State::Patched,
+            revision: None,
+            note: Some("carries the current patch revision, on a locally modified file".into()),
+            next_step: NEXT_PATCHED_ON_MODIFIED,
+        };
+    }
+    for earlier in spec.earlier.iter().rev() {
+        let Some(base) = without_patch(text, &earlier.parsed_diff()) else {
+            continue;
+        };
+        let r = earlier.revision;
+        return if patch_fits(spec, &base) {
+            Assessment {
+                state: State::Outdated,
+                revision: None,
+                note: Some(format!(
+                    "carries patch revision {r}, on a locally modified file: it recovers, but the call that meets a lost session fails"
+                )),
+                next_step: NEXT_UPGRADE_MODIFIED,
+            }
+        } else {
+            Assessment {
+                state: State::Modified,
+                revision: None,
+                note: Some(format!(
+                    "carries patch revision {r}, on a locally modified file the current revision does not fit"
+                )),
+                next_step: NEXT_REINSTALL,
+            }
+        };
+    }
+    Assessment {
+        state: State::Modified,
+        revision: None,
+        note: Some(
+            "carries the mcpatch patch, edited since: mcpatch cannot take it out cleanly".into(),
+        ),
+        next_step: NEXT_REINSTALL,
+    }
 }
 
 /// Read, hash and classify one located install.
 pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
     let (bytes, sha256) = hash_file(&located.file)?;
-    let (state, revision, note) = classify_bytes(spec, &bytes, &sha256);
+    let Assessment {
+        state,
+        revision,
+        note,
+        next_step,
+    } = assess(spec, &bytes, &sha256);
     Ok(Install {
         path: located.package_dir.clone(),
         file: located.file.clone(),
@@ -155,7 +267,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         hard_links: located.hard_links,
         same_file_as: located.same_file_as.clone(),
         found_via: located.found_via.clone(),
-        next_step: state.next_step(),
+        next_step,
         note,
     })
 }
@@ -199,14 +311,36 @@ mod tests {
     }
 
     #[test]
-    fn another_mcpatch_revision_is_modified_with_the_way_to_update() {
+    fn a_patch_mcpatch_cannot_take_out_is_modified_and_says_reinstall() {
         let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};\n// (mcpatch: dsh-mcp-client-session-loss)\ngeneration.onerror = () => {};";
-        let (state, _, note) =
-            classify_bytes(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
-        assert_eq!(state, State::Modified);
+        let a = assess(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
         assert_eq!(
-            note.as_deref(),
-            Some("carries another revision of the mcpatch patch: run `mcpatch revert`, then `mcpatch apply`")
+            a,
+            Assessment {
+                state: State::Modified,
+                revision: None,
+                note: Some(
+                    "carries the mcpatch patch, edited since: mcpatch cannot take it out cleanly"
+                        .into()
+                ),
+                next_step: "reinstall @deepseek-ai/dsh, then run `mcpatch apply`",
+            }
+        );
+    }
+
+    #[test]
+    fn without_patch_needs_every_hunk_and_gives_the_base_back() {
+        let patch = diffy::create_patch("a\nb\nc\nd\ne\n", "a\nb\nX\nc\nd\ne\n");
+        assert_eq!(
+            without_patch("local\na\nb\nX\nc\nd\ne\n", &patch).as_deref(),
+            Some("local\na\nb\nc\nd\ne\n")
+        );
+        assert_eq!(without_patch("local\na\nb\nc\nd\ne\n", &patch), None);
+        // The hunk comes out, but on what is left the patch would go elsewhere:
+        // the file is not that base with the patch on it.
+        assert_eq!(
+            without_patch("a\nb\nc\nd\ne\na\nb\nX\nc\nd\ne\n", &patch),
+            None
         );
     }
 

@@ -17,7 +17,7 @@ use crate::verify::scenario::ScenarioName;
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused, a verify scenario failed its expectation, or a probed server is not covered; 2 error (nothing was changed)."
+    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused or has no backup to revert from, a verify scenario failed its expectation, or a probed server is not covered; 2 error: bad input, or an install failed (left as it was; any other installs were handled as reported, as each one's `changed` and `error` in --json say); rerun after the fix. 2 wins over 1."
 )]
 pub struct Cli {
     /// When to colour the output; auto colours a terminal unless NO_COLOR,
@@ -45,6 +45,7 @@ pub enum Command {
         json: bool,
     },
     /// Patch every affected install: staged, checked, backed up, replaced atomically.
+    #[command(after_help = crate::exit_code::CHANGE_HELP)]
     Apply {
         #[command(flatten)]
         paths: PathArgs,
@@ -56,8 +57,13 @@ pub enum Command {
         yes: bool,
         #[command(flatten)]
         node: NodeArg,
+        /// Print one JSON report instead of text: per install `changed`,
+        /// `state_before`, `state_after`, `backup`, `error`.
+        #[arg(long)]
+        json: bool,
     },
     /// Restore each install from its newest backup (or the one named).
+    #[command(after_help = crate::exit_code::CHANGE_HELP)]
     Revert {
         #[command(flatten)]
         paths: PathArgs,
@@ -67,6 +73,10 @@ pub enum Command {
         /// Restore even when the current file is not the patched revision.
         #[arg(long, short = 'y')]
         yes: bool,
+        /// Print one JSON report instead of text: per install `changed`,
+        /// `state_before`, `state_after`, `backup`, `error`.
+        #[arg(long)]
+        json: bool,
     },
     /// List the backups mcpatch keeps.
     Backups {
@@ -80,6 +90,7 @@ pub enum Command {
         paths: PathArgs,
     },
     /// Prove the installed client recovers from session loss, against a bundled fake server.
+    #[command(after_help = crate::exit_code::CHANGE_HELP)]
     Verify {
         #[command(flatten)]
         paths: PathArgs,

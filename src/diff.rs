@@ -106,14 +106,6 @@ pub fn paint_unified(text: &str, color: bool) -> String {
     out
 }
 
-/// A diffy patch as text, coloured as [`paint_unified`] does.
-pub fn format(patch: &diffy::Patch<'_, str>, color: bool) -> String {
-    paint_unified(
-        &diffy::PatchFormatter::new().fmt_patch(patch).to_string(),
-        color,
-    )
-}
-
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
     let report = status::collect(spec, paths, env)?;
     let paint = color::stdout();
@@ -155,6 +147,9 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
                     }
                 }
             }
+            State::Patched if install.revision.is_none() => println!(
+                "already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before"
+            ),
             State::Patched => println!("already patched; `mcpatch revert` restores the original"),
             State::UpstreamFixed => println!("already routes session loss; nothing to patch"),
             State::Unsupported => println!("unsupported: the patch cannot help this revision"),

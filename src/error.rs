@@ -29,7 +29,7 @@ pub enum Error {
         help: &'static str,
     },
 
-    #[error("the patch does not apply to {path}: {detail}\nhelp: this file is not the revision the patch was cut against; run `mcpatch diff --path {path}` to compare, or reinstall @deepseek-ai/dsh")]
+    #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`")]
     PatchDoesNotApply { path: PathBuf, detail: String },
 
     #[error("the patched file fails `node --check` ({path}):\n{stderr}\nhelp: nothing was changed; report this with the output of `mcpatch status --json`")]
@@ -83,7 +83,7 @@ pub enum Error {
     #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n{}help: if DSH is installed elsewhere, pass its folder with --path", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
     NothingToVerify { searched: Vec<String> },
 
-    #[error("{failed} of {total} install(s) could not be {action}; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done")]
+    #[error("{failed} of {total} install(s) could not be {action}; each error is above\nhelp: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again{}", rerun_note(action))]
     SomeFailed {
         failed: usize,
         total: usize,
@@ -178,6 +178,15 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What a rerun does after some installs failed: apply and revert skip what is done.
+fn rerun_note(action: &str) -> &'static str {
+    if action == "verified" {
+        ""
+    } else {
+        " (a rerun skips what is done)"
+    }
+}
 
 /// Per-install failures of a command that goes on past them: with several
 /// installs, one failing is shown as it happens and the others are still handled.

@@ -3,6 +3,7 @@
 //! and verifies the result against a bundled fake stateful MCP server.
 
 pub mod apply;
+pub mod automation;
 pub mod backup;
 pub mod classify;
 pub mod cli;
@@ -59,6 +60,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             dry_run,
             yes,
             node,
+            json,
         } => apply::run(
             &spec,
             &apply::ApplyOptions {
@@ -66,15 +68,22 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 dry_run,
                 yes,
                 node: node.node,
+                json,
             },
             &env,
         ),
-        Command::Revert { paths, backup, yes } => revert::run(
+        Command::Revert {
+            paths,
+            backup,
+            yes,
+            json,
+        } => revert::run(
             &spec,
             &revert::RevertOptions {
                 paths: paths.paths,
                 backup,
                 yes,
+                json,
             },
             &env,
         ),

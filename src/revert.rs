@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, Backup, DamagedBackup};
+use crate::classify::{self, State};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::identity;
@@ -16,6 +18,7 @@ use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 use crate::replace;
 use crate::status;
+use crate::table::{Align, Table};
 use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
 
 /// What revert's rollback does, as the re-hash error says it.
@@ -27,13 +30,42 @@ pub struct RevertOptions {
     pub paths: Vec<PathBuf>,
     pub backup: Option<String>,
     pub yes: bool,
+    /// Print one JSON report ([`ChangeReport`]) instead of text.
+    pub json: bool,
 }
 
 pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<Outcome> {
+    let mut report = ChangeReport::default();
+    let result = revert_all(spec, opts, env, &mut report);
+    if opts.json {
+        report.finish(result)
+    } else {
+        result
+    }
+}
+
+fn revert_all(
+    spec: &PatchSpec,
+    opts: &RevertOptions,
+    env: &Environment,
+    report_out: &mut ChangeReport,
+) -> Result<Outcome> {
+    // Human lines go to stdout only without --json.
+    let say = |args: std::fmt::Arguments<'_>| {
+        if !opts.json {
+            outln!("{args}");
+        }
+    };
     let root = backup::root(&env.dsh_home()?, spec);
     let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;
+    report_out.searched = report.searched.clone();
+    report_out
+        .installs
+        .extend(report.errors.iter().map(InstallChange::unreadable));
     if report.installs.is_empty() && failed.is_empty() {
-        crate::out!("{}", status::render_table(&report));
+        if !opts.json {
+            crate::out!("{}", status::render_table(&report));
+        }
         return Ok(Outcome::Clean);
     }
     backup::prepare_root(&root)?;
@@ -57,25 +89,35 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
     let mut outcome = Outcome::Clean;
     let mut restored_any = false;
     let mut matched_named = false;
-    let files: Vec<PathBuf> = report
+    let targets: Vec<(PathBuf, PathBuf, State)> = report
         .installs
         .iter()
         .flat_map(|install| {
-            std::iter::once(install.file.clone())
-                .chain(install.same_file_as.iter().map(|d| d.join(&spec.file)))
+            std::iter::once((install.file.clone(), install.path.clone()))
+                .chain(
+                    install
+                        .same_file_as
+                        .iter()
+                        .map(|d| (d.join(&spec.file), d.clone())),
+                )
+                .map(move |(file, dir)| (file, dir, install.state))
         })
         .collect();
-    let mut failures = Failures::new(files.len() + failed.len(), "restored");
+    let mut failures = Failures::new(targets.len() + failed.len(), "restored");
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
-    for file in &files {
+    for (file, package_dir, state_before) in &targets {
+        report_out
+            .installs
+            .push(InstallChange::new(package_dir, file, Some(*state_before)));
+        let entry = report_out.installs.last_mut().expect("just pushed");
         let chosen = backup::pick(&backups, file, opts.backup.as_deref());
         if opts.backup.is_none() {
             // A damaged backup newer than the one chosen may be this file's newest:
             // never fall back to an older one silently.
             if let Some(d) = damaged_newer_than(&damaged, chosen) {
-                failures.absorb::<()>(Err(Error::BackupDamaged {
+                let e = Error::BackupDamaged {
                     id: d.id.clone(),
                     detail: format!(
                         "{}; it is newer than {}, so it may be the newest backup of {}",
@@ -85,36 +127,63 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
                             .unwrap_or_else(|| "every usable backup".into()),
                         file.display()
                     ),
-                }))?;
+                };
+                entry.error = Some(e.to_string());
+                failures.absorb::<()>(Err(e))?;
                 continue;
             }
         }
         let Some(chosen) = chosen else {
-            if opts.backup.is_none() {
-                outln!("no backup of {}; nothing to revert", file.display());
+            if opts.backup.is_some() {
+                continue;
+            }
+            if carries_patch(spec, file) {
+                // Patched, and nothing here to restore it from: say where to get the original.
+                outcome = Outcome::Attention;
+                let (why, how) = no_backup(&root);
+                say(format_args!(
+                    "not reverted: {}\n    {why}\n    {how}",
+                    file.display()
+                ));
+                entry.error = Some(format!("not reverted: {why}\n{how}"));
+            } else {
+                say(format_args!(
+                    "no backup of {}; nothing to revert",
+                    file.display()
+                ));
             }
             continue;
         };
         matched_named = true;
-        let Some(result) = failures.absorb(revert_file(spec, file, chosen, opts.yes))? else {
+        let result = revert_file(spec, file, chosen, opts.yes);
+        if let Err(e) = &result {
+            entry.error = Some(e.to_string());
+            entry.state_after = automation::state_now(spec, file);
+        }
+        let Some(result) = failures.absorb(result)? else {
             continue;
         };
+        entry.state_after = automation::state_now(spec, file);
         match result {
             Reverted::Restored => {
                 restored_any = true;
-                outln!(
+                entry.changed = true;
+                entry.backup = Some(chosen.id.clone());
+                say(format_args!(
                     "restored {} from backup {}\n    sha256 now {}",
                     file.display(),
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
-                );
+                ));
             }
-            Reverted::AlreadyOriginal => {
-                outln!("{} is already the original; nothing to do", file.display())
-            }
+            Reverted::AlreadyOriginal => say(format_args!(
+                "{} is already the original; nothing to do",
+                file.display()
+            )),
             Reverted::Refused(why) => {
                 outcome = Outcome::Attention;
-                outln!("refused: {}\n    {why}", file.display());
+                say(format_args!("refused: {}\n    {why}", file.display()));
+                entry.error = Some(format!("refused: {why}"));
             }
         }
     }
@@ -132,10 +201,31 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
         });
     }
     if restored_any {
-        outln!("backups are kept (`mcpatch backups`); restart DSH so it loads the restored client");
+        say(format_args!(
+            "backups are kept (`mcpatch backups`); restart DSH so it loads the restored client"
+        ));
     }
     failures.finish()?;
     Ok(outcome)
+}
+
+/// Whether `file` carries the patch (any revision, on any base).
+fn carries_patch(spec: &PatchSpec, file: &Path) -> bool {
+    classify::hash_file(file).is_ok_and(|(bytes, _)| {
+        String::from_utf8_lossy(&bytes).contains(spec.patch_marker.as_str())
+    })
+}
+
+/// Why a patched file with no backup under `root` is not reverted, and how to
+/// get its original back.
+fn no_backup(root: &Path) -> (String, &'static str) {
+    (
+        format!(
+            "it carries the patch, and no backup of it is under {}",
+            root.display()
+        ),
+        "to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)",
+    )
 }
 
 enum Reverted {
@@ -243,29 +333,36 @@ pub fn list(spec: &PatchSpec, json: bool, env: &Environment) -> Result<Outcome> 
         return Ok(Outcome::Clean);
     }
     outln!("backups under {}:", root.display());
-    let mut lines: Vec<(&str, String)> = backups
+    // Newest first; a damaged backup says what is wrong in place of its file.
+    let mut rows: Vec<Vec<String>> = backups
         .iter()
         .map(|b| {
-            (
-                b.id.as_str(),
-                format!(
-                    "{}  {}  {}  {}",
-                    b.id,
-                    b.manifest.version.as_deref().unwrap_or("?"),
-                    status::short_hash(&b.manifest.sha256_before),
-                    b.manifest.original_path.display()
-                ),
-            )
+            vec![
+                b.id.clone(),
+                b.manifest.version.clone().unwrap_or_else(|| "?".into()),
+                status::short_hash(&b.manifest.sha256_before),
+                b.manifest.original_path.display().to_string(),
+            ]
         })
-        .chain(
-            damaged
-                .iter()
-                .map(|d| (d.id.as_str(), format!("{}  DAMAGED: {}", d.id, d.damaged))),
-        )
+        .chain(damaged.iter().map(|d| {
+            vec![
+                d.id.clone(),
+                "?".into(),
+                "?".into(),
+                format!("DAMAGED: {}", d.damaged),
+            ]
+        }))
         .collect();
-    lines.sort_by(|a, b| b.0.cmp(a.0));
-    for (_, line) in lines {
-        outln!("{line}");
+    rows.sort_by(|a, b| b[0].cmp(&a[0]));
+    let mut table = Table::new(
+        &["ID", "VERSION", "SAVED SHA256", "FILE"],
+        &[Align::Left, Align::Left, Align::Left, Align::Left],
+    );
+    for row in rows {
+        table.row(row);
+    }
+    for line in table.lines() {
+        crate::out!("{line}");
     }
     Ok(Outcome::Clean)
 }

@@ -37,20 +37,32 @@ pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<Strin
 }
 
 /// Take an earlier patch revision out of `current` (whose sha256 is `current_hash`):
-/// its diff reversed, all hunks or none, and the result must be the original the
-/// patch was cut against, byte for byte. Returns the original and the revision.
+/// its diff reversed, all hunks or none. A known earlier revision must give the
+/// original the patch was cut against, byte for byte; a file of another hash
+/// gives whatever base the earlier revision's hunks were put on (a locally
+/// modified file: the caller asks before patching it). Returns that base and
+/// the revision taken out.
 pub fn remove_earlier(
     spec: &PatchSpec,
     current: &str,
     current_hash: &str,
     path: &Path,
 ) -> Result<(String, u32)> {
-    let earlier = spec
-        .earlier_with_hash(current_hash)
-        .ok_or_else(|| Error::PatchDoesNotApply {
-            path: path.to_path_buf(),
-            detail: format!("sha256 {current_hash} is no earlier revision of the patch"),
-        })?;
+    let Some(earlier) = spec.earlier_with_hash(current_hash) else {
+        return spec
+            .earlier
+            .iter()
+            .rev()
+            .find_map(|e| {
+                crate::classify::without_patch(current, &e.parsed_diff()).map(|b| (b, e.revision))
+            })
+            .ok_or_else(|| Error::PatchDoesNotApply {
+                path: path.to_path_buf(),
+                detail: format!(
+                    "sha256 {current_hash} carries no earlier revision of the patch that comes out cleanly"
+                ),
+            });
+    };
     let forward = earlier.parsed_diff();
     let reversed = forward.reverse();
     let original = diffy::apply(current, &reversed).map_err(|e| Error::PatchDoesNotApply {

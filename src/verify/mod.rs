@@ -15,7 +15,7 @@ use serde::Serialize;
 use crate::backup;
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
-use crate::error::{Error, Result};
+use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::locate::Environment;
 use crate::node::{self, Node};
@@ -65,6 +65,16 @@ pub struct InstallResult {
     pub sha256: String,
     /// The state of what was loaded (a backup's saved original is `affected`).
     pub state: State,
+    /// Always false: verify changes no install (a backup's copy is removed after the run).
+    pub changed: bool,
+    /// The install's state as verify found it (with `--backup`, `state` is the
+    /// backup's); fleet tools read the same fields from apply and revert.
+    pub state_before: State,
+    /// The same as `state_before`: verify leaves the install as it found it.
+    pub state_after: State,
+    /// Why the check of this install could not run (then `overall` is FAILED
+    /// and `scenarios` is empty), else null.
+    pub error: Option<String>,
     pub node_version: String,
     /// Whether the harness had to add Promise.withResolvers (Node < 22).
     pub node_shim: bool,
@@ -79,6 +89,9 @@ pub struct InstallResult {
 #[derive(Debug, Serialize)]
 struct VerifyReport {
     installs: Vec<InstallResult>,
+    /// What stopped verify outside any one install (no install found, node
+    /// missing, an interrupt), else null; each install's own failure is in its `error`.
+    error: Option<String>,
 }
 
 /// The scenarios named, in the order verify reports them (all when none are named).
@@ -105,6 +118,30 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 }
 
 pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<Outcome> {
+    let mut results = Vec::new();
+    let result = verify_all(spec, opts, env, &mut results);
+    if opts.json {
+        // An error outside any one install is the report's own.
+        let error = match &result {
+            Err(e) if results.iter().all(|r| r.error.is_none()) => Some(e.to_string()),
+            _ => None,
+        };
+        let text = serde_json::to_string_pretty(&VerifyReport {
+            installs: results,
+            error,
+        })
+        .expect("report serializes");
+        crate::outln!("{text}");
+    }
+    result
+}
+
+fn verify_all(
+    spec: &PatchSpec,
+    opts: &VerifyOptions,
+    env: &Environment,
+    results: &mut Vec<InstallResult>,
+) -> Result<Outcome> {
     let scenarios = select(&opts.scenarios);
     let report = status::collect(spec, &opts.paths, env)?;
     if report.installs.is_empty() {
@@ -126,8 +163,9 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
     let rt = runtime()?;
     // Before anything is put in an install: from here a signal is ours to handle.
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
-    let mut results = Vec::new();
     let mut outcome = Outcome::Clean;
+    // One install that cannot be checked does not stop the others.
+    let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
         if install.state == State::Unsupported {
             if !opts.json {
@@ -139,16 +177,28 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
             outcome = Outcome::Attention;
             continue;
         }
-        let target = Target::for_install(spec, install, opts.backup.as_deref(), env)?;
-        // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
-        let result = rt.block_on(async {
-            tokio::select! {
-                r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress) => r,
-                signal = interrupts.next() => Err(Error::Interrupted { signal }),
+        let checked = Target::for_install(spec, install, opts.backup.as_deref(), env).and_then(
+            |target| {
+                // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
+                let result = rt.block_on(async {
+                    tokio::select! {
+                        r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress) => r,
+                        signal = interrupts.next() => Err(Error::Interrupted { signal }),
+                    }
+                });
+                drop(target);
+                result
+            },
+        );
+        let result = match checked {
+            Ok(result) => result,
+            Err(e @ Error::Interrupted { .. }) => return Err(e),
+            Err(e) => {
+                results.push(not_checked(install, &node, &e));
+                failures.absorb::<()>(Err(e))?;
+                continue;
             }
-        });
-        drop(target);
-        let result = result?;
+        };
         if !result.scenarios.iter().all(|s| s.judgement.ok) {
             outcome = Outcome::Attention;
         }
@@ -157,16 +207,28 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
         }
         results.push(result);
     }
-    if opts.json {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(
-            out,
-            "{}",
-            serde_json::to_string_pretty(&VerifyReport { installs: results })
-                .expect("report serializes")
-        );
-    }
+    failures.finish()?;
     Ok(outcome)
+}
+
+/// The report of an install whose check could not run: `error` says why.
+fn not_checked(install: &Install, node: &Node, e: &Error) -> InstallResult {
+    InstallResult {
+        path: install.path.clone(),
+        file: install.file.clone(),
+        backup: None,
+        sha256: install.sha256.clone(),
+        state: install.state,
+        changed: false,
+        state_before: install.state,
+        state_after: install.state,
+        error: Some(e.to_string()),
+        node_version: node.version.clone(),
+        node_shim: !node.has_with_resolvers,
+        overall: "FAILED",
+        note: None,
+        scenarios: Vec::new(),
+    }
 }
 
 /// The file a verify run loads: the install's own, or a backup's saved file
@@ -374,6 +436,10 @@ async fn verify_install(
         backup: target.backup.clone(),
         sha256: target.sha256.clone(),
         state: target.state,
+        changed: false,
+        state_before: install.state,
+        state_after: install.state,
+        error: None,
         node_version,
         node_shim: node_report.shim || !node.has_with_resolvers,
         overall,

@@ -93,7 +93,7 @@ restart DSH so it loads the patched client; check it with `mcpatch verify`
     );
     assert_eq!(manifest["mcpatch_version"], env!("CARGO_PKG_VERSION"));
     assert!(manifest["created"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(manifest["mode"].as_u64().unwrap() & 0o777, 0o644);
+    assert_eq!(manifest["mode"], "0644", "the mode as an octal string");
 
     let o = sb.run(&["apply", "--path", p]);
     assert_eq!(code(&o), 0);
@@ -194,10 +194,10 @@ fn dry_run_checks_everything_and_changes_nothing() {
 }
 
 /// Make a folder unwritable even for root (immutable), undone on drop.
-struct ReadOnly(PathBuf);
+pub(crate) struct ReadOnly(PathBuf);
 
 impl ReadOnly {
-    fn new(dir: &Path) -> Self {
+    pub(crate) fn new(dir: &Path) -> Self {
         let root = unsafe { libc::geteuid() } == 0;
         let ok = if root {
             std::process::Command::new("chattr")
@@ -318,7 +318,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +780,9 @@) does not match: its context lines are not in the file
-help: this file is not the revision the patch was cut against; run `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js` to compare, or reinstall @deepseek-ai/dsh
+help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`
 "
     );
     assert_eq!(sha256_file(&file), before);
@@ -465,7 +465,7 @@ fn revert_restores_the_named_backup() {
     assert_eq!(
         text,
         format!(
-            "backups under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss:\n{id}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"
+            "backups under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss:\nID  VERSION  SAVED SHA256  FILE\n{id}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"
         )
     );
 }
@@ -669,7 +669,7 @@ fn one_read_only_install_does_not_stop_the_others() {
         "{err}"
     );
     assert!(
-        err.ends_with("error: 1 of 2 install(s) could not be patched; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done\n"),
+        err.ends_with("error: 1 of 2 install(s) could not be patched; each error is above\nhelp: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again (a rerun skips what is done)\n"),
         "{err}"
     );
     assert!(sb.normalize(&o.stdout).starts_with(

@@ -666,7 +666,7 @@ fn one_unreadable_install_does_not_stop_status_or_apply_for_the_others() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("{unreadable}error: 1 of 2 install(s) could not be patched; each error is above\nhelp: fix them and run again; the other installs were handled, and a rerun skips what is done\n")
+        format!("{unreadable}error: 1 of 2 install(s) could not be patched; each error is above\nhelp: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again (a rerun skips what is done)\n")
     );
     assert_eq!(sha256_file(&open.join("lib/index.js")), patched_hash());
     assert_eq!(backup_count(&sb), 1);
@@ -835,7 +835,7 @@ fn a_damaged_backup_is_listed_and_refused_never_skipped() {
     assert_eq!(code(&o), 0);
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\n{bad}  DAMAGED: {why}\n{good}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n")
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{bad}  ?  ?  DAMAGED: {why}\n{good}  0.1.0-rc.8  b126dcec…7d56  [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n")
     );
     let v: serde_json::Value =
         serde_json::from_slice(&sb.run(&["backups", "--json"]).stdout).unwrap();

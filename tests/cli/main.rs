@@ -281,10 +281,13 @@ fn backup_count(sb: &Sandbox) -> usize {
 }
 
 mod apply;
+mod automation;
+mod backups;
 mod evidence;
 mod harden;
 mod locate;
 mod look;
+mod next_steps;
 mod probe;
 mod real_servers;
 mod refusals;

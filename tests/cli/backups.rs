@@ -1,0 +1,86 @@
+//! `mcpatch backups` and the manifests it reads: a header row names the
+//! columns, and a manifest writes the file mode as an octal string ("0644")
+//! while manifests of earlier mcpatch versions, which hold a number, still read.
+
+use serde_json::{json, Value};
+
+use super::harden::{backup_ids, BACKUPS};
+use super::*;
+
+const FILE: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js";
+
+#[test]
+fn backups_lists_under_a_header_row_and_a_manifest_writes_the_mode_in_octal() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    std::fs::set_permissions(
+        client.join("lib/index.js"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let id = backup_ids(&sb).remove(0);
+
+    let o = sb.run(&["backups"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{id}  0.1.0-rc.8  b126dcec…7d56  {FILE}\n")
+    );
+
+    let dir = sb.dsh_home().join(BACKUPS).join(&id);
+    let written: Value =
+        serde_json::from_str(&sb.normalize(&std::fs::read(dir.join("manifest.json")).unwrap()))
+            .unwrap();
+    let created = written["created"].as_str().unwrap().to_string();
+    assert!(created.ends_with('Z'), "{created}");
+    let manifest = json!({
+        "id": id,
+        "patch_id": "dsh-mcp-client-session-loss",
+        "original_path": FILE,
+        "package_dir": "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client",
+        "version": "0.1.0-rc.8",
+        "sha256_before": ORIGINAL,
+        "sha256_after": patched_hash(),
+        "mode": "0640",
+        "mcpatch_version": env!("CARGO_PKG_VERSION"),
+        "created": created,
+    });
+    assert_eq!(written, manifest);
+    let listing = json!({
+        "root": format!("[SANDBOX]/home/.dsh/{BACKUPS}"),
+        "backups": [{
+            "id": id,
+            "dir": format!("[SANDBOX]/home/.dsh/{BACKUPS}/{id}"),
+            "manifest": manifest,
+            "damaged": null,
+        }],
+    });
+    let o = sb.run(&["backups", "--json"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&sb.normalize(&o.stdout)).unwrap(),
+        listing
+    );
+
+    // A manifest an earlier mcpatch wrote holds the whole st_mode as a number:
+    // it still reads, is shown in octal, and its backup still restores.
+    let mut old = written.clone();
+    old["mode"] = json!(0o100640);
+    std::fs::write(
+        dir.join("manifest.json"),
+        old.to_string()
+            .replace("[SANDBOX]", sb.root().to_str().unwrap()),
+    )
+    .unwrap();
+    let o = sb.run(&["backups", "--json"]);
+    assert_eq!(code(&o), 0);
+    assert_eq!(
+        serde_json::from_str::<Value>(&sb.normalize(&o.stdout)).unwrap(),
+        listing
+    );
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+}
