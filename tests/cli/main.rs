@@ -289,6 +289,7 @@ mod locate;
 mod look;
 mod next_steps;
 mod probe;
+mod readme;
 mod real_servers;
 mod refusals;
 mod seamless;

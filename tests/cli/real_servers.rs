@@ -46,7 +46,7 @@ fn fetched(dir: &str, what: &str) -> PathBuf {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     /// TypeScript SDK, a transport per session.
     TsStateful,
     /// TypeScript SDK, a server and transport per request, no session.
@@ -106,7 +106,7 @@ impl Lines {
 }
 
 /// A real MCP server process on 127.0.0.1.
-struct RealServer {
+pub(super) struct RealServer {
     kind: Kind,
     bearer: Option<String>,
     port: u16,
@@ -116,7 +116,7 @@ struct RealServer {
 }
 
 impl RealServer {
-    fn start(kind: Kind, bearer: Option<&str>) -> RealServer {
+    pub(super) fn start(kind: Kind, bearer: Option<&str>) -> RealServer {
         Self::spawn(kind, bearer.map(str::to_string), 0)
     }
 
@@ -184,7 +184,7 @@ impl RealServer {
         server
     }
 
-    fn url(&self) -> String {
+    pub(super) fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)
     }
 

@@ -1,0 +1,273 @@
+//! The README against the binary: every command and flag its usage block shows
+//! exists, every JSON example has the shape of a real run, and every example
+//! run (`$ mcpatch ...`) is what a real run prints, paths, ids and timings aside.
+//!
+//! The examples are regenerated from real runs with
+//! `MCPATCH_README_WRITE=1 cargo test --test cli readme` (scripts/readme-examples.sh).
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::real_servers::{Kind, RealServer};
+use super::*;
+
+fn readme_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")
+}
+
+fn readme() -> String {
+    std::fs::read_to_string(readme_path()).unwrap()
+}
+
+/// The fenced blocks of a kind (`text`, `json`) in order, each with the text
+/// before it since the previous block, and its own body.
+fn blocks(text: &str, lang: &str) -> Vec<(usize, usize)> {
+    let open = format!("```{lang}\n");
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find(&open) {
+        let start = at + i + open.len();
+        let end = start + text[start..].find("```").unwrap();
+        out.push((start, end));
+        at = end + 3;
+    }
+    out
+}
+
+#[test]
+fn the_usage_block_lists_every_command_and_each_flag_it_shows_exists() {
+    let readme = readme();
+    let usage = &readme[readme.find("## Usage").expect("README has a Usage section")..];
+    let (start, end) = blocks(usage, "text")[0];
+    let sb = Sandbox::new();
+    let mut listed = BTreeSet::new();
+    for line in usage[start..end].lines() {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[0], "mcpatch", "{line}");
+        let command = words[1];
+        let help_args: Vec<&str> = if command.starts_with('[') {
+            vec!["--help"]
+        } else {
+            listed.insert(command.to_string());
+            vec![command, "--help"]
+        };
+        let o = sb.run(&help_args);
+        assert_eq!(code(&o), 0, "mcpatch {help_args:?}: {}", stderr(&o));
+        let help = stdout(&o);
+        for word in &words[2..] {
+            let flag = word.trim_matches(|c| c == '[' || c == ']' || c == '.' || c == '\'');
+            if flag.starts_with('-') {
+                let shown = help.match_indices(flag).any(|(i, _)| {
+                    !help[i + flag.len()..]
+                        .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '-')
+                });
+                assert!(
+                    shown,
+                    "the README shows `{flag}` for `mcpatch {command}`, its --help does not:\n{help}"
+                );
+            }
+        }
+    }
+    let o = sb.run(&["--help"]);
+    let help = stdout(&o);
+    let commands: BTreeSet<String> = help[help.find("Commands:").unwrap()..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.split_whitespace().next().unwrap().to_string())
+        .filter(|c| c != "help")
+        .collect();
+    assert_eq!(
+        listed, commands,
+        "the README's usage block and `mcpatch --help` list different commands"
+    );
+}
+
+/// Keys, recursively (an array by its first element); values are not compared.
+fn shape(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.first().map(shape).into_iter().collect()),
+        _ => Value::Null,
+    }
+}
+
+/// The JSON example that follows `heading` (the first ```json block after it).
+fn json_example(readme: &str, heading: &str) -> Value {
+    let at = readme
+        .find(heading)
+        .unwrap_or_else(|| panic!("README has no {heading:?}"));
+    let (start, end) = blocks(&readme[at..], "json")[0];
+    serde_json::from_str(&readme[at + start..at + end])
+        .unwrap_or_else(|e| panic!("the JSON example after {heading:?} is not JSON: {e}"))
+}
+
+#[test]
+fn the_status_verify_and_probe_json_examples_have_the_shape_of_real_runs() {
+    let readme = readme();
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+
+    let real = status_json(&sb, &["--path", p]);
+    let example = json_example(&readme, "`status --json` prints one object");
+    assert_eq!(
+        shape(&example),
+        shape(&real),
+        "status --json\nREADME: {example:#}\nreal: {real:#}"
+    );
+
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let o = sb.run(&["verify", "--json", "--path", p, "--scenario", "expired-404"]);
+    let real: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let example = json_example(&readme, "`verify --json`:");
+    assert_eq!(
+        shape(&example),
+        shape(&real),
+        "verify --json\nREADME: {example:#}\nreal: {real:#}"
+    );
+
+    let server = RealServer::start(Kind::PythonFastMcp, None);
+    let o = sb.run(&["probe", "--json", &server.url()]);
+    let real: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let example = json_example(&readme, "`probe --json` prints one object");
+    assert_eq!(
+        shape(&example),
+        shape(&real),
+        "probe --json\nREADME: {example:#}\nreal: {real:#}"
+    );
+}
+
+/// What may differ between the README and a real run: paths, backup ids, ports,
+/// and column padding.
+fn masked(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|line| {
+            line.split_whitespace()
+                .map(|w| {
+                    if w.starts_with('/') || w.starts_with("[SANDBOX]") {
+                        "<PATH>".to_string()
+                    } else if w.len() == 29 && w.as_bytes()[8] == b'T' && w.as_bytes()[19] == b'Z' {
+                        "<ID>".to_string()
+                    } else if let Some(i) = w.find("127.0.0.1:") {
+                        let rest: String = w[i + 10..]
+                            .chars()
+                            .skip_while(char::is_ascii_digit)
+                            .collect();
+                        format!("{}127.0.0.1:<PORT>{rest}", &w[..i])
+                    } else {
+                        w.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect()
+}
+
+/// One example run: the command line the README shows and what it printed.
+struct Example {
+    command: String,
+    output: String,
+}
+
+/// Compare each `$ mcpatch ...` example in the README with its real run; with
+/// MCPATCH_README_WRITE=1, write the real runs into the README instead.
+fn check_examples(examples: &[Example]) {
+    let mut readme = readme();
+    let write = std::env::var_os("MCPATCH_README_WRITE").is_some_and(|v| v == "1");
+    let mut stale = Vec::new();
+    for ex in examples {
+        let head = format!("```text\n$ {}\n", ex.command);
+        let Some(at) = readme.find(&head) else {
+            panic!("README has no example `$ {}`", ex.command);
+        };
+        let start = at + head.len();
+        let end = start + readme[start..].find("```").unwrap();
+        if masked(&readme[start..end]) != masked(&ex.output) {
+            if write {
+                readme.replace_range(start..end, &ex.output);
+            } else {
+                stale.push(format!(
+                    "README shows for `$ {}`:\n{}\na real run prints:\n{}",
+                    ex.command,
+                    &readme[start..end],
+                    ex.output
+                ));
+            }
+        }
+    }
+    if write {
+        std::fs::write(readme_path(), &readme).unwrap();
+    }
+    assert!(
+        stale.is_empty(),
+        "{}\nregenerate with scripts/readme-examples.sh",
+        stale.join("\n")
+    );
+}
+
+/// A system-wide global install of DSH under the sandbox's stand-in for `/`, with
+/// the client nested under the host, as `npm install -g @deepseek-ai/dsh` lays it out.
+fn system_install(sb: &Sandbox) -> PathBuf {
+    sb.copy_client(
+        "0.1.0-rc.8",
+        &sb.root()
+            .join("sys/usr/lib/node_modules/@deepseek-ai/dsh/node_modules")
+            .join(CLIENT),
+    )
+}
+
+/// Run mcpatch as a user would, with the system roots under the sandbox; paths
+/// shown as on a real machine.
+fn as_user(sb: &Sandbox, args: &[&str], columns: Option<&str>) -> String {
+    let mut c = sb.command(args);
+    c.env_remove("MCPATCH_SYSTEM_ROOTS")
+        .env("MCPATCH_SYSROOT", sb.root().join("sys"));
+    if let Some(cols) = columns {
+        c.env("COLUMNS", cols);
+    }
+    let o = c.output().unwrap();
+    let sys = sb.root().join("sys").display().to_string();
+    String::from_utf8_lossy(&o.stdout)
+        .replace(&sys, "")
+        .replace(&sb.dsh_home().display().to_string(), "/home/me/.dsh")
+}
+
+#[test]
+fn the_readme_examples_are_what_real_runs_print() {
+    let sb = Sandbox::new();
+    let client = system_install(&sb);
+    let status = as_user(&sb, &["status"], Some("80"));
+    let status_piped = as_user(&sb, &["status"], None);
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    let backups = as_user(&sb, &["backups"], None);
+    let server = RealServer::start(Kind::PythonFastMcp, None);
+    let url = server.url();
+    let probe = as_user(&sb, &["probe", &url], None).replace(&url, "http://127.0.0.1:8000/mcp");
+    check_examples(&[
+        Example {
+            command: "mcpatch status".into(),
+            output: status,
+        },
+        Example {
+            command: "mcpatch status | cat".into(),
+            output: status_piped,
+        },
+        Example {
+            command: "mcpatch backups".into(),
+            output: backups,
+        },
+        Example {
+            command: "mcpatch probe http://127.0.0.1:8000/mcp".into(),
+            output: probe,
+        },
+    ]);
+}
+
