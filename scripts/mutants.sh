@@ -12,7 +12,7 @@
 #                                           tree: every core function logs the tests
 #                                           that reach it during one full test run
 # Options: --file PATH (repeatable): only these core files; --list: list the
-# mutants and the tests each file's mutants run, test nothing; --timeout SECS:
+# mutants and the cli tests each file's mutants leave out, test nothing; --timeout SECS:
 # per mutant test run (default: 3x the measured run of its tests, at least 120).
 #
 # It tests the committed HEAD, in a copy at target/mutants/tree (uncommitted
@@ -399,9 +399,12 @@ def select(tree, core_files):
             test_files[n] = "\n".join(
                 read(os.path.join(d, f)) for d, _, fs in sorted(os.walk(p)) for f in sorted(fs) if f.endswith(".rs")
             )
-    # A command name as a whole string literal, unless it indexes a JSON value
-    # (`v["status"]`) or is an object key (`"status":`).
-    cmd_literal = re.compile(r'(?<![A-Za-z0-9_\]\)]\[)"(' + "|".join(map(re.escape, commands)) + r')"(?!\s*:)')
+    # A string literal that is a command name or starts with one and a space
+    # (`"apply --yes"`), unless it indexes a JSON value (`v["status"]`) or is an
+    # object key (`"status":`).
+    cmd_literal = re.compile(
+        r'(?<![A-Za-z0-9_\]\)]\[)"(' + "|".join(map(re.escape, commands)) + r')(?:\s[^"\\\n]*)?"(?!\s*:)'
+    )
     attrs = r"\s*(?:#\s*\[[^\]]*\]\s*)*(?:pub(?:\s*\([^)]*\))?\s+)?"
 
     def use_names(tail):
@@ -461,9 +464,11 @@ def select(tree, core_files):
             result.append((names, prefix + test.group(1) if test else None, text[a:b], c))
         return result
 
-    def reach_of_item(raw, code):
+    def reach_of_item(raw, code, launcher=False):
         if re.search(r"\bmcpatch\s+as\b", code):
             return set(everything)  # the crate under another name: cannot tell
+        if not launcher and re.search(r"\bcargo_bin\b|CARGO_BIN_EXE", code):
+            return set(everything)  # starts mcpatch other than through Sandbox::command
         r = set()
         for m in refs(code, None, "mcpatch"):
             r |= everything if m == "" else closure({m})  # `mcpatch::run` and the like: all of it
@@ -472,6 +477,9 @@ def select(tree, core_files):
         return r
 
     main_items = items(read(os.path.join(cli_dir, "main.rs")))
+    # main.rs's `impl Sandbox` starts mcpatch (its `command`) with the arguments
+    # the tests give it, which are the literals looked for above.
+    launchers = [i for i, (names, _, _, c) in enumerate(main_items) if "Sandbox" in names and re.match(attrs + r"impl\b", c)]
     per_file = {t: items(text) for t, text in test_files.items()}
     core_mods = {}
     for f in core_files:
@@ -489,7 +497,10 @@ def select(tree, core_files):
         if others:
             named = set(re.findall(r"(?<![A-Za-z0-9_:])(?:(?:super|crate)\s*::\s*)?(" + "|".join(map(re.escape, others)) + r")\s*::", code_all))
         space = its + main_items + [it for o in sorted(named) for it in per_file[o]]
-        reach = [reach_of_item(raw, code) for _, _, raw, code in space]
+        reach = [
+            reach_of_item(raw, code, launcher=k - len(its) in launchers)
+            for k, (_, _, raw, code) in enumerate(space)
+        ]
         idents = [set(re.findall(IDENT, code)) for _, _, _, code in space]
         for k, (_, test, _, _) in enumerate(its):
             if not test:
@@ -547,7 +558,7 @@ def check(selection, log):
         for t in wrong:
             print(f"NOT SOUND: {t} was left out for {f} but ran its code")
         bad += len(wrong)
-        print(f"{f}: {kept} cli tests kept, {len(ran.get(f, ()))} of them ran its code in this run, {len(wrong)} left out wrongly")
+        print(f"{f}: {kept} cli tests kept; {len(ran.get(f, ()))} ran its code in this run, {len(wrong)} of them left out")
     sys.exit(1 if bad else 0)
 
 
@@ -645,6 +656,7 @@ if [[ -n $shard ]]; then
   select_args+=(--shard "$shard" --sharding round-robin)
   run_name+=-shard-${shard/\//-of-}
 fi
+((list)) && run_name=list # a listing never replaces a run's results
 OUT=$WORK/out/$run_name
 rm -rf "$OUT"
 mkdir -p "$OUT"
@@ -668,8 +680,10 @@ for f in "${files[@]}"; do
 done
 if ((list)); then
   for f in "${files[@]}"; do
-    echo "== $f: tests run: ${filter[$f]}"
-    cat "$OUT/${f//\//_}.list"
+    echo "== $f: its mutants run the unit tests and ${kept[$f]} cli tests; the cli tests left out:"
+    tr ' ' '\n' <<<"${left_out[$f]}" | sed '/^$/d; s/^/  /'
+    echo "== $f: mutants"
+    sed 's/^/  /' "$OUT/${f//\//_}.list"
   done
   exit 0
 fi
