@@ -270,4 +270,3 @@ fn the_readme_examples_are_what_real_runs_print() {
         },
     ]);
 }
-
