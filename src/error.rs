@@ -58,6 +58,9 @@ pub enum Error {
     #[error("no backup named {id} under {dir}\nhelp: list the backups with `mcpatch backups`")]
     BackupNotFound { id: String, dir: PathBuf },
 
+    #[error("backup {id} is of {}, which is not among the installs found\nhelp: nothing was changed; to restore it, pass the package folder of that file with --path; `mcpatch backups` lists which backup is of which file", original.display())]
+    BackupOfAnotherInstall { id: String, original: PathBuf },
+
     #[error("after writing {path} its sha256 is {found}, expected {expected}\nhelp: {undone}; report this with the output of `mcpatch status --json`")]
     HashMismatch {
         path: PathBuf,

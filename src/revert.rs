@@ -188,17 +188,12 @@ fn revert_all(
         }
     }
     if let (Some(id), false) = (&opts.backup, matched_named) {
-        let target = backups
-            .iter()
-            .find(|b| &b.id == id)
-            .map(|b| b.manifest.original_path.clone());
-        return Err(Error::BackupDamaged {
-            id: id.clone(),
-            detail: format!(
-                "it belongs to {}, which is not among the installs found",
-                target.map(|p| p.display().to_string()).unwrap_or_default()
-            ),
-        });
+        if let Some(named) = backups.iter().find(|b| &b.id == id) {
+            return Err(Error::BackupOfAnotherInstall {
+                id: id.clone(),
+                original: named.manifest.original_path.clone(),
+            });
+        }
     }
     if restored_any {
         say(format_args!(

@@ -471,6 +471,43 @@ fn revert_restores_the_named_backup() {
 }
 
 #[test]
+fn revert_with_a_backup_of_another_install_names_that_file_and_changes_nothing() {
+    let sb = Sandbox::new();
+    let a = sb.client_install("0.1.0-rc.8", "a");
+    let b = sb.client_install("0.1.0-rc.7", "b");
+    let (pa, pb) = (a.to_str().unwrap(), b.to_str().unwrap());
+    assert_eq!(code(&sb.run(&["apply", "--path", pa])), 0);
+    assert_eq!(code(&sb.run(&["apply", "--path", pb])), 0);
+    let listing: serde_json::Value =
+        serde_json::from_slice(&sb.run(&["backups", "--json"]).stdout).unwrap();
+    let of_a = listing["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["manifest"]["original_path"] == a.join("lib/index.js").to_str().unwrap())
+        .unwrap_or_else(|| panic!("no backup of a: {listing:#}"));
+    let id = of_a["id"].as_str().unwrap();
+
+    let o = sb.run(&["revert", "--backup", id, "--path", pb]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!(
+            "error: backup {id} is of [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js, which is not among the installs found
+help: nothing was changed; to restore it, pass the package folder of that file with --path; `mcpatch backups` lists which backup is of which file
+"
+        )
+    );
+    assert_eq!(sha256_file(&a.join("lib/index.js")), patched_hash());
+    assert_eq!(sha256_file(&b.join("lib/index.js")), patched_hash());
+
+    let o = sb.run(&["revert", "--backup", id, "--path", pa]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&a.join("lib/index.js")), ORIGINAL);
+    assert_eq!(sha256_file(&b.join("lib/index.js")), patched_hash());
+}
+
+#[test]
 fn diff_shows_the_patch_as_it_would_apply() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
@@ -562,6 +599,12 @@ fn the_session_loss_predicate_is_narrow_on_real_sdk_errors() {
 /// Run mcpatch on a pseudo-terminal (util-linux `script`), typing `keys` once it
 /// asks (its prompt is on the screen), and return its exit code and the screen.
 fn on_a_terminal(sb: &Sandbox, args: &[&str], keys: &str) -> (i32, String) {
+    on_a_terminal_with(sb, args, keys, "")
+}
+
+/// [`on_a_terminal`] with `redirect` appended to mcpatch's command line (such
+/// as `< /dev/null`, so that stdin is not the terminal).
+fn on_a_terminal_with(sb: &Sandbox, args: &[&str], keys: &str, redirect: &str) -> (i32, String) {
     use std::io::{Read, Write};
     const PROMPT: &str = "patch this file anyway?";
     let script = which::which("script").unwrap_or_else(|_| {
@@ -576,7 +619,7 @@ fn on_a_terminal(sb: &Sandbox, args: &[&str], keys: &str) -> (i32, String) {
         .collect::<Vec<_>>()
         .join(" ");
     let mut c = std::process::Command::new(script);
-    c.args(["-qec", &line, "/dev/null"]);
+    c.args(["-qec", &format!("{line} {redirect}"), "/dev/null"]);
     for (k, v) in cmd.get_envs() {
         match v {
             Some(v) => c.env(k, v),
@@ -651,6 +694,37 @@ fn a_modified_file_on_a_terminal_shows_the_change_and_asks() {
         .unwrap()
         .contains("function isSessionLostError(error)"));
     assert_eq!(backup_count(&sb), 1);
+}
+
+#[test]
+fn a_modified_file_asks_only_when_stdin_and_stderr_are_both_a_terminal() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let before = edit_file(&file, |t| t + "\n// local edit\n");
+    let p = client.to_str().unwrap();
+    let refused = format!(
+        "refused: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
+  modified: sha256 {before} is not a revision mcpatch knows (unknown revision with the reconnect supervisor present); review with `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`, then rerun with --yes to patch it anyway
+"
+    );
+    // stdin from /dev/null (a script, a pipe), stderr on the terminal: no one can answer.
+    let (rc, screen) = on_a_terminal_with(&sb, &["apply", "--path", p], "y", "< /dev/null");
+    assert_eq!(rc, 1, "{screen}");
+    assert_eq!(sb.normalize(screen.as_bytes()), refused);
+    // stdin on the terminal, stderr to a file: the question would not be seen.
+    let log = sb.root().join("stderr.log");
+    let (rc, screen) = on_a_terminal_with(
+        &sb,
+        &["apply", "--path", p],
+        "y",
+        &format!("2> '{}'", log.display()),
+    );
+    assert_eq!(rc, 1, "{screen}");
+    assert_eq!(sb.normalize(screen.as_bytes()), refused);
+    assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
+    assert_eq!(sha256_file(&file), before);
+    assert_eq!(backup_count(&sb), 0);
 }
 
 #[test]

@@ -672,6 +672,40 @@ fn one_unreadable_install_does_not_stop_status_or_apply_for_the_others() {
     assert_eq!(backup_count(&sb), 1);
 }
 
+#[test]
+fn one_unreadable_install_does_not_stop_revert_for_the_others() {
+    let sb = Sandbox::new();
+    let locked = sb.client_install("0.1.0-rc.8", "a");
+    let open = sb.client_install("0.1.0-rc.7", "b");
+    let all = sb.root().to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", all])), 0);
+    std::fs::set_permissions(
+        locked.join("lib/index.js"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
+
+    let o = without_dac_override(sb.command(&["revert", "--path", all]))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "error: cannot read [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: Permission denied (os error 13)
+help: check that the file exists and is readable
+error: 1 of 2 install(s) could not be restored; each error is above
+help: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again (a rerun skips what is done)
+"
+    );
+    assert_eq!(sha256_file(&open.join("lib/index.js")), ORIGINAL);
+    std::fs::set_permissions(
+        locked.join("lib/index.js"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    assert_eq!(sha256_file(&locked.join("lib/index.js")), patched_hash());
+}
+
 /// Run to the end, failing (and killing the run's whole process group) if it
 /// has not ended after a generous bound: this guards against a hang, it
 /// decides nothing about speed.

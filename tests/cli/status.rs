@@ -254,6 +254,44 @@ help: if DSH is installed elsewhere, pass its folder with --path
 }
 
 #[test]
+fn apply_and_revert_with_nothing_found_say_where_they_looked_or_print_one_json_document() {
+    let sb = Sandbox::new();
+    let node = node22_dir().join("node").canonicalize().unwrap();
+    let prefix = node.parent().unwrap().parent().unwrap();
+    let looked = format!(
+        "no @deepseek-ai/dsh-mcp-client install found; looked in:
+  - `dsh` on PATH (not found)
+  - npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))
+  - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
+help: if DSH is installed elsewhere, pass its folder with --path
+",
+        prefix.display(),
+        node.display()
+    );
+    for command in ["apply", "revert"] {
+        let o = sb.run(&[command]);
+        assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+        assert_eq!(sb.normalize(&o.stdout), looked, "{command}");
+        assert_eq!(stderr(&o), "", "{command}");
+
+        let o = sb.run(&[command, "--json"]);
+        assert_eq!(code(&o), 0, "{command} --json: {}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{command} --json: stdout is not one JSON document ({e}):\n{}",
+                stdout(&o)
+            )
+        });
+        assert_eq!(
+            v["installs"],
+            serde_json::json!([]),
+            "{command} --json: {v:#}"
+        );
+        assert_eq!(v["searched"].as_array().map(Vec::len), Some(3), "{v:#}");
+    }
+}
+
+#[test]
 fn a_missing_path_is_an_error_that_names_it() {
     let sb = Sandbox::new();
     let missing = sb.root().join("nope");
