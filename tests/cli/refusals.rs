@@ -193,6 +193,39 @@ fn revert_without_yes_refuses_a_file_changed_since_patching() {
 }
 
 #[test]
+fn revert_without_yes_restores_a_file_an_earlier_mcpatch_patched_with_revision_1() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    // An earlier mcpatch put revision 1 on the original and saved a backup
+    // whose manifest names revision 1 as the file it left.
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let [id] = &backup_ids(&sb)[..] else {
+        panic!("one backup: {:?}", backup_ids(&sb))
+    };
+    let saved = sb.dsh_home().join(BACKUPS).join(id);
+    std::fs::write(&file, std::fs::read(saved.join("index.js")).unwrap()).unwrap();
+    let r1 = super::verify::patch_with_revision_1(&client);
+    let manifest = saved.join("manifest.json");
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    m["sha256_after"] = r1.clone().into();
+    std::fs::write(&manifest, serde_json::to_vec_pretty(&m).unwrap()).unwrap();
+    assert_ne!(r1, patched_hash());
+
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        sb.normalize(&o.stdout)
+            .starts_with(&format!("restored {FILE} from backup ")),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(sha256_file(&file), ORIGINAL);
+}
+
+#[test]
 fn revert_without_yes_refuses_a_backup_of_an_unknown_original() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");

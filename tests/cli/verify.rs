@@ -209,7 +209,7 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
 }
 
 /// Write patch revision 1 (an earlier mcpatch) into an installed copy of the original.
-fn patch_with_revision_1(client: &Path) -> String {
+pub(super) fn patch_with_revision_1(client: &Path) -> String {
     let spec = mcpatch::registry::session_loss().unwrap();
     let r1 = &spec.earlier[0];
     assert_eq!(r1.revision, 1);
