@@ -209,16 +209,94 @@ fn as_root_a_backups_folder_that_others_own_or_can_write_is_refused() {
     );
     assert_eq!(sha256_file(&file), patched_hash(), "nothing changed");
 
-    // apply refuses it too, before touching the install.
+    // apply refuses it too, before touching the install, and so does its dry run.
     let fresh = sb.client_install("0.1.0-rc.7", "h");
-    let o = sb.run(&["apply", "--path", fresh.to_str().unwrap()]);
-    assert_eq!(code(&o), 2, "{}", stdout(&o));
-    assert_eq!(sha256_file(&fresh.join("lib/index.js")), ORIGINAL);
+    let refused = format!("error: refusing [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss: its group or others can write it (mode 0775); running as root, mcpatch trusts a backups folder only when root owns it and no one else can write it\n{help}");
+    for dry_run in [true, false] {
+        let mut args = vec!["apply", "--path", fresh.to_str().unwrap()];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let o = sb.run(&args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
+        assert_eq!(sb.normalize(&o.stderr), refused, "{args:?}");
+        assert_eq!(sha256_file(&fresh.join("lib/index.js")), ORIGINAL);
+    }
 
     std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o755)).unwrap();
     let o = sb.run(&["revert", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(sha256_file(&file), ORIGINAL);
+}
+
+/// `cmd` run as the uid and gid [`STRANGER`], with no supplementary groups.
+fn as_stranger(cmd: std::process::Command) -> std::process::Command {
+    require_root("it runs mcpatch as another uid with setpriv");
+    let setpriv = which::which("setpriv")
+        .unwrap_or_else(|_| panic!("setpriv (util-linux) is needed: apt-get install util-linux"));
+    let mut c = std::process::Command::new(setpriv);
+    c.arg(format!("--reuid={STRANGER}"))
+        .arg(format!("--regid={STRANGER}"))
+        .args(["--clear-groups", "--"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c
+}
+
+#[test]
+fn a_user_without_root_patches_and_reverts_an_install_they_own() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    // The user owns the sandbox's folders and the files mcpatch writes; the
+    // package's other files stay root's (hard links into the fixture cache).
+    std::fs::set_permissions(sb.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for entry in walkdir::WalkDir::new(sb.root()) {
+        let entry = entry.unwrap();
+        let meta = entry.path().symlink_metadata().unwrap();
+        if meta.is_dir() || (meta.is_file() && meta.nlink() == 1) {
+            std::os::unix::fs::lchown(entry.path(), Some(STRANGER), Some(STRANGER)).unwrap();
+        }
+    }
+
+    let o = as_stranger(sb.command(&["apply", "--path", p]))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), patched_hash());
+    let [id] = &backup_ids(&sb)[..] else {
+        panic!("one backup: {:?}", backup_ids(&sb))
+    };
+    let saved = sb.dsh_home().join(BACKUPS).join(id);
+    for made in [
+        sb.dsh_home().join(BACKUPS),
+        saved.clone(),
+        saved.join("index.js"),
+    ] {
+        let meta = made.symlink_metadata().unwrap();
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (STRANGER, STRANGER),
+            "{}",
+            made.display()
+        );
+    }
+    assert_eq!(file.metadata().unwrap().uid(), STRANGER);
+
+    let o = as_stranger(sb.command(&["revert", "--path", p]))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), ORIGINAL);
+    assert_eq!(file.metadata().unwrap().uid(), STRANGER);
 }
 
 #[test]
