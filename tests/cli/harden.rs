@@ -249,15 +249,10 @@ fn as_stranger(cmd: std::process::Command) -> std::process::Command {
     c
 }
 
-#[test]
-fn a_user_without_root_patches_and_reverts_an_install_they_own() {
+/// Give [`STRANGER`] the sandbox's folders and the files mcpatch writes; the
+/// package's other files stay root's (hard links into the fixture cache).
+fn give_sandbox_to_stranger(sb: &Sandbox) {
     use std::os::unix::fs::MetadataExt;
-    let sb = Sandbox::new();
-    let client = sb.client_install("0.1.0-rc.8", "g");
-    let file = client.join("lib/index.js");
-    let p = client.to_str().unwrap();
-    // The user owns the sandbox's folders and the files mcpatch writes; the
-    // package's other files stay root's (hard links into the fixture cache).
     std::fs::set_permissions(sb.root(), std::fs::Permissions::from_mode(0o755)).unwrap();
     for entry in walkdir::WalkDir::new(sb.root()) {
         let entry = entry.unwrap();
@@ -266,6 +261,16 @@ fn a_user_without_root_patches_and_reverts_an_install_they_own() {
             std::os::unix::fs::lchown(entry.path(), Some(STRANGER), Some(STRANGER)).unwrap();
         }
     }
+}
+
+#[test]
+fn a_user_without_root_patches_and_reverts_an_install_they_own() {
+    use std::os::unix::fs::MetadataExt;
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    give_sandbox_to_stranger(&sb);
 
     let o = as_stranger(sb.command(&["apply", "--path", p]))
         .output()
@@ -297,6 +302,32 @@ fn a_user_without_root_patches_and_reverts_an_install_they_own() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(sha256_file(&file), ORIGINAL);
     assert_eq!(file.metadata().unwrap().uid(), STRANGER);
+}
+
+#[test]
+fn a_dsh_home_the_user_cannot_write_fails_the_dry_run_as_it_fails_the_real_run() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    give_sandbox_to_stranger(&sb);
+    std::os::unix::fs::lchown(sb.dsh_home(), Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(sb.dsh_home(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for dry_run in [true, false] {
+        let mut args = vec!["apply", "--path", p];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        let o = as_stranger(sb.command(&args)).output().unwrap();
+        assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
+        assert_eq!(
+            sb.normalize(&o.stderr),
+            "error: cannot write the backup folder [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss: Permission denied (os error 13)
+help: nothing was changed; make [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss writable or set DSH_HOME to a writable folder
+",
+            "{args:?}"
+        );
+        assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+    }
 }
 
 #[test]
