@@ -1016,6 +1016,28 @@ fn a_damaged_backup_is_listed_and_refused_never_skipped() {
     assert_eq!(sha256_file(&file), ORIGINAL);
 }
 
+#[test]
+fn a_backup_that_lost_its_saved_file_is_damaged_and_nothing_changes() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let id = backup_ids(&sb).remove(0);
+    let saved = sb.dsh_home().join(BACKUPS).join(&id).join("index.js");
+    std::fs::remove_file(&saved).unwrap();
+
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: backup {id} is damaged: cannot read [SANDBOX]/home/.dsh/{BACKUPS}/{id}/index.js: No such file or directory (os error 2)
+help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh
+")
+    );
+    assert_eq!(sha256_file(&file), patched_hash());
+}
+
 /// stdout a closed pipe: its reader is gone before mcpatch writes.
 fn closed_stdout() -> std::io::PipeWriter {
     let (reader, writer) = std::io::pipe().unwrap();
