@@ -243,6 +243,18 @@ fn check_trusted_entry(path: &Path, folder: bool) -> Result<()> {
     Ok(())
 }
 
+/// `base`, else `base-2`, `base-3`, …: the first that names nothing in
+/// `root` (two backups of one original in the same millisecond).
+fn free_id(root: &Path, base: &str) -> String {
+    let mut id = base.to_string();
+    let mut n = 1;
+    while root.join(&id).exists() {
+        n += 1;
+        id = format!("{base}-{n}");
+    }
+    id
+}
+
 /// What to save.
 pub struct NewBackup<'a> {
     pub file: &'a Path,
@@ -273,13 +285,7 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
         .chars()
         .filter(|c| c.is_ascii_alphanumeric() || *c == '.')
         .collect();
-    let base = format!("{}-{}", compact, &new.sha256_before[..8]);
-    let mut id = base.clone();
-    let mut n = 1;
-    while root.join(&id).exists() {
-        n += 1;
-        id = format!("{base}-{n}");
-    }
+    let id = free_id(root, &format!("{}-{}", compact, &new.sha256_before[..8]));
     let manifest = BackupManifest {
         id: id.clone(),
         patch_id: spec.id.clone(),
@@ -462,6 +468,17 @@ fn same_path(a: &Path, b: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_backup_id_taken_in_the_same_millisecond_gets_the_next_free_number() {
+        let root = tempfile::tempdir().unwrap();
+        let base = "20261130T101500.123Z-b126dcec";
+        assert_eq!(free_id(root.path(), base), base);
+        std::fs::create_dir(root.path().join(base)).unwrap();
+        assert_eq!(free_id(root.path(), base), format!("{base}-2"));
+        std::fs::create_dir(root.path().join(format!("{base}-2"))).unwrap();
+        assert_eq!(free_id(root.path(), base), format!("{base}-3"));
+    }
 
     fn manifest_with_mode(mode: serde_json::Value) -> serde_json::Result<BackupManifest> {
         serde_json::from_value(serde_json::json!({
