@@ -84,3 +84,34 @@ fn backups_lists_under_a_header_row_and_a_manifest_writes_the_mode_in_octal() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
 }
+
+#[test]
+fn backups_without_a_backups_folder_says_so_and_a_file_in_its_place_is_an_error() {
+    let sb = Sandbox::new();
+    let o = sb.run(&["backups"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("no backups under [SANDBOX]/home/.dsh/{BACKUPS}\n")
+    );
+    let o = sb.run(&["backups", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["backups"], json!([]), "{v:#}");
+
+    let root = sb.dsh_home().join(BACKUPS);
+    std::fs::create_dir_all(root.parent().unwrap()).unwrap();
+    std::fs::write(&root, "").unwrap();
+    for args in [&["backups"][..], &["backups", "--json"]] {
+        let o = sb.run(args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
+        assert_eq!(stdout(&o), "", "{args:?}");
+        assert_eq!(
+            sb.normalize(&o.stderr),
+            format!("error: cannot read [SANDBOX]/home/.dsh/{BACKUPS}: Not a directory (os error 20)
+help: make it a readable folder (move aside anything else at that path), or set DSH_HOME to another folder
+"),
+            "{args:?}"
+        );
+    }
+}
