@@ -21,6 +21,10 @@ fn backups_lists_under_a_header_row_and_a_manifest_writes_the_mode_in_octal() {
     .unwrap();
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
     let id = backup_ids(&sb).remove(0);
+    // Neither a stray file nor a hidden folder (a half-written backup) is a backup.
+    let root = sb.dsh_home().join(BACKUPS);
+    std::fs::write(root.join("notes.txt"), "").unwrap();
+    std::fs::create_dir(root.join(".incomplete-x")).unwrap();
 
     let o = sb.run(&["backups"]);
     assert_eq!(code(&o), 0);
