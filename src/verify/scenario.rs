@@ -1017,6 +1017,29 @@ mod tests {
     }
 
     #[test]
+    fn the_clock_starts_at_the_drop_and_a_failed_handshake_is_not_the_new_session() {
+        let mut run = seamless_recovery(404, 130);
+        // Before the drop: another control event, and a request that failed.
+        run.witness.insert(3, control(30, "armed: next calls held"));
+        run.witness
+            .insert(4, entry(40, "POST", Some("ping"), Some("s1"), 404));
+        // After the loss: a handshake the server failed, then the one that worked.
+        run.witness
+            .insert(9, entry(111, "POST", Some("initialize"), None, 503));
+        let j = run.judge(ScenarioName::Expired404, Expectation::Seamless);
+        assert_eq!(
+            (j.verdict, j.recovery_ms),
+            ("SEAMLESS", Some(20)),
+            "{}",
+            j.note
+        );
+        assert_eq!(
+            j.note,
+            "one fresh initialize without the dead id, tools re-listed, calls succeeded"
+        );
+    }
+
+    #[test]
     fn more_handshakes_or_an_initialize_with_the_dead_id_are_named() {
         let mut run = seamless_recovery(404, 130);
         run.witness
@@ -1117,6 +1140,14 @@ mod tests {
         assert_eq!(
             j.note,
             "call c2 was sent again although its first send was not answered as a lost session: the tool may have run twice"
+        );
+        // So is a repeat after a 500 that came before the tool ran.
+        let mut run = seamless_recovery(500, 130);
+        run.witness[6].executed = Some(false);
+        assert_eq!(
+            run.judge(ScenarioName::Expired404, Expectation::Seamless)
+                .verdict,
+            "REPEATED"
         );
         // Each lost-session status allows the one repeat.
         for status in [400, 401, 404] {
