@@ -1102,6 +1102,11 @@ mod tests {
             stuck(&run),
             "1 request(s) still carried the dead session id after the new session was established"
         );
+        // A request sent the moment the new session was established is not after it.
+        let mut run = seamless_recovery(404, 130);
+        run.witness.push(entry(113, "POST", Some("tools/call"), Some("s1"), 404));
+        run.witness.sort_by_key(|e| e.t_ms);
+        assert_eq!(run.judge(ScenarioName::Expired404, Expectation::Seamless).verdict, "SEAMLESS");
         // An answer to a request sent before the new session was established is fine.
         let mut run = seamless_recovery(404, 130);
         let mut late = call(111, "s1", "c1", 404);
