@@ -1104,9 +1104,14 @@ mod tests {
         );
         // A request sent the moment the new session was established is not after it.
         let mut run = seamless_recovery(404, 130);
-        run.witness.push(entry(113, "POST", Some("tools/call"), Some("s1"), 404));
+        run.witness
+            .push(entry(113, "POST", Some("tools/call"), Some("s1"), 404));
         run.witness.sort_by_key(|e| e.t_ms);
-        assert_eq!(run.judge(ScenarioName::Expired404, Expectation::Seamless).verdict, "SEAMLESS");
+        assert_eq!(
+            run.judge(ScenarioName::Expired404, Expectation::Seamless)
+                .verdict,
+            "SEAMLESS"
+        );
         // An answer to a request sent before the new session was established is fine.
         let mut run = seamless_recovery(404, 130);
         let mut late = call(111, "s1", "c1", 404);

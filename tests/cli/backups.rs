@@ -119,3 +119,28 @@ help: make it a readable folder (move aside anything else at that path), or set 
         );
     }
 }
+
+#[test]
+fn revert_finds_the_backup_after_the_prefix_moved_behind_a_symbolic_link() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    // The prefix moves, and a link keeps its old path working: the backup
+    // names the old path, the search finds the new real one.
+    std::fs::rename(sb.root().join("g"), sb.root().join("moved")).unwrap();
+    std::os::unix::fs::symlink(sb.root().join("moved"), sb.root().join("g")).unwrap();
+    let moved = sb
+        .root()
+        .join("moved/lib/node_modules/@deepseek-ai/dsh-mcp-client");
+    let o = sb.run(&["revert", "--path", moved.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let id = backup_ids(&sb).remove(0);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("restored [SANDBOX]/moved/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js from backup {id}\n  sha256 now b126dcec…7d56\nbackups are kept (`mcpatch backups`); restart DSH so it loads the restored client\n")
+    );
+    assert_eq!(sha256_file(&moved.join("lib/index.js")), ORIGINAL);
+}
