@@ -1260,6 +1260,8 @@ mod tests {
         let mut run = held(&[("c1", "echo", None)]);
         run.witness
             .insert(1, entry(2, "GET", None, Some("s1"), 404));
+        // After the list: a GET stream that opened, which is no GET 404.
+        run.witness.push(entry(20, "GET", None, Some("s1"), 200));
         let j = run.judge(ScenarioName::Sse404, Expectation::Hold);
         assert_eq!((j.verdict, j.ok), ("BROKEN", false));
         assert_eq!(
