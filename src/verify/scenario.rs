@@ -1518,7 +1518,41 @@ mod tests {
                 "{name}"
             );
             assert_eq!(name.to_possible_value().unwrap().get_name(), name.as_str());
+            assert_eq!(name.to_string(), name.as_str());
         }
         assert_eq!(all().len(), ScenarioName::value_variants().len());
+    }
+
+    #[test]
+    fn every_plan_is_one_the_harness_runs() {
+        let harness = include_str!("harness.mjs");
+        for s in all() {
+            assert!(
+                harness.contains(&format!("case \"{}\":", s.plan.as_str())),
+                "harness.mjs has no plan {:?} for {}",
+                s.plan.as_str(),
+                s.name
+            );
+        }
+    }
+
+    #[test]
+    fn recovery_scenarios_expect_seamless_of_the_current_revision_only() {
+        for s in all() {
+            let (current, earlier) = (s.expectation(true), s.expectation(false));
+            match s.expect {
+                Expectation::Recover => {
+                    assert_eq!(
+                        (current, earlier),
+                        (Expectation::Seamless, Expectation::Recover),
+                        "{}",
+                        s.name
+                    )
+                }
+                e => assert_eq!((current, earlier), (e, e), "{}", s.name),
+            }
+        }
+        assert_eq!(find(ScenarioName::Expired404).expect, Expectation::Recover);
+        assert_eq!(find(ScenarioName::CutMidCall).expect, Expectation::NoRetry);
     }
 }
