@@ -451,6 +451,13 @@ fn a_file_replaced_at_any_step_of_apply_is_never_lost() {
                         err.ends_with("; mcpatch left it as it is\nhelp: nothing of this run was kept and the backup made for it was removed; run `mcpatch status` to see what the file is now, then apply again if it is affected\n"),
                         "{case}"
                     );
+                    // The reason says what happened to the file.
+                    let why = match (*step, how) {
+                        ("renamed", _) => "another program replaced it right after mcpatch's rename",
+                        (_, Landing::Renamed) => "it was replaced by another file (inode ",
+                        (_, Landing::InPlace) => "it was rewritten (",
+                    };
+                    assert!(err.contains(&format!("working on it: {why}")), "{case}");
                     assert_eq!(
                         backup_count(&sb),
                         0,
