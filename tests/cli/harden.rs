@@ -453,7 +453,9 @@ fn a_file_replaced_at_any_step_of_apply_is_never_lost() {
                     );
                     // The reason says what happened to the file.
                     let why = match (*step, how) {
-                        ("renamed", _) => "another program replaced it right after mcpatch's rename",
+                        ("renamed", _) => {
+                            "another program replaced it right after mcpatch's rename"
+                        }
                         (_, Landing::Renamed) => "it was replaced by another file (inode ",
                         (_, Landing::InPlace) => "it was rewritten (",
                     };

@@ -885,7 +885,17 @@ fn a_package_json_that_is_a_device_a_fifo_or_huge_is_not_a_package() {
         ),
     )
     .unwrap();
-    for p in ["@a/x", "@b/x", "@c/x"] {
+    // Large, under the 1 MiB cap (an npm that embeds the readme): a package.
+    let large = sb.copy_client("0.1.0-rc.8", &nm.join("@d/x/node_modules").join(CLIENT));
+    std::fs::write(
+        large.join("package.json"),
+        format!(
+            r#"{{"name":"{CLIENT}","version":"0.1.0-rc.8","readme":"{}"}}"#,
+            "x".repeat(512 << 10)
+        ),
+    )
+    .unwrap();
+    for p in ["@a/x", "@b/x", "@c/x", "@d/x"] {
         write_package(&nm.join(p), p);
     }
     let mut cmd = sb.command(&["status", "--json", "--path"]);
@@ -893,5 +903,6 @@ fn a_package_json_that_is_a_device_a_fifo_or_huge_is_not_a_package() {
     let o = output_within_a_minute(cmd);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(&o), stderr(&o)));
-    assert_eq!(install_paths(&v), [real(&real_one)], "{v:#}");
+    assert_eq!(install_paths(&v), [real(&large), real(&real_one)], "{v:#}");
+    assert_eq!(v["installs"][0]["version"], "0.1.0-rc.8", "{v:#}");
 }
