@@ -144,3 +144,24 @@ fn revert_finds_the_backup_after_the_prefix_moved_behind_a_symbolic_link() {
     );
     assert_eq!(sha256_file(&moved.join("lib/index.js")), ORIGINAL);
 }
+
+#[test]
+fn a_manifest_that_is_a_fifo_is_listed_as_damaged_without_blocking() {
+    let sb = Sandbox::new();
+    let dir = sb
+        .dsh_home()
+        .join(BACKUPS)
+        .join("20261130T000000.000Z-b126dcec");
+    std::fs::create_dir_all(&dir).unwrap();
+    let manifest = dir.join("manifest.json");
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(manifest.as_os_str()))
+        .unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    // Nothing ever writes to the FIFO: opening it to read must not wait for a writer.
+    let o = super::locate::output_within_a_minute(sb.command(&["backups"]));
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n20261130T000000.000Z-b126dcec  ?  ?  DAMAGED: [SANDBOX]/home/.dsh/{BACKUPS}/20261130T000000.000Z-b126dcec/manifest.json is a FIFO, not a regular file; mcpatch reads only regular files there\n")
+    );
+}

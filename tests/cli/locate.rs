@@ -29,7 +29,7 @@ fn real_npm_package() -> PathBuf {
 }
 
 /// Run a command, failing the test if it has not finished after a minute (a hang).
-fn output_within_a_minute(mut cmd: std::process::Command) -> Output {
+pub(super) fn output_within_a_minute(mut cmd: std::process::Command) -> Output {
     let child = cmd
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
