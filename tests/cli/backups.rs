@@ -165,3 +165,24 @@ fn a_manifest_that_is_a_fifo_is_listed_as_damaged_without_blocking() {
         format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n20261130T000000.000Z-b126dcec  ?  ?  DAMAGED: [SANDBOX]/home/.dsh/{BACKUPS}/20261130T000000.000Z-b126dcec/manifest.json is a FIFO, not a regular file; mcpatch reads only regular files there\n")
     );
 }
+
+#[test]
+fn a_manifest_that_is_a_symbolic_link_is_listed_as_damaged_and_never_followed() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    let id = backup_ids(&sb).remove(0);
+    let manifest = sb.dsh_home().join(BACKUPS).join(&id).join("manifest.json");
+    let elsewhere = sb.root().join("elsewhere.json");
+    std::fs::rename(&manifest, &elsewhere).unwrap();
+    std::os::unix::fs::symlink(&elsewhere, &manifest).unwrap();
+    let o = sb.run(&["backups"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{id}  ?  ?  DAMAGED: cannot read [SANDBOX]/home/.dsh/{BACKUPS}/{id}/manifest.json: Too many levels of symbolic links (os error 40)\n")
+    );
+}
