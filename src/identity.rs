@@ -240,3 +240,23 @@ pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
         "something else"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_of_exactly_the_cap_is_read_and_one_byte_more_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = dir.path().join("at");
+        std::fs::write(&at, vec![b'x'; 64]).unwrap();
+        let (bytes, _) = read_capped(&at, 64, false).unwrap();
+        assert_eq!(bytes.len(), 64);
+        let over = dir.path().join("over");
+        std::fs::write(&over, vec![b'x'; 65]).unwrap();
+        assert!(matches!(
+            read_capped(&over, 64, false),
+            Err(Error::TooLarge { limit: 64, .. })
+        ));
+    }
+}
