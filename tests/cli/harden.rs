@@ -135,14 +135,14 @@ impl Paused {
     }
 }
 
-/// `cmd` run as root without the capabilities that let root read and write
-/// any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), through util-linux setpriv.
-fn without_dac_override(cmd: std::process::Command) -> std::process::Command {
-    require_root("it drops root's file-access override with setpriv");
+/// `cmd` run through util-linux setpriv with `options` (which need root),
+/// keeping its arguments and environment.
+fn through_setpriv(options: &[String], cmd: std::process::Command) -> std::process::Command {
     let setpriv = which::which("setpriv")
         .unwrap_or_else(|_| panic!("setpriv (util-linux) is needed: apt-get install util-linux"));
     let mut c = std::process::Command::new(setpriv);
-    c.args(["--bounding-set", "-dac_override,-dac_read_search", "--"])
+    c.args(options)
+        .arg("--")
         .arg(cmd.get_program())
         .args(cmd.get_args());
     for (k, v) in cmd.get_envs() {
@@ -152,6 +152,19 @@ fn without_dac_override(cmd: std::process::Command) -> std::process::Command {
         };
     }
     c
+}
+
+/// `cmd` run as root without the capabilities that let root read and write
+/// any file (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH), through util-linux setpriv.
+fn without_dac_override(cmd: std::process::Command) -> std::process::Command {
+    require_root("it drops root's file-access override with setpriv");
+    through_setpriv(
+        &[
+            "--bounding-set".into(),
+            "-dac_override,-dac_read_search".into(),
+        ],
+        cmd,
+    )
 }
 
 #[test]
@@ -232,21 +245,14 @@ fn as_root_a_backups_folder_that_others_own_or_can_write_is_refused() {
 /// `cmd` run as the uid and gid [`STRANGER`], with no supplementary groups.
 fn as_stranger(cmd: std::process::Command) -> std::process::Command {
     require_root("it runs mcpatch as another uid with setpriv");
-    let setpriv = which::which("setpriv")
-        .unwrap_or_else(|_| panic!("setpriv (util-linux) is needed: apt-get install util-linux"));
-    let mut c = std::process::Command::new(setpriv);
-    c.arg(format!("--reuid={STRANGER}"))
-        .arg(format!("--regid={STRANGER}"))
-        .args(["--clear-groups", "--"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (k, v) in cmd.get_envs() {
-        match v {
-            Some(v) => c.env(k, v),
-            None => c.env_remove(k),
-        };
-    }
-    c
+    through_setpriv(
+        &[
+            format!("--reuid={STRANGER}"),
+            format!("--regid={STRANGER}"),
+            "--clear-groups".into(),
+        ],
+        cmd,
+    )
 }
 
 /// Give [`STRANGER`] the sandbox's folders and the files mcpatch writes; the
