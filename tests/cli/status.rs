@@ -236,29 +236,14 @@ fn nothing_found_is_not_an_error_and_says_where_it_looked() {
     let sb = Sandbox::new();
     let o = sb.run(&["status"]);
     assert_eq!(code(&o), 0);
-    let node = node22_dir().join("node").canonicalize().unwrap();
-    let prefix = node.parent().unwrap().parent().unwrap();
-    assert_eq!(
-        sb.normalize(&o.stdout),
-        format!(
-            "no @deepseek-ai/dsh-mcp-client install found; looked in:
-  - `dsh` on PATH (not found)
-  - npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))
-  - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
-help: if DSH is installed elsewhere, pass its folder with --path
-",
-            prefix.display(),
-            node.display()
-        )
-    );
+    assert_eq!(sb.normalize(&o.stdout), nothing_found());
 }
 
-#[test]
-fn apply_and_revert_with_nothing_found_say_where_they_looked_or_print_one_json_document() {
-    let sb = Sandbox::new();
+/// What a search of an empty sandbox prints: where it looked, and the fix.
+fn nothing_found() -> String {
     let node = node22_dir().join("node").canonicalize().unwrap();
     let prefix = node.parent().unwrap().parent().unwrap();
-    let looked = format!(
+    format!(
         "no @deepseek-ai/dsh-mcp-client install found; looked in:
   - `dsh` on PATH (not found)
   - npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))
@@ -267,7 +252,13 @@ help: if DSH is installed elsewhere, pass its folder with --path
 ",
         prefix.display(),
         node.display()
-    );
+    )
+}
+
+#[test]
+fn apply_and_revert_with_nothing_found_say_where_they_looked_or_print_one_json_document() {
+    let sb = Sandbox::new();
+    let looked = nothing_found();
     for command in ["apply", "revert"] {
         let o = sb.run(&[command]);
         assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
