@@ -178,3 +178,19 @@ pub fn create_dirs_durably(dir: &Path, mode: u32) -> std::io::Result<()> {
 
 /// A file's owner: uid and gid.
 pub type Owner = (u32, u32);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_through_dot_dot_of_a_folder_it_makes_is_created() {
+        // `new/..` does not exist when the missing folders are listed, and
+        // exists once `new` is made: creating it finds it there, which is fine.
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("new").join("..").join("backups");
+        create_dirs_durably(&dir, 0o755).unwrap();
+        assert!(tmp.path().join("new").is_dir());
+        assert!(tmp.path().join("backups").is_dir());
+    }
+}
