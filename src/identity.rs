@@ -63,19 +63,18 @@ pub fn of_path(path: &Path) -> Result<Identity> {
     Ok(of_metadata(&meta))
 }
 
-#[cfg(unix)]
 fn of_metadata(meta: &std::fs::Metadata) -> Identity {
-    use std::os::unix::fs::MetadataExt;
-    Identity {
-        dev: meta.dev(),
-        ino: meta.ino(),
-        size: meta.size(),
-        mtime: (meta.mtime(), meta.mtime_nsec()),
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+        }
     }
-}
-
-#[cfg(not(unix))]
-fn of_metadata(meta: &std::fs::Metadata) -> Identity {
+    #[cfg(not(unix))]
     Identity {
         dev: 0,
         ino: 0,
@@ -203,15 +202,17 @@ pub fn changes(path: &Path, before: &Snapshot) -> Result<Option<String>> {
     Ok(None)
 }
 
-#[cfg(unix)]
 fn mode_and_owner(meta: &std::fs::Metadata) -> (u32, (u32, u32)) {
-    use std::os::unix::fs::MetadataExt;
-    (meta.mode(), (meta.uid(), meta.gid()))
-}
-
-#[cfg(not(unix))]
-fn mode_and_owner(_meta: &std::fs::Metadata) -> (u32, (u32, u32)) {
-    (0o644, (0, 0))
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.mode(), (meta.uid(), meta.gid()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        (0o644, (0, 0))
+    }
 }
 
 /// A word for a file type that is not a regular file.
