@@ -257,4 +257,18 @@ mod tests {
             Err(Error::TooLarge { limit: 63, .. })
         ));
     }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_file_holding_more_than_its_size_says_is_refused_not_cut_at_the_cap() {
+        // A procfs file says 0 bytes and holds far more, as a file still being
+        // written holds more than its size when it was opened: the cap is on
+        // what is read, and a file read only in part is never taken as whole.
+        let p = Path::new("/proc/self/status");
+        assert_eq!(std::fs::metadata(p).unwrap().len(), 0);
+        assert!(matches!(
+            read_capped(p, 64, false),
+            Err(Error::TooLarge { limit: 64, .. })
+        ));
+    }
 }
