@@ -271,4 +271,26 @@ mod tests {
             Err(Error::TooLarge { limit: 64, .. })
         ));
     }
+
+    #[cfg(unix)]
+    #[test]
+    fn each_kind_of_file_is_named_by_its_kind() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        std::fs::write(at("file"), b"x").unwrap();
+        std::fs::create_dir(at("folder")).unwrap();
+        std::os::unix::fs::symlink("file", at("link")).unwrap();
+        let fifo =
+            std::ffi::CString::new(at("fifo").into_os_string().into_encoded_bytes()).unwrap();
+        // SAFETY: mkfifo with a NUL-terminated path we own.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let _socket = std::os::unix::net::UnixListener::bind(at("socket")).unwrap();
+        let kind = |p: &Path| kind_of(&std::fs::symlink_metadata(p).unwrap());
+        assert_eq!(kind(&at("file")), "a regular file");
+        assert_eq!(kind(&at("folder")), "a folder");
+        assert_eq!(kind(&at("link")), "a symbolic link");
+        assert_eq!(kind(&at("fifo")), "a FIFO");
+        assert_eq!(kind(&at("socket")), "a socket");
+        assert_eq!(kind(Path::new("/dev/null")), "a device");
+    }
 }
