@@ -352,7 +352,7 @@ mod tests {
     }
 
     #[test]
-    fn the_reported_affected_revision_is_modified_never_affected() {
+    fn reported_affected_is_modified_and_says_reinstall_where_the_patch_does_not_fit() {
         // Known only by an abbreviated hash (758d8fc4…f5dd): any full hash with that
         // prefix and suffix is that revision, which mcpatch has not verified.
         let hash = format!("758d8fc4{}f5dd", "7".repeat(52));
@@ -360,11 +360,29 @@ mod tests {
         let (state, rev, note) = classify_bytes(&spec(), text.as_bytes(), &hash);
         assert_eq!(state, State::Modified);
         assert_eq!(rev, Some("reported-affected"));
+        assert!(note.is_some_and(|n| !n.is_empty()));
+        // The patch does not fit this text: applying it would fail.
         assert_eq!(
-            state.next_step(),
+            assess(&spec(), text.as_bytes(), &hash).next_step,
+            NEXT_REINSTALL
+        );
+        // A text the patch fits: what each hunk expects to find, in order.
+        let s = spec();
+        let fits: String = s
+            .parsed_diff()
+            .hunks()
+            .iter()
+            .flat_map(|h| h.lines())
+            .filter_map(|l| match l {
+                diffy::Line::Context(t) | diffy::Line::Delete(t) => Some(*t),
+                diffy::Line::Insert(_) => None,
+            })
+            .collect();
+        assert!(patch_fits(&s, &fits));
+        assert_eq!(
+            assess(&s, fits.as_bytes(), &hash).next_step,
             "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
         );
-        assert!(note.is_some_and(|n| !n.is_empty()));
     }
 
     #[test]
