@@ -627,6 +627,9 @@ if [[ $mode == check ]]; then
   analysis instrument "$check_tree" "${files[@]}"
   log=$WORK/check-reach.log
   rm -f "$log"
+  # Writable by all: some tests run mcpatch as another user (through setpriv).
+  : >"$log"
+  chmod 666 "$log"
   echo "running every test once with the core functions logging who runs them (a separate build in $WORK/check-target)" >&2
   (cd "$check_tree" && MUTANTS_REACH_LOG=$log CARGO_TARGET_DIR=$WORK/check-target cargo nextest run --locked --no-fail-fast) ||
     die "the tests fail on the instrumented copy (see above)"
