@@ -43,6 +43,11 @@ enum FileResult {
         sha256: String,
         /// The earlier patch revision it was upgraded from, if any.
         upgraded_from: Option<u32>,
+        /// Whether the backup holds a known original (else the modified file
+        /// as it was, or the one an earlier patch revision was put on).
+        known_base: bool,
+        /// Whether that backup was already there (made by an earlier apply).
+        reused: bool,
     },
     WouldPatch {
         upgrade_from: Option<u32>,
@@ -77,7 +82,8 @@ fn apply_all(
             outln!("{args}");
         }
     };
-    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;
+    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)
+        .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
     report_out
         .installs
@@ -153,6 +159,8 @@ fn apply_all(
                 backup_id,
                 sha256,
                 upgraded_from,
+                known_base,
+                reused,
             } => {
                 changed = true;
                 entry.changed = true;
@@ -161,8 +169,23 @@ fn apply_all(
                     Some(r) => format!("upgraded {label} from patch revision {r}"),
                     None => format!("patched {label}"),
                 };
+                // Say what the backup holds: the original only when it is one.
+                let kept = match (known_base, upgraded_from) {
+                    (true, _) => "original".to_string(),
+                    (false, None) => {
+                        "file as it was (modified, not a revision mcpatch knows)".to_string()
+                    }
+                    (false, Some(r)) => {
+                        format!("modified file patch revision {r} was put on")
+                    }
+                };
+                let saved = if reused {
+                    "already saved as"
+                } else {
+                    "saved as"
+                };
                 say(format_args!(
-                    "{what}\n    sha256 now {}, original saved as backup {backup_id}",
+                    "{what}\n    sha256 now {}, {kept} {saved} backup {backup_id}",
                     status::short_hash(&sha256)
                 ));
             }
@@ -246,7 +269,8 @@ fn apply_file(
     // Under the patch is the revision it was cut against, or a file mcpatch
     // does not know (patched only when the user says so).
     let known_base = original_hash == spec.original_sha256();
-    let staged = stage::apply_diff(spec, original, file)?;
+    let staged = stage::apply_diff(spec, original, file)
+        .map_err(|e| backup::point_to_original(e, backup_root, spec, file))?;
     kill_point::reached("staged")?;
     let after = sha256_hex(staged.as_bytes());
     if known_base && after != spec.patched_sha256() {
@@ -320,7 +344,7 @@ fn apply_file(
         tx.commit();
         return Ok(FileResult::WouldPatch { upgrade_from });
     }
-    let made = backup::create(
+    let (made, reused) = backup::save(
         backup_root,
         spec,
         NewBackup {
@@ -334,7 +358,10 @@ fn apply_file(
             mode: Some(tx.before().mode),
         },
     )?;
-    tx.set_backup(made.dir.clone());
+    if !reused {
+        // A backup an earlier run made stays, whatever happens to this one.
+        tx.set_backup(made.dir.clone());
+    }
     kill_point::reached("backed-up")?;
     let pending = tx.stage(staged.as_bytes())?;
     kill_point::reached("temp-written")?;
@@ -349,5 +376,7 @@ fn apply_file(
         backup_id: made.id,
         sha256: now,
         upgraded_from: upgrade_from,
+        known_base,
+        reused,
     })
 }

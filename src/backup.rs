@@ -347,6 +347,73 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
     Ok(Backup { id, dir, manifest })
 }
 
+/// A backup of `new`: the file's newest backup when it already holds the very
+/// same original (same `sha256_before` and `sha256_after`, same file) and is
+/// whole, else a new one from [`create`]. So apply, revert, apply keeps one
+/// copy of each distinct original of an install instead of a pile of them.
+/// Only the newest is reused (never an older one made newest again), and not
+/// when a damaged backup is newer (revert would stop at that one). Returns the
+/// backup and whether it was reused (then it is not this run's to remove).
+/// Call under the backups folder's lock.
+pub fn save(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<(Backup, bool)> {
+    prepare_root(root)?;
+    let Listing { backups, damaged } = list_all(root)?;
+    if let Some(newest) = pick(&backups, new.file, None) {
+        let same = newest.manifest.sha256_before == new.sha256_before
+            && newest.manifest.sha256_after == new.sha256_after;
+        let damaged_newer = damaged.iter().any(|d| d.id > newest.id);
+        if same && !damaged_newer && read_checked(newest, spec).is_ok() {
+            return Ok((newest.clone(), true));
+        }
+    }
+    create(root, spec, new).map(|b| (b, false))
+}
+
+/// What is wrong with a listed backup's saved file, as `revert` would refuse
+/// it (missing, unreadable, not the sha256 its manifest names, a patched
+/// revision, or, run as root, not root's alone), else None. Reads only the
+/// saved file, which is small.
+pub fn saved_file_damage(backup: &Backup, spec: &PatchSpec) -> Option<String> {
+    match read_checked(backup, spec) {
+        Ok(_) => None,
+        Err(Error::BackupDamaged { detail, .. }) => Some(detail),
+        Err(e) => Some(first_line(&e)),
+    }
+}
+
+/// The newest backup of `file` under `root` when it is whole and holds a
+/// known original: what `mcpatch revert` would restore. None when there is
+/// none, it is damaged, a damaged backup is newer, or it holds no known original.
+pub fn original_of(root: &Path, spec: &PatchSpec, file: &Path) -> Option<Backup> {
+    let Listing { backups, damaged } = list_all(root).ok()?;
+    let newest = pick(&backups, file, None)?;
+    if damaged.iter().any(|d| d.id > newest.id) {
+        return None;
+    }
+    read_checked(newest, spec).ok()?;
+    let kind = spec
+        .revision(&newest.manifest.sha256_before)
+        .map(|r| r.kind);
+    (kind == Some(RevisionKind::Original)).then(|| newest.clone())
+}
+
+/// A patch that does not apply to `file`, said again with the way back when
+/// a backup under `root` holds its original (a patched file edited by hand):
+/// `mcpatch revert --yes`, not a reinstall. Any other error is left as it is.
+pub fn point_to_original(e: Error, root: &Path, spec: &PatchSpec, file: &Path) -> Error {
+    match e {
+        Error::PatchDoesNotApply { path, detail } => match original_of(root, spec, file) {
+            Some(b) => Error::PatchDoesNotApplyBackupHolds {
+                path,
+                detail,
+                id: b.id,
+            },
+            None => Error::PatchDoesNotApply { path, detail },
+        },
+        e => e,
+    }
+}
+
 /// Remove half-written backups a killed mcpatch left (call only under the
 /// backups folder's lock: a live writer holds it while its backup is aside).
 fn remove_incomplete(root: &Path) {

@@ -37,6 +37,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Find every installed copy and say, by sha256, what it is and what to do.
+    #[command(after_help = crate::exit_code::STATUS_HELP)]
     Status {
         #[command(flatten)]
         paths: PathArgs,
@@ -45,7 +46,7 @@ pub enum Command {
         json: bool,
     },
     /// Patch every affected install: staged, checked, backed up, replaced atomically.
-    #[command(after_help = crate::exit_code::CHANGE_HELP)]
+    #[command(after_help = crate::exit_code::APPLY_HELP)]
     Apply {
         #[command(flatten)]
         paths: PathArgs,
@@ -63,7 +64,7 @@ pub enum Command {
         json: bool,
     },
     /// Restore each install from its newest backup (or the one named).
-    #[command(after_help = crate::exit_code::CHANGE_HELP)]
+    #[command(after_help = crate::exit_code::REVERT_HELP)]
     Revert {
         #[command(flatten)]
         paths: PathArgs,
@@ -83,14 +84,19 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print only the backup ids, newest first, one a line (what shell
+        /// completion offers for --backup).
+        #[arg(long, conflicts_with = "json")]
+        ids: bool,
     },
     /// Show the patch as it would apply.
+    #[command(after_help = crate::exit_code::DIFF_HELP)]
     Diff {
         #[command(flatten)]
         paths: PathArgs,
     },
     /// Prove the installed client recovers from session loss, against a bundled fake server.
-    #[command(after_help = crate::exit_code::CHANGE_HELP)]
+    #[command(after_help = crate::exit_code::VERIFY_HELP)]
     Verify {
         #[command(flatten)]
         paths: PathArgs,
@@ -179,6 +185,27 @@ pub struct NodeArg {
     /// The node binary to use (default: `node` on PATH).
     #[arg(long, value_name = "PATH")]
     pub node: Option<PathBuf>,
+}
+
+/// What bash runs to complete a `--backup` value: the ids of the backups
+/// under `$DSH_HOME` (`mcpatch backups --ids`), never file names, even when
+/// there are none (bash's fallback to file names is turned off there).
+const BASH_BACKUP_IDS: &str = r#"compopt +o default +o bashdefault 2>/dev/null
+                    COMPREPLY=($(compgen -W "$("${COMP_WORDS[0]}" backups --ids 2>/dev/null)" -- "${cur}"))"#;
+
+/// The completion script for `shell`, as clap_complete writes it; in bash,
+/// `--backup` (of revert and verify) completes with backup ids.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "mcpatch", &mut script);
+    let script = String::from_utf8_lossy(&script).into_owned();
+    if shell != clap_complete::Shell::Bash {
+        return script;
+    }
+    script.replace(
+        "--backup)\n                    COMPREPLY=($(compgen -f \"${cur}\"))",
+        &format!("--backup)\n                    {BASH_BACKUP_IDS}"),
+    )
 }
 
 /// Parse the process's command line; clap's own help and errors follow

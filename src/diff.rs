@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use similar::{ChangeTag, TextDiff};
 
+use crate::backup;
 use crate::classify::{self, State};
 use crate::color::{self, Painter, Style};
 use crate::error::Result;
@@ -106,6 +107,8 @@ pub fn paint_unified(text: &str, color: bool) -> String {
     out
 }
 
+/// Exit 1 (attention) when an install is affected, outdated or modified:
+/// there is a change to show, as `diff(1)` and `git diff --exit-code` say.
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
     let report = status::collect(spec, paths, env)?;
     let paint = color::stdout();
@@ -117,7 +120,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
         print!("{}", paint_unified(&spec.diff, paint.on()));
         return Ok(Outcome::Clean);
     }
-    let mut outcome = Outcome::Clean;
+    let mut outcome = status::outcome(&report);
     for install in &report.installs {
         println!(
             "# {} ({})",
@@ -143,6 +146,16 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
                     }
                     Err(e) => {
                         outcome = Outcome::Attention;
+                        // A patched file edited by hand: its backup is the way back.
+                        let e = match env.dsh_home() {
+                            Ok(home) => backup::point_to_original(
+                                e,
+                                &backup::root(&home, spec),
+                                spec,
+                                &install.file,
+                            ),
+                            Err(_) => e,
+                        };
                         println!("{e}");
                     }
                 }

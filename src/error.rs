@@ -32,6 +32,13 @@ pub enum Error {
     #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`")]
     PatchDoesNotApply { path: PathBuf, detail: String },
 
+    #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; backup {id} holds the original of this file: run `mcpatch revert --yes` to restore it (the edits made to the file since are dropped), then `mcpatch apply`")]
+    PatchDoesNotApplyBackupHolds {
+        path: PathBuf,
+        detail: String,
+        id: String,
+    },
+
     #[error("the patched file fails `node --check` ({path}):\n{stderr}\nhelp: nothing was changed; report this with the output of `mcpatch status --json`")]
     SyntaxCheckFailed { path: PathBuf, stderr: String },
 
@@ -57,6 +64,9 @@ pub enum Error {
 
     #[error("no backup named {id} under {dir}\nhelp: list the backups with `mcpatch backups`")]
     BackupNotFound { id: String, dir: PathBuf },
+
+    #[error("no backup of {file} under {dir}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one")]
+    NoBackupToVerify { file: PathBuf, dir: PathBuf },
 
     #[error("backup {id} is of {}, which is not among the installs found\nhelp: nothing was changed; to restore it, pass the package folder of that file with --path; `mcpatch backups` lists which backup is of which file", original.display())]
     BackupOfAnotherInstall { id: String, original: PathBuf },

@@ -17,8 +17,17 @@ pub const ATTENTION: u8 = 1;
 /// wins over [`ATTENTION`].
 pub const ERROR: u8 = 2;
 
-/// The exit codes of `apply`, `revert` and `verify`, as their `--help` says them.
-pub const CHANGE_HELP: &str = "Exit codes: 0 done, nothing needs attention; 1 attention: an install was refused (modified without --yes, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.";
+/// The exit codes of `status`, as its `--help` says them.
+pub const STATUS_HELP: &str = "Exit codes: 0 nothing needs attention (no install found, or each one patched, upstream-fixed or unsupported); 1 attention: an install is affected, outdated or modified; 2 error: bad input (such as a --path that holds no install), or an install found that cannot be read.";
+/// The exit codes of `diff`, as its `--help` says them: 1 when there is a
+/// change to show, as `diff(1)` and `git diff --exit-code` do.
+pub const DIFF_HELP: &str = "Exit codes: 0 nothing to change (no install found, or each one patched, upstream-fixed or unsupported); 1 there is a change to show: an install is affected, outdated or modified (as with diff(1) and `git diff --exit-code`); 2 error: bad input, or an install found that cannot be read.";
+/// The exit codes of `apply`, as its `--help` says them.
+pub const APPLY_HELP: &str = "Exit codes: 0 done: each affected or outdated install patched (with --dry-run: would be), or nothing to patch; 1 attention: an install was refused (modified without --yes, unsupported); 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.";
+/// The exit codes of `revert`, as its `--help` says them.
+pub const REVERT_HELP: &str = "Exit codes: 0 done: each patched install restored, or nothing to restore; 1 attention: an install was refused (changed since it was patched, or its backup holds no known original, without --yes), or a patched install has no backup to revert from; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.";
+/// The exit codes of `verify`, as its `--help` says them.
+pub const VERIFY_HELP: &str = "Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did not (STUCK, RECYCLED, BROKEN, ...), or an install was skipped as unsupported; 2 error: bad input, node missing, or an install could not be checked (any others were checked as reported); verify changes no install. 2 wins over 1.";
 
 /// How a command that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,6 +17,7 @@ pub mod locate;
 pub mod lock;
 pub mod node;
 pub mod npm_config;
+pub mod on_signal;
 pub mod output;
 pub mod path_json;
 pub mod probe;
@@ -30,8 +31,6 @@ pub mod table;
 pub mod transaction;
 pub mod verify;
 pub mod width;
-
-use clap::CommandFactory;
 
 use crate::cli::{Cli, Command};
 use crate::error::Result;
@@ -47,12 +46,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Status { paths, json } => status::run(&spec, &paths.paths, json, &env),
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "mcpatch",
-                &mut std::io::stdout(),
-            );
+            out!("{}", cli::completions(shell));
             Ok(Outcome::Clean)
         }
         Command::Apply {
@@ -87,7 +81,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             },
             &env,
         ),
-        Command::Backups { json } => revert::list(&spec, json, &env),
+        Command::Backups { json, ids } => revert::list(&spec, json, ids, &env),
         Command::Diff { paths } => diff::run(&spec, &paths.paths, &env),
         Command::Verify {
             paths,

@@ -21,7 +21,7 @@ const PIPE_GRACE: Duration = Duration::from_secs(5);
 /// What to do when `node` is missing from PATH or cannot run.
 const INSTALL_HELP: &str = "install Node.js 22 or later, or pass --node PATH";
 /// What to do when the binary given with `--node` cannot run.
-const GIVEN_HELP: &str = "check the path given to --node: it must be a Node.js 22 or later binary; or leave --node out to use `node` on PATH";
+const GIVEN_HELP: &str = "check the path given to --node: it must be a node binary that runs (DSH itself needs Node.js 22 or later; with an older node, `verify` adds a Promise.withResolvers shim); or leave --node out to use `node` on PATH";
 
 /// A usable node binary.
 #[derive(Debug, Clone)]

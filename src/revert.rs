@@ -18,7 +18,7 @@ use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 use crate::replace;
 use crate::status;
-use crate::table::{Align, Table};
+use crate::table::{hanging, shorten_middle, Align, Table};
 use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
 
 /// What revert's rollback does, as the re-hash error says it.
@@ -57,7 +57,8 @@ fn revert_all(
         }
     };
     let root = backup::root(&env.dsh_home()?, spec);
-    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;
+    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)
+        .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
     report_out
         .installs
@@ -68,8 +69,14 @@ fn revert_all(
         }
         return Ok(Outcome::Clean);
     }
-    backup::prepare_root(&root)?;
-    let _lock = lock::acquire(&root)?;
+    // No backups folder: nothing to restore from, and nothing is created
+    // (no folder, no lock file) for a revert that restores nothing.
+    let _lock = if std::fs::symlink_metadata(&root).is_ok() {
+        backup::prepare_root(&root)?;
+        Some(lock::acquire(&root)?)
+    } else {
+        None
+    };
     kill_point::reached("locked")?;
     let backup::Listing { backups, damaged } = backup::list_all(&root)?;
     if let Some(id) = &opts.backup {
@@ -279,40 +286,43 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
     Ok(Reverted::Restored)
 }
 
-/// `mcpatch backups`: list them, damaged ones included.
-pub fn list(spec: &PatchSpec, json: bool, env: &Environment) -> Result<Outcome> {
+/// `mcpatch backups`: list them, damaged ones included (a backup whose saved
+/// file is missing, changed or not root's alone is damaged, as revert would
+/// refuse it); with `ids`, only the ids, newest first, one a line (what shell
+/// completion offers for `--backup`).
+pub fn list(spec: &PatchSpec, json: bool, ids: bool, env: &Environment) -> Result<Outcome> {
     let root = backup::root(&env.dsh_home()?, spec);
     let backup::Listing { backups, damaged } = backup::list_all(&root)?;
-    if json {
-        #[derive(serde::Serialize)]
-        struct Entry<'a> {
-            id: &'a str,
-            #[serde(serialize_with = "path_json::serialize")]
-            dir: &'a Path,
-            manifest: Option<&'a backup::BackupManifest>,
-            damaged: Option<&'a str>,
+    if ids {
+        for b in backups.iter().rev() {
+            outln!("{}", b.id);
         }
+        return Ok(Outcome::Clean);
+    }
+    // Only the saved file is hashed: it is small, and what revert checks first.
+    let entries: Vec<Listed> = backups
+        .iter()
+        .map(|b| Listed {
+            id: &b.id,
+            dir: &b.dir,
+            manifest: Some(&b.manifest),
+            damaged: backup::saved_file_damage(b, spec),
+        })
+        .chain(damaged.iter().map(|d| Listed {
+            id: &d.id,
+            dir: &d.dir,
+            manifest: None,
+            damaged: Some(d.damaged.clone()),
+        }))
+        .collect();
+    if json {
         #[derive(serde::Serialize)]
         struct Listing<'a> {
             #[serde(serialize_with = "path_json::serialize")]
             root: &'a Path,
-            backups: Vec<Entry<'a>>,
+            backups: Vec<Listed<'a>>,
         }
-        let mut entries: Vec<Entry> = backups
-            .iter()
-            .map(|b| Entry {
-                id: &b.id,
-                dir: &b.dir,
-                manifest: Some(&b.manifest),
-                damaged: None,
-            })
-            .chain(damaged.iter().map(|d| Entry {
-                id: &d.id,
-                dir: &d.dir,
-                manifest: None,
-                damaged: Some(&d.damaged),
-            }))
-            .collect();
+        let mut entries = entries;
         entries.sort_by(|a, b| a.id.cmp(b.id));
         // Paths are text by path_json, so the listing always serializes.
         let text = serde_json::to_string_pretty(&Listing {
@@ -323,41 +333,89 @@ pub fn list(spec: &PatchSpec, json: bool, env: &Environment) -> Result<Outcome> 
         outln!("{text}");
         return Ok(Outcome::Clean);
     }
-    if backups.is_empty() && damaged.is_empty() {
-        outln!("no backups under {}", root.display());
-        return Ok(Outcome::Clean);
+    crate::out!(
+        "{}",
+        render_listing(&root, entries, crate::width::stdout_columns())
+    );
+    Ok(Outcome::Clean)
+}
+
+/// One backup as `backups` lists it.
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    id: &'a str,
+    #[serde(serialize_with = "path_json::serialize")]
+    dir: &'a Path,
+    manifest: Option<&'a backup::BackupManifest>,
+    /// What is wrong with it, else null.
+    damaged: Option<String>,
+}
+
+/// The `backups` table in at most `columns` (when given): a row per backup
+/// when that fits, else each backup's file (shortened from the middle) or what
+/// is wrong with it on a line of its own, above its id, version and hash.
+fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usize>) -> String {
+    let mut s = String::new();
+    let root_shown = |lead: &str, end: &str| {
+        let text = root.display().to_string();
+        match columns {
+            Some(c) => shorten_middle(&text, c.saturating_sub(lead.len() + end.len())),
+            None => text,
+        }
+    };
+    if entries.is_empty() {
+        s.push_str(&format!(
+            "no backups under {}\n",
+            root_shown("no backups under ", "")
+        ));
+        return s;
     }
-    outln!("backups under {}:", root.display());
+    s.push_str(&format!(
+        "backups under {}:\n",
+        root_shown("backups under ", ":")
+    ));
     // Newest first; a damaged backup says what is wrong in place of its file.
-    let mut rows: Vec<Vec<String>> = backups
-        .iter()
-        .map(|b| {
-            vec![
-                b.id.clone(),
-                b.manifest.version.clone().unwrap_or_else(|| "?".into()),
-                status::short_hash(&b.manifest.sha256_before),
-                b.manifest.original_path.display().to_string(),
-            ]
-        })
-        .chain(damaged.iter().map(|d| {
-            vec![
-                d.id.clone(),
-                "?".into(),
-                "?".into(),
-                format!("DAMAGED: {}", d.damaged),
-            ]
-        }))
-        .collect();
-    rows.sort_by(|a, b| b[0].cmp(&a[0]));
-    let mut table = Table::new(
+    entries.sort_by(|a, b| b.id.cmp(a.id));
+    let version = |e: &Listed| {
+        e.manifest
+            .and_then(|m| m.version.clone())
+            .unwrap_or_else(|| "?".into())
+    };
+    let hash = |e: &Listed| {
+        e.manifest
+            .map(|m| status::short_hash(&m.sha256_before))
+            .unwrap_or_else(|| "?".into())
+    };
+    let file = |e: &Listed| match (&e.damaged, e.manifest) {
+        (Some(why), _) => format!("DAMAGED: {why}"),
+        (None, Some(m)) => m.original_path.display().to_string(),
+        (None, None) => "?".into(),
+    };
+    let mut wide = Table::new(
         &["ID", "VERSION", "SAVED SHA256", "FILE"],
         &[Align::Left, Align::Left, Align::Left, Align::Left],
     );
-    for row in rows {
-        table.row(row);
+    let mut narrow = Table::new(
+        &["ID", "VERSION", "SAVED SHA256"],
+        &[Align::Left, Align::Left, Align::Left],
+    );
+    for e in &entries {
+        wide.row(vec![e.id.to_string(), version(e), hash(e), file(e)]);
+        narrow.row(vec![e.id.to_string(), version(e), hash(e)]);
     }
-    for line in table.lines() {
-        crate::out!("{line}");
+    match columns {
+        Some(c) if wide.width() > c => {
+            let lines = narrow.lines();
+            s.push_str(&format!("FILE\n    {}", lines[0]));
+            for (e, line) in entries.iter().zip(&lines[1..]) {
+                match &e.damaged {
+                    Some(_) => s.push_str(&hanging("", &file(e), Some(c))),
+                    None => s.push_str(&format!("{}\n", shorten_middle(&file(e), c))),
+                }
+                s.push_str(&format!("    {line}"));
+            }
+        }
+        _ => s.push_str(&wide.lines().concat()),
     }
-    Ok(Outcome::Clean)
+    s
 }

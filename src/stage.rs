@@ -106,6 +106,8 @@ pub fn syntax_check(
     relative_file: &str,
 ) -> Result<()> {
     let scratch = scratch_dir("mcpatch-stage-")?;
+    // A signal ending mcpatch while node checks the file takes the folder too.
+    let _scratch_guard = crate::on_signal::remove_on_signal(scratch.path());
     let pkg_json = package_dir.join("package.json");
     let target_pkg_json = scratch.path().join("package.json");
     let (manifest, _) = identity::read_capped(&pkg_json, MAX_METADATA_BYTES, true)?;

@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use crate::backup;
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
@@ -22,6 +23,9 @@ pub struct StatusReport {
     pub searched: Vec<String>,
     /// Installs found but not readable, each with its error.
     pub errors: Vec<Unreadable>,
+    /// What stopped `status` (a bad `--path`, an unreadable install), as on
+    /// stderr, else null: with `--json` an error is still one JSON object.
+    pub error: Option<String>,
 }
 
 /// An install that was found but could not be read or classified.
@@ -78,14 +82,52 @@ pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Re
             }
         }
     }
+    next_steps_from_backups(spec, env, &mut classified);
     Ok(Collected {
         report: StatusReport {
             installs: classified,
             searched,
             errors,
+            error: None,
         },
         failed,
     })
+}
+
+/// Next steps that depend on the backups under `$DSH_HOME`: a patched file
+/// with no backup is not offered `mcpatch revert`; a modified file the patch
+/// does not fit is sent to `mcpatch revert --yes`, not to a reinstall, when
+/// its newest backup holds a known original (a patched file edited by hand).
+fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [Install]) {
+    let reinstall =
+        |i: &Install| i.state == State::Modified && i.next_step == classify::NEXT_REINSTALL;
+    if !installs
+        .iter()
+        .any(|i| i.state == State::Patched || reinstall(i))
+    {
+        return;
+    }
+    let Ok(home) = env.dsh_home() else { return };
+    let root = backup::root(&home, spec);
+    let Ok(listing) = backup::list_all(&root) else {
+        return;
+    };
+    for install in installs.iter_mut() {
+        if install.state == State::Patched {
+            if backup::pick(&listing.backups, &install.file, None).is_none() {
+                install.next_step = classify::NEXT_PATCHED_NO_BACKUP;
+            }
+        } else if reinstall(install) {
+            if let Some(b) = backup::original_of(&root, spec, &install.file) {
+                install.next_step = classify::NEXT_REVERT_TO_ORIGINAL;
+                let held = format!("backup {} holds a known original of this file", b.id);
+                install.note = Some(match install.note.take() {
+                    Some(note) => format!("{note}; {held}"),
+                    None => held,
+                });
+            }
+        }
+    }
 }
 
 /// Attention when any install is affected or modified.
@@ -101,29 +143,66 @@ pub fn outcome(report: &StatusReport) -> Outcome {
     }
 }
 
+/// Where a search that failed had looked: the places an error names, else
+/// each `--path` given (what `--json` reports as `searched`).
+pub fn searched_before(paths: &[PathBuf], e: &Error) -> Vec<String> {
+    match e {
+        Error::NoInstallFound { searched, .. } | Error::NothingToVerify { searched } => {
+            searched.clone()
+        }
+        _ => paths
+            .iter()
+            .map(|p| format!("--path {}", p.display()))
+            .collect(),
+    }
+}
+
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -> Result<Outcome> {
-    let Collected { report, failed } = collect_all(spec, paths, env)?;
-    if json {
+    let print_json = |report: &StatusReport| {
         // Paths are text by path_json, so the report always serializes.
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        let text = serde_json::to_string_pretty(report).unwrap_or_default();
         crate::outln!("{text}");
-    } else if !report.installs.is_empty() || failed.is_empty() {
-        crate::out!("{}", render_table(&report));
-    }
+    };
+    let Collected { mut report, failed } = match collect_all(spec, paths, env) {
+        Ok(collected) => collected,
+        Err(e) => {
+            if json {
+                print_json(&StatusReport {
+                    installs: Vec::new(),
+                    searched: searched_before(paths, &e),
+                    errors: Vec::new(),
+                    error: Some(e.to_string()),
+                });
+            }
+            return Err(e);
+        }
+    };
     let total = report.installs.len() + failed.len();
-    if failed.len() == 1 && total == 1 {
-        return Err(failed.into_iter().next().expect("one error"));
-    }
-    for e in &failed {
-        eprintln!("{}", color::stderr().error(&e.to_string()));
-    }
-    if !failed.is_empty() {
-        return Err(Error::SomeUnreadable {
+    // The error the run ends with; with several, each is printed first.
+    let (each, error) = if failed.len() == 1 && total == 1 {
+        (Vec::new(), failed.into_iter().next())
+    } else if failed.is_empty() {
+        (Vec::new(), None)
+    } else {
+        let summary = Error::SomeUnreadable {
             failed: failed.len(),
             total,
-        });
+        };
+        (failed, Some(summary))
+    };
+    if json {
+        report.error = error.as_ref().map(|e| e.to_string());
+        print_json(&report);
+    } else if !report.installs.is_empty() || error.is_none() {
+        crate::out!("{}", render_table(&report));
     }
-    Ok(outcome(&report))
+    for e in &each {
+        eprintln!("{}", color::stderr().error(&e.to_string()));
+    }
+    match error {
+        Some(e) => Err(e),
+        None => Ok(outcome(&report)),
+    }
 }
 
 /// Short form of a sha256 for tables.

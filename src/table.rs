@@ -55,6 +55,13 @@ impl Table {
         widths[..last].iter().map(|w| w + 2).sum::<usize>() + widths[last]
     }
 
+    /// The columns before the last one take, with the spaces between them:
+    /// where the last column starts.
+    pub fn lead_width(&self) -> usize {
+        let widths = self.widths();
+        widths[..widths.len() - 1].iter().map(|w| w + 2).sum()
+    }
+
     /// The header line, then one line per row, each ending in a newline.
     pub fn lines(&self) -> Vec<String> {
         self.lines_within(None)

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use crate::backup;
 use crate::classify::{self, Install, State};
+use crate::color::visible_width;
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
@@ -21,7 +22,7 @@ use crate::locate::Environment;
 use crate::node::{self, Node};
 use crate::registry::PatchSpec;
 use crate::status;
-use crate::table::{Align, Table};
+use crate::table::{hanging, shorten_middle, Align, Table};
 use harness::{Policy, RunSpec};
 use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
 use server::FakeServer;
@@ -149,6 +150,9 @@ fn verify_all(
             searched: report.searched,
         });
     }
+    if let Some(wanted) = opts.backup.as_deref() {
+        check_backups_first(spec, &report.installs, wanted, env)?;
+    }
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {
@@ -209,6 +213,50 @@ fn verify_all(
     }
     failures.finish()?;
     Ok(outcome)
+}
+
+/// Before node is even looked for: the backups folder must be trusted (as
+/// apply and revert check it: run as root, root's and writable by no one
+/// else), and some install must have the backup asked for; else the error
+/// names the install, the backups folder and the fix.
+fn check_backups_first(
+    spec: &PatchSpec,
+    installs: &[Install],
+    wanted: &str,
+    env: &Environment,
+) -> Result<()> {
+    let root = backup::root(&env.dsh_home()?, spec);
+    backup::check_trusted(&root)?;
+    let backups = backup::list(&root)?;
+    let checked: Vec<&Install> = installs
+        .iter()
+        .filter(|i| i.state != State::Unsupported)
+        .collect();
+    let named = (!wanted.is_empty()).then_some(wanted);
+    match checked.first() {
+        Some(first)
+            if checked
+                .iter()
+                .all(|i| backup::pick(&backups, &i.file, named).is_none()) =>
+        {
+            Err(no_backup(&first.file, named, &root))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// No backup of `file` under `root` (or none named `named`).
+fn no_backup(file: &std::path::Path, named: Option<&str>, root: &std::path::Path) -> Error {
+    match named {
+        Some(id) => Error::BackupNotFound {
+            id: id.to_string(),
+            dir: root.to_path_buf(),
+        },
+        None => Error::NoBackupToVerify {
+            file: file.to_path_buf(),
+            dir: root.to_path_buf(),
+        },
+    }
 }
 
 /// The report of an install whose check could not run: `error` says why.
@@ -294,20 +342,12 @@ impl Target {
             });
         };
         let root = backup::root(&env.dsh_home()?, spec);
+        // Trusted as apply and revert trust it, before node runs what it holds.
+        backup::check_trusted(&root)?;
         let backups = backup::list(&root)?;
-        let chosen = backup::pick(
-            &backups,
-            &install.file,
-            (!wanted.is_empty()).then_some(wanted),
-        )
-        .ok_or_else(|| Error::BackupNotFound {
-            id: if wanted.is_empty() {
-                format!("(newest of {})", install.file.display())
-            } else {
-                wanted.to_string()
-            },
-            dir: root.clone(),
-        })?;
+        let named = (!wanted.is_empty()).then_some(wanted);
+        let chosen = backup::pick(&backups, &install.file, named)
+            .ok_or_else(|| no_backup(&install.file, named, &root))?;
         let bytes = backup::read_checked(chosen, spec)?;
         let (state, _, _) = classify::classify_bytes(spec, &bytes, &chosen.manifest.sha256_before);
         if let Some(dir) = install.file.parent() {
@@ -448,12 +488,15 @@ async fn verify_install(
     })
 }
 
-/// SIGINT and SIGTERM, caught from the moment they are listened to.
+/// SIGINT, SIGTERM and SIGHUP (the terminal closed), caught from the moment
+/// they are listened to.
 struct Interrupts {
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
     term: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    hup: tokio::signal::unix::Signal,
 }
 
 impl Interrupts {
@@ -469,6 +512,7 @@ impl Interrupts {
             Ok(Interrupts {
                 int: catch(SignalKind::interrupt(), "SIGINT")?,
                 term: catch(SignalKind::terminate(), "SIGTERM")?,
+                hup: catch(SignalKind::hangup(), "SIGHUP")?,
             })
         }
         #[cfg(not(unix))]
@@ -482,6 +526,7 @@ impl Interrupts {
             tokio::select! {
                 _ = self.int.recv() => "SIGINT",
                 _ = self.term.recv() => "SIGTERM",
+                _ = self.hup.recv() => "SIGHUP",
             }
         }
         #[cfg(not(unix))]
@@ -568,25 +613,39 @@ fn overall_style(verdict: &str) -> Style {
 }
 
 fn render(r: &InstallResult) -> String {
-    let paint = color::stdout();
+    render_within(r, crate::width::stdout_columns(), color::stdout())
+}
+
+/// One install's results in at most `columns` (when given): a row per
+/// scenario with its note wrapped under itself when that fits, else each
+/// scenario on a line of its own (name and verdict) above its figures and note.
+fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> String {
     let mut s = String::new();
-    let what = match &r.backup {
-        Some(id) => format!("{} (backup {id}, the control)", r.path.display()),
-        None => format!(
-            "{} ({})",
-            r.path.display(),
-            status::paint_state(paint, r.state)
-        ),
+    let path = r.path.display().to_string();
+    let (what, after) = match &r.backup {
+        Some(id) => (path, format!(" (backup {id}, the control)")),
+        None => (path, format!(" ({})", status::paint_state(paint, r.state))),
     };
-    s.push_str(&format!(
-        "{what}\n    sha256 {}, node {}{}\n",
-        status::short_hash(&r.sha256),
-        r.node_version,
-        if r.node_shim {
-            " with Promise.withResolvers shim"
-        } else {
-            ""
+    let what = match columns {
+        Some(c) if visible_width(&what) + visible_width(&after) > c => {
+            format!("{}\n   {after}", shorten_middle(&what, c))
         }
+        _ => format!("{what}{after}"),
+    };
+    s.push_str(&format!("{what}\n"));
+    s.push_str(&hanging(
+        "    ",
+        &format!(
+            "sha256 {}, node {}{}",
+            status::short_hash(&r.sha256),
+            r.node_version,
+            if r.node_shim {
+                " with Promise.withResolvers shim"
+            } else {
+                ""
+            }
+        ),
+        columns,
     ));
     let mut table = Table::new(
         &[
@@ -606,27 +665,64 @@ fn render(r: &InstallResult) -> String {
             Align::Left,
         ],
     );
-    for x in &r.scenarios {
-        let name = if x.policy == "default" {
+    let name = |x: &ScenarioResult| {
+        if x.policy == "default" {
             format!("{} (default policy)", x.name)
         } else {
             x.name.to_string()
-        };
+        }
+    };
+    let recovery = |j: &Judgement| {
+        j.recovery_ms
+            .map(|m| m.to_string())
+            .unwrap_or_else(|| "-".into())
+    };
+    for x in &r.scenarios {
         let j = &x.judgement;
         table.row(vec![
-            name,
+            name(x),
             shown_verdict(paint, j, x.expected),
             j.failed_calls.to_string(),
-            j.recovery_ms
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "-".into()),
+            recovery(j),
             j.initialize_count.to_string(),
             j.note.clone(),
         ]);
     }
-    s.push_str(&table.lines().concat());
+    match columns {
+        // The note column gets at least 30 columns, or each scenario its own lines.
+        Some(c) if table.width() > c && table.lead_width() + 30 > c => {
+            for x in &r.scenarios {
+                let j = &x.judgement;
+                s.push_str(&hanging(
+                    "",
+                    &format!("{}: {}", name(x), shown_verdict(paint, j, x.expected)),
+                    Some(c),
+                ));
+                let calls = if j.failed_calls == 1 { "call" } else { "calls" };
+                let handshakes = if j.initialize_count == 1 {
+                    "handshake"
+                } else {
+                    "handshakes"
+                };
+                let recovered = match j.recovery_ms {
+                    Some(ms) => format!(", recovery {ms} ms"),
+                    None => String::new(),
+                };
+                s.push_str(&hanging(
+                    "    ",
+                    &format!(
+                        "{} failed {calls}{recovered}, {} {handshakes}",
+                        j.failed_calls, j.initialize_count
+                    ),
+                    Some(c),
+                ));
+                s.push_str(&hanging("    ", &j.note, Some(c)));
+            }
+        }
+        _ => s.push_str(&table.lines_within(columns).concat()),
+    }
     if let Some(note) = &r.note {
-        s.push_str(&format!("note: {note}\n"));
+        s.push_str(&hanging("note: ", note, columns));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');

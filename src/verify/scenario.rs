@@ -755,10 +755,24 @@ fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     verdict(
         "BOUNDED",
         format!(
-            "{} handshakes (bound {bound}) with the policy's backoff, every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
-            base.initialize_count
+            "{}, every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
+            handshakes_said(base.initialize_count, bound)
         ),
     )
+}
+
+/// How many handshakes a bounded run made, and what that says of its
+/// reconnects: only from the second reconnect on is there a backoff to wait.
+fn handshakes_said(count: usize, bound: usize) -> String {
+    match count {
+        0 => format!("no handshake (bound {bound})"),
+        1 => format!("1 handshake (bound {bound}): no reconnect"),
+        2 => format!("2 handshakes (bound {bound}): 1 reconnect"),
+        n => format!(
+            "{n} handshakes (bound {bound}): {} reconnects, each after the first with the policy's backoff",
+            n - 1
+        ),
+    }
 }
 
 fn judge_no_retry(ev: &Evidence<'_>, base: Judgement) -> Judgement {
@@ -1347,7 +1361,19 @@ mod tests {
         assert_eq!((j.verdict, j.ok), ("BOUNDED", true), "{}", j.note);
         assert_eq!(
             j.note,
-            format!("4 handshakes (bound 6) with the policy's backoff, every call ended within its timeout (slowest {limit} ms), none sent more than twice")
+            format!("4 handshakes (bound 6): 3 reconnects, each after the first with the policy's backoff, every call ended within its timeout (slowest {limit} ms), none sent more than twice")
+        );
+        // One handshake: nothing reconnected, so no backoff is claimed.
+        let j = forgetful(&[0], 5).judge(ScenarioName::Forgetful, Expectation::Bounded);
+        assert_eq!((j.verdict, j.ok), ("BOUNDED", true), "{}", j.note);
+        assert_eq!(
+            j.note,
+            "1 handshake (bound 6): no reconnect, every call ended within its timeout (slowest 5 ms), none sent more than twice"
+        );
+        let j = forgetful(&[0, 100], 5).judge(ScenarioName::Forgetful, Expectation::Bounded);
+        assert_eq!(
+            j.note,
+            "2 handshakes (bound 6): 1 reconnect, every call ended within its timeout (slowest 5 ms), none sent more than twice"
         );
         let run = forgetful(&[0, 100, 102 + 189, 1000], 5);
         let j = run.judge(ScenarioName::Forgetful, Expectation::Bounded);

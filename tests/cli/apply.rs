@@ -403,7 +403,7 @@ fn no_node_is_an_error_naming_the_flag() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: check the path given to --node: it must be a Node.js 22 or later binary; or leave --node out to use `node` on PATH\n"
+        "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: check the path given to --node: it must be a node binary that runs (DSH itself needs Node.js 22 or later; with an older node, `verify` adds a Promise.withResolvers shim); or leave --node out to use `node` on PATH\n"
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
 }
@@ -512,7 +512,8 @@ fn diff_shows_the_patch_as_it_would_apply() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let o = sb.run(&["diff", "--path", client.to_str().unwrap()]);
-    assert_eq!(code(&o), 0);
+    // A change to show exits 1, as diff(1) and `git diff --exit-code` do.
+    assert_eq!(code(&o), 1);
     let out = sb.normalize(&o.stdout);
     assert!(out.starts_with("# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (affected)\n--- a/lib/index.js\n+++ b/lib/index.js\n@@ -103,6 +103,39 @@"), "{out}");
     assert!(
@@ -522,6 +523,17 @@ fn diff_shows_the_patch_as_it_would_apply() {
     assert!(
         !out.contains('\u{1b}'),
         "no colour when NO_COLOR is set or not a terminal"
+    );
+    // Nothing to change once patched: exit 0.
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    let o = sb.run(&["diff", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (patched)\nalready patched; `mcpatch revert` restores the original\n"
     );
 }
 

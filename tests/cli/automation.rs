@@ -272,7 +272,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
     ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let v = json_of(&sb, &o);
-    let no_backup = format!("no backup named (newest of {A}/lib/index.js) under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nhelp: list the backups with `mcpatch backups`");
+    let no_backup = format!("no backup of {A}/lib/index.js under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one");
     assert_eq!(v["installs"].as_array().unwrap().len(), 2, "{v:#}");
     assert_eq!(
         v["installs"][0],
@@ -323,11 +323,11 @@ fn with_json_an_error_before_any_install_is_still_one_json_document() {
     for (args, expected) in [
         (
             vec!["apply", "--json", "--path", p],
-            json!({"changed": false, "dry_run": false, "installs": [], "searched": [], "error": error}),
+            json!({"changed": false, "dry_run": false, "installs": [], "searched": ["--path [SANDBOX]/missing"], "error": error}),
         ),
         (
             vec!["revert", "--json", "--path", p],
-            json!({"changed": false, "installs": [], "searched": [], "error": error}),
+            json!({"changed": false, "installs": [], "searched": ["--path [SANDBOX]/missing"], "error": error}),
         ),
         (
             vec!["verify", "--json", "--path", p],

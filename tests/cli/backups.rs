@@ -186,3 +186,172 @@ fn a_manifest_that_is_a_symbolic_link_is_listed_as_damaged_and_never_followed() 
         format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{id}  ?  ?  DAMAGED: cannot read [SANDBOX]/home/.dsh/{BACKUPS}/{id}/manifest.json: Too many levels of symbolic links (os error 40)\n")
     );
 }
+
+#[test]
+fn a_backup_whose_saved_file_was_changed_or_removed_is_listed_damaged_as_revert_refuses_it() {
+    let sb = Sandbox::new();
+    let a = sb.client_install("0.1.0-rc.8", "a");
+    let b = sb.client_install("0.1.0-rc.8", "b");
+    for client in [&a, &b] {
+        let o = sb.run(&["apply", "--path", client.to_str().unwrap()]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let ids = backup_ids(&sb);
+    let (id_a, id_b) = (&ids[0], &ids[1]);
+    let root = sb.dsh_home().join(BACKUPS);
+    let saved_a = root.join(id_a).join("index.js");
+    let mut text = std::fs::read(&saved_a).unwrap();
+    text.extend_from_slice(b"\n// changed\n");
+    std::fs::write(&saved_a, &text).unwrap();
+    let changed = hex::encode(Sha256::digest(&text));
+    std::fs::remove_file(root.join(id_b).join("index.js")).unwrap();
+    let why_a = format!("[SANDBOX]/home/.dsh/{BACKUPS}/{id_a}/index.js has sha256 {changed}, its manifest says {ORIGINAL}");
+    let why_b = format!("cannot read [SANDBOX]/home/.dsh/{BACKUPS}/{id_b}/index.js: No such file or directory (os error 2)");
+
+    let o = sb.run(&["backups"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{id_b}  0.1.0-rc.8  b126dcec…7d56  DAMAGED: {why_b}\n{id_a}  0.1.0-rc.8  b126dcec…7d56  DAMAGED: {why_a}\n")
+    );
+    let o = sb.run(&["backups", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&sb.normalize(&o.stdout)).unwrap();
+    let listed: Vec<(Value, Value)> = v["backups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["id"].clone(), e["damaged"].clone()))
+        .collect();
+    assert_eq!(
+        listed,
+        [(json!(id_a), json!(why_a)), (json!(id_b), json!(why_b))]
+    );
+    assert_eq!(v["backups"][0]["manifest"]["sha256_before"], ORIGINAL);
+
+    // revert refuses each for the same reason.
+    for (client, id, why) in [(&a, id_a, &why_a), (&b, id_b, &why_b)] {
+        let o = sb.run(&["revert", "--path", client.to_str().unwrap()]);
+        assert_eq!(code(&o), 2, "{}", stdout(&o));
+        assert_eq!(
+            sb.normalize(&o.stderr),
+            format!("error: backup {id} is damaged: {why}\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh\n")
+        );
+        assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
+    }
+}
+
+#[test]
+fn apply_after_revert_reuses_the_backup_of_the_same_original_and_a_new_original_gets_its_own() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let id = backup_ids(&sb).remove(0);
+    for _ in 0..3 {
+        let o = sb.run(&["revert", "--path", p]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(sha256_file(&file), ORIGINAL);
+        let o = sb.run(&["apply", "--path", p]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(
+            sb.normalize(&o.stdout),
+            format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, original already saved as backup {id}\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n", short(&patched_hash()))
+        );
+    }
+    assert_eq!(
+        backup_ids(&sb),
+        std::slice::from_ref(&id),
+        "one backup of one original"
+    );
+
+    // An apply that fails after reusing the backup leaves that backup alone.
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = sb
+        .cmd(&["apply", "--path", p])
+        .env("MCPATCH_TEST_FAIL_AT", "load-checked")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(sha256_file(&file), ORIGINAL);
+    assert_eq!(
+        backup_ids(&sb),
+        std::slice::from_ref(&id),
+        "the backup is kept"
+    );
+
+    // Another original (a local edit) is saved apart, and says what it saved.
+    let edited = edit_file(&file, |t| t + "\n// local edit\n");
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ids = backup_ids(&sb);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n", short(&sha256_file(&file)), ids[1])
+    );
+    let o = sb.run(&["revert", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&file), edited);
+    // ... and the newest backup is the one reused, never an older one made newest again.
+    std::fs::write(
+        &file,
+        std::fs::read(sb.dsh_home().join(BACKUPS).join(&id).join("index.js")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    assert_eq!(backup_ids(&sb).len(), 3);
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&file), ORIGINAL);
+}
+
+#[test]
+fn backups_fit_80_and_60_columns_with_each_file_on_its_own_line() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    assert_eq!(
+        code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+        0
+    );
+    let id = backup_ids(&sb).remove(0);
+    let file = client.join("lib/index.js").display().to_string();
+    for columns in [80, 60] {
+        let o = sb
+            .cmd(&["backups"])
+            .env("COLUMNS", columns.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let text = stdout(&o);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{columns} columns: {line:?} is {} wide:\n{text}",
+                line.chars().count()
+            );
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "FILE", "{text}");
+        assert_eq!(
+            lines[2].split_whitespace().collect::<Vec<_>>(),
+            ["ID", "VERSION", "SAVED", "SHA256"]
+        );
+        let shown = mcpatch::table::shorten_middle(&file, columns);
+        assert!(shown.ends_with("/dsh-mcp-client/lib/index.js"), "{shown}");
+        assert_eq!(lines[3], shown);
+        assert_eq!(
+            lines[4].split_whitespace().collect::<Vec<_>>(),
+            [id.as_str(), "0.1.0-rc.8", "b126dcec…7d56"]
+        );
+        assert_eq!(lines.len(), 5, "{text}");
+    }
+    // Into a pipe: no limit, a row per backup.
+    let o = sb.run(&["backups"]);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{id}  0.1.0-rc.8  b126dcec…7d56  {FILE}\n")
+    );
+}

@@ -911,7 +911,7 @@ fn only_a_binary_that_reports_a_node_version_is_taken_for_node() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         stderr(&o),
-        format!("error: cannot run node ({}): it does not report a node version (it printed \"\")\nhelp: check the path given to --node: it must be a Node.js 22 or later binary; or leave --node out to use `node` on PATH\n", fake.display())
+        format!("error: cannot run node ({}): it does not report a node version (it printed \"\")\nhelp: check the path given to --node: it must be a node binary that runs (DSH itself needs Node.js 22 or later; with an older node, `verify` adds a Promise.withResolvers shim); or leave --node out to use `node` on PATH\n", fake.display())
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
 }

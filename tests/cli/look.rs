@@ -286,7 +286,7 @@ Options:
       --color <WHEN>     When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]
   -h, --help             Print help
 
-Exit codes: 0 done, nothing needs attention; 1 attention: an install was refused (modified without --yes, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.
+Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did not (STUCK, RECYCLED, BROKEN, ...), or an install was skipped as unsupported; 2 error: bad input, node missing, or an install could not be checked (any others were checked as reported); verify changes no install. 2 wins over 1.
 ", names.replace(' ', ", "))
     );
 
@@ -560,7 +560,7 @@ fn diff_is_a_unified_diff_of_what_apply_would_write_with_word_highlights_in_colo
     let patched = std::fs::read_to_string(copy.join("lib/index.js")).unwrap();
 
     let o = sb.run(&["diff", "--path", p]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
     let out = stdout(&o);
     let (first, diff) = out.split_once('\n').unwrap();
     assert_eq!(
@@ -580,7 +580,7 @@ fn diff_is_a_unified_diff_of_what_apply_would_write_with_word_highlights_in_colo
     // In colour: headers bold, hunks cyan, lines red and green, and in the one
     // changed line the changed word stands out.
     let o = sb.run(&["diff", "--color", "always", "--path", p]);
-    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
     let red = |t: &str| format!("{E}[31m{t}{E}[0m");
     let green = |t: &str| format!("{E}[32m{t}{E}[0m");
     let red_word = |t: &str| format!("{E}[1;7;31m{t}{E}[0m");
@@ -640,6 +640,45 @@ fn diff_is_a_unified_diff_of_what_apply_would_write_with_word_highlights_in_colo
     );
 }
 
+// ---- each command's help states its own exit codes ----
+
+/// The `Exit codes:` paragraph at the end of a command's help.
+fn exit_codes_of(sb: &Sandbox, command: &str) -> String {
+    let o = sb.run(&[command, "--help"]);
+    assert_eq!(code(&o), 0, "{command}: {}", stderr(&o));
+    let help = stdout(&o);
+    let at = help
+        .find("Exit codes: ")
+        .unwrap_or_else(|| panic!("`{command} --help` has no exit-code line:\n{help}"));
+    help[at..].to_string()
+}
+
+#[test]
+fn each_commands_help_states_the_exit_codes_of_that_command() {
+    let sb = Sandbox::new();
+    assert_eq!(
+        exit_codes_of(&sb, "status"),
+        "Exit codes: 0 nothing needs attention (no install found, or each one patched, upstream-fixed or unsupported); 1 attention: an install is affected, outdated or modified; 2 error: bad input (such as a --path that holds no install), or an install found that cannot be read.\n"
+    );
+    assert_eq!(
+        exit_codes_of(&sb, "apply"),
+        "Exit codes: 0 done: each affected or outdated install patched (with --dry-run: would be), or nothing to patch; 1 attention: an install was refused (modified without --yes, unsupported); 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.\n"
+    );
+    assert_eq!(
+        exit_codes_of(&sb, "revert"),
+        "Exit codes: 0 done: each patched install restored, or nothing to restore; 1 attention: an install was refused (changed since it was patched, or its backup holds no known original, without --yes), or a patched install has no backup to revert from; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.\n"
+    );
+    assert_eq!(
+        exit_codes_of(&sb, "diff"),
+        "Exit codes: 0 nothing to change (no install found, or each one patched, upstream-fixed or unsupported); 1 there is a change to show: an install is affected, outdated or modified (as with diff(1) and `git diff --exit-code`); 2 error: bad input, or an install found that cannot be read.\n"
+    );
+    for command in ["apply", "revert"] {
+        let text = exit_codes_of(&sb, command);
+        assert!(!text.contains("verify"), "{command}: {text}");
+    }
+    assert!(!exit_codes_of(&sb, "apply").contains("revert"));
+}
+
 // ---- node errors whose hint fits how node was chosen ----
 
 #[test]
@@ -677,8 +716,171 @@ fn a_node_given_with_the_flag_that_cannot_run_is_the_one_to_fix() {
         assert_eq!(code(&o), 2, "{command}: {}", stdout(&o));
         assert_eq!(
             stderr(&o),
-            "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: check the path given to --node: it must be a Node.js 22 or later binary; or leave --node out to use `node` on PATH\n",
+            "error: cannot run node (/nonexistent/node): No such file or directory (os error 2)\nhelp: check the path given to --node: it must be a node binary that runs (DSH itself needs Node.js 22 or later; with an older node, `verify` adds a Promise.withResolvers shim); or leave --node out to use `node` on PATH\n",
             "{command}"
         );
     }
+}
+
+// ---- bash completes --backup with backup ids ----
+
+/// What bash's completion offers for `words` (the last one being completed),
+/// run in `cwd` with the sandbox's PATH (mcpatch on it) and DSH_HOME.
+fn bash_completes(sb: &Sandbox, script: &Path, words: &[&str], cwd: &Path) -> Vec<String> {
+    let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
+    let n = words.len();
+    let line = format!(
+        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _mcpatch mcpatch '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        script.display(),
+        quoted.join(" "),
+        n - 1,
+        words[n - 1],
+        words[n - 2]
+    );
+    let path = std::env::join_paths([sb.root().join("bin"), node22_dir()]).unwrap();
+    let o = std::process::Command::new("bash")
+        .arg("-c")
+        .arg(&line)
+        .current_dir(cwd)
+        .env("PATH", path)
+        .env("HOME", sb.root().join("home"))
+        .env("DSH_HOME", sb.dsh_home())
+        .output()
+        .expect("bash runs (the tests need bash for completion)");
+    assert!(o.status.success(), "{line}: {}", stderr(&o));
+    let mut offered: Vec<String> = stdout(&o)
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(String::from)
+        .collect();
+    offered.sort();
+    offered
+}
+
+#[test]
+fn bash_completes_backup_with_the_backup_ids_never_file_names() {
+    let sb = Sandbox::new();
+    std::os::unix::fs::symlink(
+        assert_cmd::cargo::cargo_bin("mcpatch"),
+        sb.root().join("bin/mcpatch"),
+    )
+    .unwrap();
+    let script = sb.root().join("mcpatch.bash");
+    std::fs::write(&script, sb.run(&["completions", "bash"]).stdout).unwrap();
+    // A folder whose files look like ids: none of them may be offered.
+    let cwd = sb.root().join("cwd");
+    std::fs::create_dir(&cwd).unwrap();
+    std::fs::write(cwd.join("2026-notes.txt"), "").unwrap();
+    std::fs::write(cwd.join("other"), "").unwrap();
+    for command in ["revert", "verify"] {
+        assert_eq!(
+            bash_completes(&sb, &script, &["mcpatch", command, "--backup", ""], &cwd),
+            Vec::<String>::new(),
+            "{command}: no backups, nothing offered"
+        );
+    }
+    let a = sb.client_install("0.1.0-rc.8", "a");
+    let b = sb.client_install("0.1.0-rc.8", "b");
+    for client in [&a, &b] {
+        assert_eq!(
+            code(&sb.run(&["apply", "--path", client.to_str().unwrap()])),
+            0
+        );
+    }
+    let ids = super::harden::backup_ids(&sb);
+    assert_eq!(ids.len(), 2);
+    let o = sb.run(&["backups", "--ids"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!("{}\n{}\n", ids[1], ids[0]),
+        "newest first"
+    );
+    for command in ["revert", "verify"] {
+        assert_eq!(
+            bash_completes(&sb, &script, &["mcpatch", command, "--backup", ""], &cwd),
+            ids,
+            "{command}"
+        );
+        assert_eq!(
+            bash_completes(&sb, &script, &["mcpatch", command, "--backup", "2"], &cwd),
+            ids,
+            "{command}: the ids that start with what is typed"
+        );
+        assert_eq!(
+            bash_completes(&sb, &script, &["mcpatch", command, "--backup", "x"], &cwd),
+            Vec::<String>::new(),
+            "{command}"
+        );
+    }
+}
+
+// ---- verify's table fits the terminal ----
+
+#[test]
+fn verify_fits_80_and_60_columns_and_keeps_a_row_per_scenario_into_a_pipe() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    let args = [
+        "verify",
+        "--path",
+        p,
+        "--scenario",
+        "expired-404",
+        "--scenario",
+        "ordinary-errors",
+    ];
+    for columns in [80, 60] {
+        let o = sb
+            .cmd(&args)
+            .env("COLUMNS", columns.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(
+            code(&o),
+            1,
+            "unpatched: STUCK\n{}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+        let text = stdout(&o);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{columns} columns: {line:?} is {} wide:\n{text}",
+                line.chars().count()
+            );
+        }
+        // Each scenario on a line of its own, its figures and note below.
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| *l == "expired-404: STUCK (expected RECOVERED)")
+            .unwrap_or_else(|| panic!("{text}"));
+        assert!(lines[at + 1].starts_with("    "), "{text}");
+        assert!(lines[at + 1].contains(" failed call"), "{text}");
+        assert!(
+            lines.contains(&"expired-404 (default policy): STUCK (expected RECOVERED)"),
+            "{text}"
+        );
+        assert!(
+            lines.iter().any(|l| l.starts_with("ordinary-errors: HELD")),
+            "{text}"
+        );
+        assert_eq!(lines.last(), Some(&"STUCK"), "{text}");
+    }
+    // Into a pipe: no limit, the table with a row per scenario.
+    let o = sb.cmd(&args).output().unwrap();
+    let text = stdout(&o);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("SCENARIO") && l.ends_with("NOTE")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("expired-404  ") && l.chars().count() > 80),
+        "{text}"
+    );
 }

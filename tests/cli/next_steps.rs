@@ -128,7 +128,12 @@ fn revision_1_on_a_locally_edited_file_is_outdated_and_apply_yes_upgrades_it() {
     );
     assert_eq!(sha256_file(&file), r1_hash, "nothing changed");
     let o = sb.run(&["diff", "--path", p]);
-    assert_eq!(code(&o), 0, "the review it names works: {}", stdout(&o));
+    assert_eq!(
+        code(&o),
+        1,
+        "the review it names works (a change to show): {}",
+        stdout(&o)
+    );
 
     let o = sb.run(&["apply", "--yes", "--path", p]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -138,7 +143,7 @@ fn revision_1_on_a_locally_edited_file_is_outdated_and_apply_yes_upgrades_it() {
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "upgraded {DIR} (0.1.0-rc.8) from patch revision 1\n  sha256 now {}, original saved as backup {id}\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n",
+            "upgraded {DIR} (0.1.0-rc.8) from patch revision 1\n  sha256 now {}, modified file patch revision 1 was put on saved as backup {id}\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n",
             short(&sha256_file(&file))
         )
     );
@@ -181,12 +186,69 @@ fn a_file_the_patch_does_not_fit_is_told_to_reinstall_and_never_to_run_a_failing
 }
 
 #[test]
-fn a_patched_file_edited_inside_its_hunks_is_told_to_reinstall() {
+fn a_patched_file_edited_inside_its_hunks_is_told_to_revert_when_its_backup_holds_the_original() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let file = client.join("lib/index.js");
     let p = client.to_str().unwrap();
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let id = backup_ids(&sb).remove(0);
+    let changed = edit_file(&file, |t| {
+        t.replace(
+            "function isSessionLostError(error) {",
+            "function isSessionLostError(error) { // tuned here",
+        )
+    });
+    let revert_step = "run `mcpatch revert --yes` to restore the original its backup holds (dropping the edits), then `mcpatch apply`";
+    assert_eq!(
+        status_install(&sb, p),
+        expected_install(
+            &changed,
+            "modified",
+            revert_step,
+            &format!("carries the mcpatch patch, edited since: mcpatch cannot take it out cleanly; backup {id} holds a known original of this file"),
+        )
+    );
+    let o = sb.run(&["status", "--path", p]);
+    assert!(
+        sb.normalize(&o.stdout)
+            .contains(&format!("  modified  {revert_step}\n")),
+        "{}",
+        stdout(&o)
+    );
+    let hint = format!("help: nothing was changed; backup {id} holds the original of this file: run `mcpatch revert --yes` to restore it (the edits made to the file since are dropped), then `mcpatch apply`\n");
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: the patch does not apply to {DIR}/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match: its context lines are not in the file\n{hint}")
+    );
+    let o = sb.run(&["diff", "--path", p]);
+    assert_eq!(code(&o), 1);
+    assert!(sb.normalize(&o.stdout).ends_with(&hint), "{}", stdout(&o));
+    assert_eq!(sha256_file(&file), changed);
+
+    // The way back it names works, at once.
+    let o = sb.run(&["revert", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), ORIGINAL);
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    assert_eq!(sha256_file(&file), patched_hash());
+}
+
+#[test]
+fn a_patched_file_edited_inside_its_hunks_with_no_backup_is_told_to_reinstall() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    // Patched with another DSH_HOME: no backup under this one.
+    let o = sb
+        .cmd(&["apply", "--path", p])
+        .env("DSH_HOME", sb.root().join("other-home"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
     let changed = edit_file(&file, |t| {
         t.replace(
             "function isSessionLostError(error) {",

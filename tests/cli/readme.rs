@@ -270,3 +270,13 @@ fn the_readme_examples_are_what_real_runs_print() {
         },
     ]);
 }
+
+#[test]
+fn the_install_line_builds_with_the_locked_dependencies() {
+    let readme = readme();
+    let install = &readme[readme
+        .find("## Install")
+        .expect("README has an Install section")..];
+    let (start, end) = blocks(install, "sh")[0];
+    assert_eq!(&install[start..end], "cargo install --locked --path .\n");
+}

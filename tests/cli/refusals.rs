@@ -429,3 +429,184 @@ fn a_backup_holding_the_patched_revision_is_refused() {
     );
     assert_eq!(sha256_file(&file), patched_hash(), "nothing changed");
 }
+
+// ---- signals leave no scratch behind, and the backups folder is trusted before node runs ----
+
+/// Names in `dir` that start with `prefix`.
+fn named_in(dir: &Path, prefix: &str) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
+#[test]
+fn a_signal_during_applys_syntax_check_leaves_no_stage_folder() {
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        let sb = Sandbox::new();
+        let client = sb.client_install("0.1.0-rc.8", "g");
+        let tmp = sb.root().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let pause = sb.root().join("pause");
+        std::fs::create_dir(&pause).unwrap();
+        for fifo in ["reached", "resume"] {
+            let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(
+                pause.join(fifo).as_os_str(),
+            ))
+            .unwrap();
+            assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        }
+        // Read-write: opening never blocks.
+        let reached = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(pause.join("reached"))
+            .unwrap();
+        let child = sb
+            .command(&["apply", "--path", client.to_str().unwrap()])
+            .env("TMPDIR", &tmp)
+            .env("MCPATCH_TEST_PAUSE_AT", "syntax-check")
+            .env("MCPATCH_TEST_PAUSE_DIR", &pause)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(&reached), &mut line).unwrap();
+        assert_eq!(line, "syntax-check\n");
+        assert_eq!(
+            named_in(&tmp, "mcpatch-stage-").len(),
+            1,
+            "the stage folder is there"
+        );
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(
+            o.status.signal(),
+            Some(signal),
+            "ends by the signal, as before: {}",
+            stderr(&o)
+        );
+        assert_eq!(
+            named_in(&tmp, "mcpatch-stage-"),
+            Vec::<String>::new(),
+            "signal {signal}"
+        );
+        assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+        assert_eq!(backup_ids(&sb), Vec::<String>::new());
+    }
+}
+
+#[test]
+fn sighup_during_verify_backup_removes_its_copy_and_the_harness_folder() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let lib = client.join("lib");
+    let tmp = sb.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let child = sb
+        .command(&[
+            "verify",
+            "--backup",
+            "--path",
+            p,
+            "--scenario",
+            "idle-timeout",
+        ])
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the copy and the harness folder to appear (bounded).
+    for _ in 0..4000 {
+        if !named_in(&lib, ".mcpatch-verify-").is_empty()
+            && !named_in(&tmp, "mcpatch-harness-").is_empty()
+        {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(
+        named_in(&lib, ".mcpatch-verify-").len(),
+        1,
+        "the copy is there"
+    );
+    assert_eq!(
+        named_in(&tmp, "mcpatch-harness-").len(),
+        1,
+        "the harness folder is there"
+    );
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).ends_with("error: interrupted by SIGHUP: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(named_in(&lib, ".mcpatch-verify-"), Vec::<String>::new());
+    assert_eq!(named_in(&tmp, "mcpatch-harness-"), Vec::<String>::new());
+}
+
+#[test]
+fn verify_backup_refuses_an_untrusted_backups_folder_before_node_runs_anything() {
+    super::harden::require_root("the backups folder is checked only when mcpatch runs as root");
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    let root = sb.dsh_home().join(BACKUPS);
+    for (dir, mode) in [
+        (root.clone(), 0o777),
+        (root.parent().unwrap().to_path_buf(), 0o775),
+    ] {
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(mode)).unwrap();
+        let why = format!("its group or others can write it (mode {mode:04o})");
+        let shown = sb.normalize(dir.to_str().unwrap().as_bytes());
+        let shown = shown.trim_end();
+        let expected = format!("error: refusing {shown}: {why}; running as root, mcpatch trusts a backups folder only when root owns it and no one else can write it\nhelp: check what is in it, then `chown -R root:root {shown}` and `chmod -R go-w {shown}`, or set DSH_HOME to a folder only root can write (such as DSH_HOME=/root/.dsh)\n");
+        // revert refuses it so ...
+        let o = sb.run(&["revert", "--path", p]);
+        assert_eq!(code(&o), 2);
+        assert_eq!(sb.normalize(&o.stderr), expected);
+        // ... and so does verify --backup, before it even looks for node.
+        for args in [
+            vec!["verify", "--backup", "--path", p],
+            vec!["verify", "--backup", "--path", p, "--json"],
+        ] {
+            let o = sb.run(&args);
+            assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
+            assert_eq!(sb.normalize(&o.stderr), expected, "{args:?}");
+        }
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
+}
+
+#[test]
+fn verify_backup_with_no_backup_names_the_install_and_the_backups_folder_before_the_node_line() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    let o = sb.run(&["verify", "--backup", "--path", p]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: no backup of {FILE} under [SANDBOX]/home/.dsh/{BACKUPS}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one\n")
+    );
+    assert_eq!(stdout(&o), "");
+    let o = sb.run(&["verify", "--backup", "nope", "--path", p]);
+    assert_eq!(code(&o), 2, "{}", stdout(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: no backup named nope under [SANDBOX]/home/.dsh/{BACKUPS}\nhelp: list the backups with `mcpatch backups`\n")
+    );
+}

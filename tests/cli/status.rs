@@ -358,3 +358,91 @@ fn dsh_home_is_resolved_as_dsh_resolves_it() {
         tilde.canonicalize().unwrap().to_str().unwrap()
     );
 }
+
+#[test]
+fn status_json_on_an_error_is_one_json_object_naming_the_error_and_where_it_looked() {
+    let sb = Sandbox::new();
+    let missing = sb.root().join("nope");
+    let o = sb.run(&["status", "--json", "--path", missing.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    let error = "cannot read [SANDBOX]/nope: No such file or directory (os error 2)\nhelp: check the --path argument: it must exist";
+    let v: serde_json::Value = serde_json::from_str(&sb.normalize(&o.stdout))
+        .unwrap_or_else(|e| panic!("not one JSON object ({e}): {}", stdout(&o)));
+    assert_eq!(
+        v,
+        serde_json::json!({
+            "installs": [],
+            "searched": ["--path [SANDBOX]/nope"],
+            "errors": [],
+            "error": error,
+        })
+    );
+    assert_eq!(sb.normalize(&o.stderr), format!("error: {error}\n"));
+    // A --path that holds no install: the places it looked.
+    let empty = sb.root().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let o = sb.run(&["status", "--json", "--path", empty.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    let v: serde_json::Value = serde_json::from_str(&sb.normalize(&o.stdout)).unwrap();
+    assert_eq!(
+        v["searched"],
+        serde_json::json!(["--path [SANDBOX]/empty"]),
+        "{v:#}"
+    );
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("no @deepseek-ai/dsh-mcp-client install under the --path given"),
+        "{v:#}"
+    );
+    // And without an error, `error` is null.
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let v = status_json(&sb, &["--path", client.to_str().unwrap()]);
+    assert_eq!(v["error"], serde_json::Value::Null, "{v:#}");
+}
+
+#[test]
+fn a_revert_with_nothing_to_restore_creates_nothing_and_status_offers_revert_only_with_a_backup() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "no backup of [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js; nothing to revert\n"
+    );
+    assert!(
+        !sb.dsh_home().join("backups").exists(),
+        "a revert that restores nothing created {}",
+        sb.dsh_home().join("backups").display()
+    );
+
+    // Patched with another DSH_HOME: this one holds no backup to undo it with.
+    let o = sb
+        .cmd(&["apply", "--path", p])
+        .env("DSH_HOME", sb.root().join("other-home"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = status_json(&sb, &["--path", p]);
+    assert_eq!(
+        v["installs"][0]["next_step"],
+        "none (`mcpatch verify` to check; DSH_HOME holds no backup of it to revert to)"
+    );
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert!(!sb.dsh_home().join("backups").exists());
+    // With its backup there, revert is offered.
+    let o = sb
+        .cmd(&["status", "--json", "--path", p])
+        .env("DSH_HOME", sb.root().join("other-home"))
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["installs"][0]["next_step"],
+        "none (`mcpatch verify` to check, `mcpatch revert` to undo)"
+    );
+}

@@ -1,0 +1,121 @@
+//! Scratch folders that a signal ending mcpatch (SIGINT, SIGTERM, SIGHUP: the
+//! terminal closed) must not leave behind, such as apply's stage folder while
+//! node checks the staged file. The handler only writes the signal's number to
+//! a pipe; a thread reads it, removes the folders registered, and ends the
+//! process by that same signal with its default action, as if mcpatch had not
+//! caught it. An install is never left half-changed by this: a signal may end
+//! mcpatch at any step, as before; only the scratch goes too.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+/// The folders to remove if a signal ends mcpatch.
+static FOLDERS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+/// The write end of the pipe the handler writes to (-1: not set up).
+static PIPE: AtomicI32 = AtomicI32::new(-1);
+/// Whether the handlers are set up (once per process).
+static SET_UP: OnceLock<bool> = OnceLock::new();
+
+fn folders() -> MutexGuard<'static, Vec<PathBuf>> {
+    FOLDERS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A folder removed if a signal ends mcpatch while this lives; on drop the
+/// folder is removed (whatever owns it may remove it again) and forgotten.
+#[derive(Debug)]
+pub struct Scratch {
+    path: PathBuf,
+}
+
+/// Remove `path` (a scratch folder) if SIGINT, SIGTERM or SIGHUP ends
+/// mcpatch before the returned guard is dropped.
+pub fn remove_on_signal(path: &Path) -> Scratch {
+    set_up();
+    folders().push(path.to_path_buf());
+    Scratch {
+        path: path.to_path_buf(),
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+        folders().retain(|p| p != &self.path);
+    }
+}
+
+#[cfg(unix)]
+fn set_up() {
+    SET_UP.get_or_init(|| {
+        let mut fds = [0; 2];
+        // SAFETY: pipe2 writes two descriptors into the array we pass.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return false;
+        }
+        let [read, write] = fds;
+        PIPE.store(write, Ordering::SeqCst);
+        let started = std::thread::Builder::new()
+            .name("mcpatch-signals".into())
+            .spawn(move || {
+                let mut byte = [0u8; 1];
+                loop {
+                    // SAFETY: read(2) into a one-byte buffer we own.
+                    let n = unsafe { libc::read(read, byte.as_mut_ptr().cast(), 1) };
+                    if n == 1 {
+                        end_by(i32::from(byte[0]));
+                    }
+                    if n < 0
+                        && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
+                    {
+                        continue;
+                    }
+                    return;
+                }
+            });
+        if started.is_err() {
+            return false;
+        }
+        for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: a zeroed sigaction with our handler and an empty mask is
+            // valid; sigaction(2) only reads it.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = handler as *const () as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+        true
+    });
+}
+
+#[cfg(not(unix))]
+fn set_up() {}
+
+/// The signal handler: only write(2), which is async-signal-safe.
+#[cfg(unix)]
+extern "C" fn handler(signal: libc::c_int) {
+    let fd = PIPE.load(Ordering::Relaxed);
+    let byte = signal as u8;
+    // SAFETY: write(2) of one byte from the stack to the pipe set up above.
+    unsafe {
+        libc::write(fd, (&byte as *const u8).cast(), 1);
+    }
+}
+
+/// Remove every folder registered, then end by `signal` as its default action does.
+#[cfg(unix)]
+fn end_by(signal: i32) -> ! {
+    for path in folders().iter() {
+        let _ = std::fs::remove_dir_all(path);
+    }
+    // SAFETY: restoring the default action and raising the signal; the
+    // default action of these three signals ends the process.
+    unsafe {
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
+    std::process::exit(128 + signal)
+}
