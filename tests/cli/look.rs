@@ -729,20 +729,20 @@ fn a_node_given_with_the_flag_that_cannot_run_is_the_one_to_fix() {
 fn bash_completes(sb: &Sandbox, script: &Path, words: &[&str], cwd: &Path) -> Vec<String> {
     let quoted: Vec<String> = words.iter().map(|w| format!("'{w}'")).collect();
     let n = words.len();
+    let path = std::env::join_paths([sb.root().join("bin"), node22_dir()]).unwrap();
     let line = format!(
-        "source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _mcpatch mcpatch '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        "export PATH='{}'; source '{}'; COMP_WORDS=({}); COMP_CWORD={}; _mcpatch mcpatch '{}' '{}'; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+        path.to_str().unwrap(),
         script.display(),
         quoted.join(" "),
         n - 1,
         words[n - 1],
         words[n - 2]
     );
-    let path = std::env::join_paths([sb.root().join("bin"), node22_dir()]).unwrap();
     let o = std::process::Command::new("bash")
         .arg("-c")
         .arg(&line)
         .current_dir(cwd)
-        .env("PATH", path)
         .env("HOME", sb.root().join("home"))
         .env("DSH_HOME", sb.dsh_home())
         .output()
