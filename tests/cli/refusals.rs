@@ -502,7 +502,7 @@ fn a_signal_during_applys_syntax_check_leaves_no_stage_folder() {
 }
 
 #[test]
-fn sighup_during_verify_backup_removes_its_copy_and_the_harness_folder() {
+fn sighup_sigterm_or_sigint_during_verify_backup_removes_its_copy_and_the_harness_folder() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let p = client.to_str().unwrap();
@@ -510,50 +510,64 @@ fn sighup_during_verify_backup_removes_its_copy_and_the_harness_folder() {
     let lib = client.join("lib");
     let tmp = sb.root().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
-    let child = sb
-        .command(&[
-            "verify",
-            "--backup",
-            "--path",
-            p,
-            "--scenario",
-            "idle-timeout",
-        ])
-        .env("TMPDIR", &tmp)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    // Wait for the copy and the harness folder to appear (bounded).
-    for _ in 0..4000 {
-        if !named_in(&lib, ".mcpatch-verify-").is_empty()
-            && !named_in(&tmp, "mcpatch-harness-").is_empty()
-        {
-            break;
+    for (signal, name) in [
+        (libc::SIGHUP, "SIGHUP"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGINT, "SIGINT"),
+    ] {
+        let child = sb
+            .command(&[
+                "verify",
+                "--backup",
+                "--path",
+                p,
+                "--scenario",
+                "idle-timeout",
+            ])
+            .env("TMPDIR", &tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the copy and the harness folder to appear (bounded).
+        for _ in 0..4000 {
+            if !named_in(&lib, ".mcpatch-verify-").is_empty()
+                && !named_in(&tmp, "mcpatch-harness-").is_empty()
+            {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert_eq!(
+            named_in(&lib, ".mcpatch-verify-").len(),
+            1,
+            "{name}: the copy is there"
+        );
+        assert_eq!(
+            named_in(&tmp, "mcpatch-harness-").len(),
+            1,
+            "{name}: the harness folder is there"
+        );
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
+        assert!(
+            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n")),
+            "{}",
+            stderr(&o)
+        );
+        assert_eq!(
+            named_in(&lib, ".mcpatch-verify-"),
+            Vec::<String>::new(),
+            "{name}"
+        );
+        assert_eq!(
+            named_in(&tmp, "mcpatch-harness-"),
+            Vec::<String>::new(),
+            "{name}"
+        );
     }
-    assert_eq!(
-        named_in(&lib, ".mcpatch-verify-").len(),
-        1,
-        "the copy is there"
-    );
-    assert_eq!(
-        named_in(&tmp, "mcpatch-harness-").len(),
-        1,
-        "the harness folder is there"
-    );
-    // SAFETY: kill(2) on our own child's pid.
-    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
-    let o = child.wait_with_output().unwrap();
-    assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(
-        stderr(&o).ends_with("error: interrupted by SIGHUP: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n"),
-        "{}",
-        stderr(&o)
-    );
-    assert_eq!(named_in(&lib, ".mcpatch-verify-"), Vec::<String>::new());
-    assert_eq!(named_in(&tmp, "mcpatch-harness-"), Vec::<String>::new());
 }
 
 #[test]
