@@ -355,3 +355,47 @@ fn backups_fit_80_and_60_columns_with_each_file_on_its_own_line() {
         format!("backups under [SANDBOX]/home/.dsh/{BACKUPS}:\nID  VERSION  SAVED SHA256  FILE\n{id}  0.1.0-rc.8  b126dcec…7d56  {FILE}\n")
     );
 }
+
+#[test]
+fn apply_never_reuses_a_damaged_backup_nor_one_a_damaged_backup_is_newer_than() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    let root = sb.dsh_home().join(BACKUPS);
+    assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
+    assert_eq!(code(&sb.run(&["revert", "--path", p])), 0);
+    let first = backup_ids(&sb).remove(0);
+    // Its saved file changed: a new backup, not the damaged one.
+    let saved = root.join(&first).join("index.js");
+    let bytes = std::fs::read(&saved).unwrap();
+    std::fs::write(&saved, [&bytes[..], b"//"].concat()).unwrap();
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ids = backup_ids(&sb);
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(
+        stdout(&o).contains(&format!("original saved as backup {}\n", ids[1])),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(code(&sb.run(&["revert", "--path", p])), 0);
+    assert_eq!(sha256_file(&file), ORIGINAL);
+
+    // A damaged backup newer than the good one: revert would stop at it, so a new one is made.
+    let second = ids[1].clone();
+    std::fs::create_dir(root.join(format!("{second}-x"))).unwrap();
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let ids = backup_ids(&sb);
+    assert_eq!(ids.len(), 4, "{ids:?}");
+    let third = &ids[3];
+    assert!(
+        stdout(&o).contains(&format!("original saved as backup {third}\n")),
+        "{}",
+        stdout(&o)
+    );
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), ORIGINAL);
+}
