@@ -10,6 +10,7 @@ pub mod cli;
 pub mod color;
 pub mod diff;
 pub mod error;
+pub mod host_check;
 pub mod exit_code;
 pub mod identity;
 pub mod kill_point;
