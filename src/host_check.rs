@@ -452,8 +452,7 @@ mod tests {
         }
 
         fn client(&self) -> PathBuf {
-            self.host()
-                .join("node_modules/@deepseek-ai/dsh-mcp-client")
+            self.host().join("node_modules/@deepseek-ai/dsh-mcp-client")
         }
 
         fn hmr(&self) -> PathBuf {
@@ -538,7 +537,11 @@ mod tests {
     #[test]
     fn with_the_row_switched_on_the_missing_method_is_what_dsh_dies_of() {
         let fake = Fake::new(HMR_LACKS);
-        std::fs::write(fake.home().join(HOME_PATCH), "- id: hmr\n  disabled: false\n").unwrap();
+        std::fs::write(
+            fake.home().join(HOME_PATCH),
+            "- id: hmr\n  disabled: false\n",
+        )
+        .unwrap();
         let d = fake.check().expect("a defect");
         assert!(
             d.what
@@ -575,7 +578,10 @@ mod tests {
     fn no_host_no_boot_call_or_a_boot_that_does_not_call_it_is_no_defect() {
         let fake = Fake::new(HMR_LACKS);
         // An install that is not nested in a host.
-        let lone = fake.dir.path().join("lib/node_modules/@deepseek-ai/dsh-mcp-client");
+        let lone = fake
+            .dir
+            .path()
+            .join("lib/node_modules/@deepseek-ai/dsh-mcp-client");
         std::fs::create_dir_all(&lone).unwrap();
         assert_eq!(check(&lone, Some(&fake.home())), None);
         // A boot that no longer calls registerConfig.
@@ -630,7 +636,10 @@ mod tests {
         assert_eq!(printable("^1.0.16"), "^1.0.16");
         assert_eq!(printable("1.0.19\u{1b}[2J"), "?");
         assert_eq!(printable(""), "?");
-        assert_eq!(shell_quote(Path::new("/usr/lib/node_modules")), "/usr/lib/node_modules");
+        assert_eq!(
+            shell_quote(Path::new("/usr/lib/node_modules")),
+            "/usr/lib/node_modules"
+        );
         assert_eq!(shell_quote(Path::new("/a b/it's")), r"'/a b/it'\''s'");
         assert_eq!(shell_quote(Path::new("/x;rm -rf /")), "'/x;rm -rf /'");
     }
@@ -639,7 +648,10 @@ mod tests {
     fn the_hmr_row_is_read_from_block_style_entries_the_last_one_winning() {
         let base = "- insert:\n    - id: timer\n      name: t\n\n    - id: hmr\n      name: '@deepseek-ai/cordis-plugin-hmr'\n      config:\n        root: ['.']\n";
         assert_eq!(hmr_row_disabled(base), None);
-        assert_eq!(hmr_row_disabled("- id: hmr\n  disabled: true\n"), Some(true));
+        assert_eq!(
+            hmr_row_disabled("- id: hmr\n  disabled: true\n"),
+            Some(true)
+        );
         assert_eq!(
             hmr_row_disabled("- id: 'hmr'   # the row\n  disabled: false # on\n"),
             Some(false)
