@@ -82,7 +82,7 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
         })
         .map(|(_, command)| *command)
         .collect();
-    let home = dsh_home.map(|h| Home::read(h));
+    let home = dsh_home.map(Home::read);
     let row_needs_switching_on =
         !row_off_in.is_empty() && !matches!(home, Some(Home::Enabled) | None);
     if hmr_has_it && !row_needs_switching_on {
