@@ -81,7 +81,9 @@ pub struct Install {
     /// Extra words on the revision, if any.
     pub note: Option<String>,
     /// A known defect that keeps the DSH host around this install from
-    /// starting at all, whatever the patch (set by `status`); null if none is known.
+    /// starting at all, whatever the patch (set by `status`); left out of the
+    /// JSON when none is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub host_defect: Option<crate::host_check::HostDefect>,
 }
 

@@ -295,7 +295,8 @@ fn after_the_printed_fix_dsh_starts_headless_on_node_22_answers_and_the_note_is_
         stderr(&o)
     );
 
-    assert_eq!(host_defect(&sb, &prefix), serde_json::Value::Null);
+    let v = status_json(&sb, &["--path", prefix.to_str().unwrap()]);
+    assert_eq!(v["installs"][0].get("host_defect"), None, "{v:#}");
     let o = sb.run(&["status", "--path", prefix.to_str().unwrap()]);
     assert!(!stdout(&o).contains("host:"), "{}", stdout(&o));
     let o = sb.run(&["apply", "--path", prefix.to_str().unwrap()]);
