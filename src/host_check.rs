@@ -43,6 +43,8 @@ pub const NO_HMR_SERVICE: &str = "dsh: user patch-layer watching requires the Co
 const NO_REGISTER_CONFIG: &str = "TypeError: hmr.registerConfig is not a function";
 /// The home-level patch layer DSH applies over every profile.
 pub const HOME_PATCH: &str = "cordis.patch.yml";
+/// How a step to do by hand starts.
+const BY_HAND: &str = "add";
 /// No file read here is larger.
 const CAP: u64 = 1024 * 1024;
 /// How many folders above an install its host may be.
@@ -58,7 +60,8 @@ pub struct HostDefect {
     pub what: String,
     /// Why, from what the files hold.
     pub why: String,
-    /// One shell command line that fixes it.
+    /// One shell command line that fixes it (ending in words, after `; then`,
+    /// when a file must be edited by hand).
     pub fix: String,
 }
 
@@ -145,8 +148,26 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
             if row_off_in.len() == 1 { "s" } else { "" }
         ),
         why: why.join("; and "),
-        fix: steps.join(" && "),
+        fix: join_steps(&steps),
     })
+}
+
+/// Commands joined with `&&`; words for a file to edit by hand come last, after `; then`.
+fn join_steps(steps: &[String]) -> String {
+    let (words, commands): (Vec<&String>, Vec<&String>) =
+        steps.iter().partition(|s| s.starts_with(BY_HAND));
+    let mut fix = commands
+        .iter()
+        .map(|s| s.as_str())
+        .collect::<Vec<_>>()
+        .join(" && ");
+    for w in words {
+        if !fix.is_empty() {
+            fix.push_str("; then ");
+        }
+        fix.push_str(w);
+    }
+    fix
 }
 
 /// The nearest package folder above `real` whose package.json names the host, with that manifest.
@@ -312,7 +333,7 @@ impl Home {
                 shell_quote(&file)
             ),
             Home::ByHand => format!(
-                "add the entry `{{id: hmr, disabled: false}}` to the list in {} by hand",
+                "{BY_HAND} the entry `{{id: hmr, disabled: false}}` to the list in {} by hand",
                 file.display()
             ),
         }
@@ -624,10 +645,28 @@ mod tests {
         std::fs::write(fake.hmr().join("package.json"), "{not json").unwrap();
         // No manifest to read: the main module is index.js, which is not there.
         assert_eq!(fake.check(), None);
-        // A home layer that is a symlink is not written through: edit by hand.
+        // A home layer that is a symlink is not written through: edit by hand,
+        // after the commands.
         let fake = Fake::new(HMR_HAS);
-        std::os::unix::fs::symlink(&elsewhere, fake.home().join(HOME_PATCH)).unwrap();
-        assert!(fake.check().unwrap().fix.starts_with("add the entry"));
+        let home_patch = fake.home().join(HOME_PATCH);
+        std::os::unix::fs::symlink(&elsewhere, &home_patch).unwrap();
+        let by_hand = format!(
+            "add the entry `{{id: hmr, disabled: false}}` to the list in {} by hand",
+            home_patch.display()
+        );
+        assert_eq!(fake.check().unwrap().fix, by_hand);
+        let fake = Fake::new(HMR_LACKS);
+        let home_patch = fake.home().join(HOME_PATCH);
+        std::os::unix::fs::symlink(&elsewhere, &home_patch).unwrap();
+        let fix = fake.check().unwrap().fix;
+        assert!(
+            fix.starts_with("cd ")
+                && fix.ends_with(&format!(
+                    "&& rm deepseek-ai-cordis-plugin-hmr-1.0.17.tgz; then add the entry `{{id: hmr, disabled: false}}` to the list in {} by hand",
+                    home_patch.display()
+                )),
+            "{fix}"
+        );
     }
 
     #[test]
