@@ -125,8 +125,7 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
             hmr.display()
         ));
     }
-    if row_needs_switching_on {
-        let home_dir = dsh_home.expect("home is known when the row needs switching on");
+    if let (true, Some(home_dir), Some(home)) = (row_needs_switching_on, dsh_home, &home) {
         why.push(format!(
             "its {} profile{} switch the `hmr` row off, and DSH's own late start of the HMR service is not ready when the boot asks for it, unless {} switches the row on",
             row_off_in
@@ -137,9 +136,7 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
             if row_off_in.len() > 1 { "s" } else { "" },
             home_dir.join(HOME_PATCH).display()
         ));
-        if let Some(home) = &home {
-            steps.push(home.switch_row_on(home_dir));
-        }
+        steps.push(home.switch_row_on(home_dir));
     }
     Some(HostDefect {
         host,

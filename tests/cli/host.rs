@@ -240,6 +240,15 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
         expected_fix()
     );
     assert!(out.ends_with(&advice), "{out}");
+    // Patched, the install needs nothing; its host still needs the fix.
+    let o = sb.run(&["status", "--path", prefix.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    assert!(
+        sb.normalize(&o.stdout)
+            .contains(&format!("  host: {}\n", expected_what())),
+        "{}",
+        stdout(&o)
+    );
 
     // What status says is true: DSH dies at start-up and never asks the model.
     let model = FakeModel::start();
@@ -308,6 +317,8 @@ fn after_the_printed_fix_dsh_starts_headless_on_node_22_answers_and_the_note_is_
         "{}",
         stdout(&o)
     );
+    let o = sb.run(&["status", "--path", prefix.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "patched, its host fixed: {}", stdout(&o));
 
     // Started: it boots every profile layer, asks the model its task, prints
     // the answer and ends by itself with 0.
