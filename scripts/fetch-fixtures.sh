@@ -8,6 +8,10 @@
 #                             express, for the real third-party servers in test-fixtures/real-servers/
 #   .cache/mcp-servers/py-mcp-<v>/   a Python venv (python3 -m venv) with the Python MCP SDK
 #                             (`mcp` from PyPI), for the FastMCP server there
+#   .cache/dsh-host/0.1.0-rc.8/   the whole host, `npm install -g @deepseek-ai/dsh@0.1.0-rc.8` as npm
+#                             installs it today (it cannot start: see README, "DSH itself does not start")
+#   .cache/dsh-host/npm-cache/    an npm cache holding @deepseek-ai/cordis-plugin-hmr@1.0.17, so the
+#                             tests run that fix's `npm pack` offline
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,6 +45,17 @@ if [[ ! -f "$old/.done" ]]; then
   tarball=$(cd "$old.partial" && npm pack --silent --loglevel=error "@deepseek-ai/dsh-mcp-client@0.0.1-rc.1")
   tar xzf "$old.partial/$tarball" -C "$old.partial/lib/node_modules/@deepseek-ai/dsh-mcp-client" --strip-components=1
   rm "$old.partial/$tarball"; touch "$old.partial/.done"; rm -rf "$old"; mv "$old.partial" "$old"
+fi
+
+# The real DSH host, for its start-up defect (issue 22): npm resolves its
+# `@deepseek-ai/cordis-plugin-hmr ^1.0.16` to the newest release.
+fetch "$CACHE/dsh-host/0.1.0-rc.8" -g "@deepseek-ai/dsh@0.1.0-rc.8"
+hmr_cache="$CACHE/dsh-host/npm-cache"
+if [[ ! -f "$hmr_cache/.done" ]]; then
+  rm -rf "$hmr_cache"
+  echo "fetching @deepseek-ai/cordis-plugin-hmr@1.0.17 -> $hmr_cache" >&2
+  npm cache add --loglevel=error --cache "$hmr_cache" "@deepseek-ai/cordis-plugin-hmr@1.0.17" >&2
+  touch "$hmr_cache/.done"
 fi
 
 # Real MCP servers written by others, pinned (the tests start them on 127.0.0.1).

@@ -215,6 +215,22 @@ fn apply_all(
         say(format_args!(
             "restart DSH so it loads the patched client; check it with `mcpatch verify`"
         ));
+        // A host that cannot start would be blamed on the patch: say so before the restart.
+        let mut told = Vec::new();
+        for d in report
+            .installs
+            .iter()
+            .filter_map(|i| i.host_defect.as_ref())
+        {
+            if !told.contains(&&d.host) {
+                told.push(&d.host);
+                say(format_args!(
+                    "but the DSH host at {} cannot start, and that is NOT the patch: fix it first\n{}",
+                    d.host.display(),
+                    status::render_host_defect(d, None).trim_end()
+                ));
+            }
+        }
     }
     failures.finish()?;
     Ok(outcome)

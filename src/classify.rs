@@ -80,6 +80,11 @@ pub struct Install {
     pub next_step: &'static str,
     /// Extra words on the revision, if any.
     pub note: Option<String>,
+    /// A known defect that keeps the DSH host around this install from
+    /// starting at all, whatever the patch (set by `status`); left out of the
+    /// JSON when none is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_defect: Option<crate::host_check::HostDefect>,
 }
 
 /// sha256 of bytes as lowercase hex.
@@ -276,6 +281,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         found_via: located.found_via.clone(),
         next_step,
         note,
+        host_defect: None,
     })
 }
 

@@ -17,7 +17,7 @@ use crate::verify::scenario::ScenarioName;
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified, was refused or has no backup to revert from, a verify scenario failed its expectation, or a probed server is not covered; 2 error: bad input, or an install failed (left as it was; any other installs were handled as reported, as each one's `changed` and `error` in --json say); rerun after the fix. 2 wins over 1."
+    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified (or its DSH host cannot start), was refused or has no backup to revert from, a verify scenario failed its expectation, or a probed server is not covered; 2 error: bad input, or an install failed (left as it was; any other installs were handled as reported, as each one's `changed` and `error` in --json say); rerun after the fix. 2 wins over 1."
 )]
 pub struct Cli {
     /// When to colour the output; auto colours a terminal unless NO_COLOR,

@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |------|---------|
 //! | 0 | nothing needs attention: no install affected, every patch or revert done, every verify scenario met its expectation |
-//! | 1 | something needs attention: an install is affected or modified, an install was refused (modified without `--yes`, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation (STUCK, wrongful recycle) |
+//! | 1 | something needs attention: an install is affected or modified (or, for `status`, its DSH host cannot start), an install was refused (modified without `--yes`, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation (STUCK, wrongful recycle) |
 //! | 2 | error: bad input, I/O failure, a check that failed; see [`ERROR`] for what it means when several installs are handled |
 
 use std::process::ExitCode;

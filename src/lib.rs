@@ -11,6 +11,7 @@ pub mod color;
 pub mod diff;
 pub mod error;
 pub mod exit_code;
+pub mod host_check;
 pub mod identity;
 pub mod kill_point;
 pub mod locate;

@@ -9,6 +9,7 @@ use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
+use crate::host_check;
 use crate::locate::{self, Environment, LocateReport};
 use crate::path_json;
 use crate::registry::PatchSpec;
@@ -69,9 +70,13 @@ pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Re
     let mut classified = Vec::new();
     let mut errors = Vec::new();
     let mut failed = Vec::new();
+    let dsh_home = env.dsh_home().ok();
     for located in &installs {
         match classify::classify(spec, located) {
-            Ok(install) => classified.push(install),
+            Ok(mut install) => {
+                install.host_defect = host_check::check(&install.path, dsh_home.as_deref());
+                classified.push(install)
+            }
             Err(e) => {
                 errors.push(Unreadable {
                     path: located.package_dir.clone(),
@@ -130,13 +135,12 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
     }
 }
 
-/// Attention when any install is affected or modified.
+/// Attention when any install is affected or modified, or its host cannot start.
 pub fn outcome(report: &StatusReport) -> Outcome {
-    if report
-        .installs
-        .iter()
-        .any(|i| matches!(i.state, State::Affected | State::Modified | State::Outdated))
-    {
+    if report.installs.iter().any(|i| {
+        matches!(i.state, State::Affected | State::Modified | State::Outdated)
+            || i.host_defect.is_some()
+    }) {
         Outcome::Attention
     } else {
         Outcome::Clean
@@ -203,6 +207,15 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
         Some(e) => Err(e),
         None => Ok(outcome(&report)),
     }
+}
+
+/// A host that cannot start, under its install: what and why wrapped, the
+/// fix on one line of its own (a command is copied whole).
+pub fn render_host_defect(defect: &host_check::HostDefect, columns: Option<usize>) -> String {
+    let mut s = hanging("    host: ", &defect.what, columns);
+    s.push_str(&hanging("    why: ", &defect.why, columns));
+    s.push_str(&format!("    fix: {}\n", defect.fix));
+    s
 }
 
 /// Short form of a sha256 for tables.
@@ -313,6 +326,9 @@ pub fn render_table_within(
         }
         if let Some(note) = &install.note {
             s.push_str(&hanging("    note: ", note, columns));
+        }
+        if let Some(defect) = &install.host_defect {
+            s.push_str(&render_host_defect(defect, columns));
         }
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();

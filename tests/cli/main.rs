@@ -285,6 +285,7 @@ mod automation;
 mod backups;
 mod evidence;
 mod harden;
+mod host;
 mod locate;
 mod look;
 mod next_steps;
