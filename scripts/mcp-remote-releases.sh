@@ -96,7 +96,8 @@ const run = (cmd, args, opts = {}) => {
     execFileSync(cmd, args, { stdio: ["ignore", "pipe", "pipe"], ...opts });
     return "";
   } catch (e) {
-    return String(e.stderr || e.stdout || e.message).trim().split("\n")[0];
+    const said = `${e.stderr ?? ""}${e.stdout ?? ""}`.trim();
+    return (said || e.message).split("\n")[0] || `${cmd} failed`;
   }
 };
 const find = manifest.files[0].find;

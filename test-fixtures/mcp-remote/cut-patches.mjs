@@ -152,9 +152,10 @@ ${recordsInitialize ? `    if (message?.method === "initialize") mcpatchInitiali
 `;
 
 // Where the block goes: after the proxy's handlers are set, before its
-// onerror lines; these five lines are the same in every release from 0.0.22 to 0.15.1.
+// onerror lines; these four lines are the same in every release from 0.0.22 to 0.15.1.
+// Equal context before and after: GNU patch takes a hunk with less context on
+// one side for one at the start or end of the file.
 const BEFORE = [
-  '    debugLog("Remote transport closed, closing local transport");',
   "    transportToClient.close().catch(onClientError);",
   "  };",
 ];
