@@ -4,13 +4,17 @@
 //
 // Steps: initialize, notifications/initialized, tools/list, 2 tools/call; restart
 // the server (every session is lost); 3 tools/call one after another; restart
-// again; 3 tools/call at once (they must share one new session). Every call has
+// again; 3 tools/call at once (they must share one new session); then 4 calls
+// the server fails without losing the session (HTTP 500, HTTP 400 "Invalid
+// params", a JSON-RPC error, a cut connection): each must reach the host as an
+// error and reach the server exactly once (never sent twice). Every call has
 // its own deadline (a call not answered in time counts as hung, and as failed);
 // the whole run has one too. Every child is killed at the end, whatever happens.
 //
 // argv: --package <installed mcp-remote folder> --sdk <TS SDK prefix> --answer <404|400|401>
 //       [--node PATH] [--call-timeout-ms N] [--log FILE]
-// stdout: one JSON object: { answer, failed, hung, calls, sessions_after_restart, ... }
+// stdout: one JSON object: { answer, failed, hung, calls, sessions_after_restart,
+//         not_session_loss: { kind: { answered, arrivals } }, ... }
 // exit: 0 when the run completed (whatever it counted), 2 on bad arguments,
 //       3 when the harness itself could not run (server or bridge would not start).
 import { spawn } from "node:child_process";
@@ -60,6 +64,7 @@ const runTimer = setTimeout(() => {
 let server;
 const sessions = [];
 let initializeWithSession = 0;
+const arrivals = new Map();
 function startServer(port) {
   return new Promise((resolve, reject) => {
     const child = spawn(node, [join(here, "session-server.cjs"), sdkPrefix, String(port), answer], {
@@ -78,6 +83,8 @@ function startServer(port) {
       const s = /^session issued (\S+)/.exec(line);
       if (s) sessions.push(s[1]);
       if (line.startsWith("initialize with session ")) initializeWithSession++;
+      const a = /^arrival (\S+)/.exec(line);
+      if (a) arrivals.set(a[1], (arrivals.get(a[1]) ?? 0) + 1);
     });
     child.stderr.on("data", (d) => note(`server stderr: ${String(d).trimEnd()}`));
     child.on("exit", (code, signal) => {
@@ -194,6 +201,16 @@ try {
   await Promise.all([0, 1, 2].map((i) => call("after restart, three at once", `together-${i}`)));
   const sessionsAfterSecond = sessions.length - secondSessions;
 
+  // Failures that are not session loss: an error for the host, one arrival each.
+  const notLost = {};
+  for (const kind of ["fail-500", "fail-400", "fail-jsonrpc", "fail-cut"]) {
+    const reply = await request("tools/call", { name: "echo", arguments: { text: kind } });
+    notLost[kind] = {
+      answered: reply.hung ? "hung" : reply.error || reply.result?.isError ? "error" : "ok",
+      arrivals: arrivals.get(kind) ?? 0,
+    };
+  }
+
   result = {
     answer: Number(answer),
     calls: calls.length,
@@ -201,6 +218,7 @@ try {
     hung,
     sessions_after_restart: [sessionsAfterFirst, sessionsAfterSecond],
     initialize_with_session: initializeWithSession,
+    not_session_loss: notLost,
     detail: calls,
   };
 } catch (error) {

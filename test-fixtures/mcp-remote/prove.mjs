@@ -2,7 +2,9 @@
 // drive.mjs against the installed (unpatched) package and against a patched copy
 // in a temp dir (the manifest's patch for that file's sha256, applied with GNU
 // patch, no fuzz), for each way a server answers a lost session. Prints one line
-// per run and a JSON summary; exits 1 when a patched run failed a call.
+// per run and a JSON summary; exits 1 when a patched run failed a call, started
+// more than one new session per restart, sent initialize on a live session, or
+// sent a call twice / left it unanswered after a failure that is not session loss.
 // argv: --releases DIR (DIR/<version>/node_modules/mcp-remote, from `npm install`)
 //       --sdk PREFIX --node PATH [--versions a,b,c] [--unpatched a,b,c] [--answers 404,400,401]
 import { execFileSync, spawnSync } from "node:child_process";
@@ -75,9 +77,25 @@ function drive(version, pkg, patched, answer) {
     throw new Error(`drive.mjs exited ${r.status ?? r.signal} for ${version} ${answer} (log ${logFile})`);
   }
   const out = JSON.parse(r.stdout);
-  const run = { version, patched, answer: Number(answer), calls: out.calls, failed: out.failed, hung: out.hung, sessions_after_restart: out.sessions_after_restart, initialize_with_session: out.initialize_with_session };
+  const run = {
+    version,
+    patched,
+    answer: Number(answer),
+    calls: out.calls,
+    failed: out.failed,
+    hung: out.hung,
+    sessions_after_restart: out.sessions_after_restart,
+    initialize_with_session: out.initialize_with_session,
+    not_session_loss: out.not_session_loss,
+  };
   runs.push(run);
-  console.log(`${version.padEnd(7)} ${patched ? "patched  " : "unpatched"} ${answer}: ${out.failed}/${out.calls} failed (${out.hung} hung), new sessions after each restart ${out.sessions_after_restart.join(",")}`);
+  const others = Object.entries(out.not_session_loss)
+    .map(([k, v]) => `${k.slice(5)} ${v.answered}/${v.arrivals}x`)
+    .join(" ");
+  console.log(
+    `${version.padEnd(7)} ${patched ? "patched  " : "unpatched"} ${answer}: ${out.failed}/${out.calls} failed (${out.hung} hung), ` +
+      `new sessions after each restart ${out.sessions_after_restart.join(",")}; not session loss: ${others}`,
+  );
   return run;
 }
 
@@ -91,7 +109,11 @@ for (const v of versions) {
   console.log(`${v}: ${patch}`);
   for (const a of answers) {
     const run = drive(v, pkg, true, a);
-    if (run.failed || run.sessions_after_restart.some((n) => n !== 1) || run.initialize_with_session) bad++;
+    const resentOrSwallowed = Object.values(run.not_session_loss).some((v) => v.answered !== "error" || v.arrivals !== 1);
+    if (run.failed || run.sessions_after_restart.some((n) => n !== 1) || run.initialize_with_session || resentOrSwallowed) {
+      console.log(`${v} ${a}: NOT PROVEN`);
+      bad++;
+    }
   }
 }
 console.log(JSON.stringify({ runs }));

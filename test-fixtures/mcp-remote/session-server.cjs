@@ -8,7 +8,7 @@
 //   401  rmcp < 0.17: text "Unauthorized: Session not found"
 // Restarting the process loses every session, as a real restart does.
 // argv: <prefix the SDK is installed in> <port, 0 = any free> <404|400|401>
-// stdout: "listening <url>", "session issued <id>", "initialize with session <id>"
+// stdout: "listening <url>", "session issued <id>", "arrival <text>", "initialize with session <id>"
 // when a client sends initialize while naming a session (a strict server refuses that).
 "use strict";
 const { createRequire } = require("node:module");
@@ -48,10 +48,29 @@ const lost = (res) => {
   }
 };
 
+// Calls of `echo` whose text starts with "fail-" get a failure that is not a
+// session loss, on a live session; each arrival is logged so a test can count
+// how often the bridge sent it: fail-500 (HTTP 500), fail-400 (HTTP 400
+// "Invalid params"), fail-jsonrpc (a JSON-RPC error in a 200 answer),
+// fail-cut (the connection closed with no answer).
+const failure = (req, res) => {
+  const text = req.body?.method === "tools/call" ? req.body.params?.arguments?.text : undefined;
+  if (typeof text !== "string" || !text.startsWith("fail-")) return false;
+  if (!transports.has(req.headers["mcp-session-id"])) return false;
+  console.log(`arrival ${text}`);
+  const id = req.body.id;
+  if (text.startsWith("fail-500")) res.status(500).json({ jsonrpc: "2.0", error: { code: -32603, message: "Internal server error" }, id });
+  else if (text.startsWith("fail-400")) res.status(400).json({ jsonrpc: "2.0", error: { code: -32602, message: "Invalid params: text rejected by the server" }, id });
+  else if (text.startsWith("fail-jsonrpc")) res.status(200).json({ jsonrpc: "2.0", error: { code: -32603, message: "SSL SYSCALL error: EOF detected" }, id });
+  else req.socket.destroy();
+  return true;
+};
+
 const app = createMcpExpressApp();
 const transports = new Map();
 app.post("/mcp", async (req, res) => {
   const sessionId = req.headers["mcp-session-id"];
+  if (failure(req, res)) return;
   try {
     let transport = sessionId ? transports.get(sessionId) : undefined;
     if (sessionId && isInitializeRequest(req.body)) console.log(`initialize with session ${sessionId}`);
