@@ -15,6 +15,10 @@
 # usage: scripts/mcp-remote-releases.sh [--write] [--last VERSION]
 #   prints the table, then the revisions as JSON; --write also replaces the
 #   manifest's `revisions` and each patch's `fits` with them.
+# usage: scripts/mcp-remote-releases.sh --install VERSION[,VERSION...]
+#   installs those releases with their dependencies (`npm install`) into
+#   .cache/mcp-remote-releases/install/<version>/, the installs
+#   test-fixtures/mcp-remote/prove.mjs drives; idempotent (`.done` markers).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,14 +26,31 @@ cache="$root/.cache/mcp-remote-releases"
 manifest="$root/patches/mcp-remote/manifest.json"
 last="0.15.1"
 write=0
+install=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --write) write=1 ;;
     --last) last="${2:?--last needs a version}"; shift ;;
-    *) echo "mcp-remote-releases.sh: unknown argument $1 (usage: [--write] [--last VERSION])" >&2; exit 2 ;;
+    --install) install="${2:?--install needs versions, e.g. 0.15.1,0.1.44}"; shift ;;
+    *) echo "mcp-remote-releases.sh: unknown argument $1 (usage: [--write] [--last VERSION] | --install V[,V...])" >&2; exit 2 ;;
   esac
   shift
 done
+if [ -n "$install" ]; then
+  IFS=, read -ra wanted <<<"$install"
+  for v in "${wanted[@]}"; do
+    dir="$cache/install/$v"
+    [ -f "$dir/.done" ] && continue
+    rm -rf "$dir" && mkdir -p "$dir"
+    echo "installing mcp-remote@$v into $dir" >&2
+    npm install --prefix "$dir" "mcp-remote@$v" --no-audit --no-fund --ignore-scripts --silent \
+      || { echo "mcp-remote-releases.sh: npm install mcp-remote@$v failed" >&2; exit 1; }
+    [ -f "$dir/node_modules/mcp-remote/dist/proxy.js" ] \
+      || { echo "mcp-remote-releases.sh: $dir/node_modules/mcp-remote/dist/proxy.js is missing after npm install" >&2; exit 1; }
+    touch "$dir/.done"
+  done
+  exit 0
+fi
 for tool in npm node patch git tar sha256sum; do
   command -v "$tool" >/dev/null || { echo "mcp-remote-releases.sh: $tool is required and not on PATH" >&2; exit 1; }
 done

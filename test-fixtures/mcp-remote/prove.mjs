@@ -5,10 +5,11 @@
 // per run and a JSON summary; exits 1 when a patched run failed a call, started
 // more than one new session per restart, sent initialize on a live session, or
 // sent a call twice / left it unanswered after a failure that is not session loss.
-// argv: --releases DIR (DIR/<version>/node_modules/mcp-remote, from `npm install`)
+// argv: --releases DIR (DIR/<version>/node_modules/mcp-remote, made by
+//        scripts/mcp-remote-releases.sh --install <versions>)
 //       --sdk PREFIX --node PATH [--versions a,b,c] [--unpatched a,b,c] [--answers 404,400,401]
 import { execFileSync, spawnSync } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -44,6 +45,13 @@ function chunkOf(pkg) {
     .filter((n) => find.contains.every((s) => readFileSync(join(dist, n), "utf8").includes(s)));
   if (hits.length !== 1) throw new Error(`${dist}: ${hits.length} chunks hold the proxy`);
   return join(dist, hits[0]);
+}
+
+for (const v of [...new Set([...versions, ...unpatched])]) {
+  if (!existsSync(join(releases, v, ".done")) || !existsSync(join(releases, v, "node_modules", "mcp-remote", "dist", "proxy.js"))) {
+    console.error(`prove.mjs: no finished install of mcp-remote ${v} in ${join(releases, v)}; run scripts/mcp-remote-releases.sh --install ${v}`);
+    process.exit(2);
+  }
 }
 
 const scratch = mkdtempSync(join(tmpdir(), "mcpatch-prove-"));
