@@ -55,6 +55,7 @@ process.on("exit", () => {
   killAll();
   rmSync(scratch, { recursive: true, force: true });
 });
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => process.exit(130));
 const runTimer = setTimeout(() => {
   console.error(`drive.mjs: the run took longer than ${RUN_DEADLINE_MS} ms; killing every child`);
   process.exit(3);

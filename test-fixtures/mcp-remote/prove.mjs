@@ -56,6 +56,7 @@ for (const v of [...new Set([...versions, ...unpatched])]) {
 
 const scratch = mkdtempSync(join(tmpdir(), "mcpatch-prove-"));
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
+for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => process.exit(130));
 
 /** A copy of the release's install with the manifest's patch applied; its package folder. */
 function patchedCopy(version) {
