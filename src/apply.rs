@@ -16,7 +16,7 @@ use crate::locate::Environment;
 use crate::lock;
 use crate::node::{self, Node};
 use crate::outln;
-use crate::registry::PatchSpec;
+use crate::registry::{self, PatchSpec};
 use crate::replace;
 use crate::stage;
 use crate::status;
@@ -57,12 +57,12 @@ enum FileResult {
     Refused(String),
 }
 
-pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
+pub fn run(targets: &[&PatchSpec], opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
     let mut report = ChangeReport {
         dry_run: Some(opts.dry_run),
         ..ChangeReport::default()
     };
-    let result = apply_all(spec, opts, env, &mut report);
+    let result = apply_all(targets, opts, env, &mut report);
     if opts.json {
         report.finish(result)
     } else {
@@ -71,7 +71,7 @@ pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<O
 }
 
 fn apply_all(
-    spec: &PatchSpec,
+    targets: &[&PatchSpec],
     opts: &ApplyOptions,
     env: &Environment,
     report_out: &mut ChangeReport,
@@ -82,7 +82,7 @@ fn apply_all(
             outln!("{args}");
         }
     };
-    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)
+    let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
         .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
     report_out
@@ -104,47 +104,50 @@ fn apply_all(
     } else {
         None
     };
-    let root = backup::root(&env.dsh_home()?, spec);
-    // A dry run creates nothing: no backups folder, no lock file.
-    let _lock = if opts.dry_run {
-        backup::check_root_for_dry_run(&root)?;
-        None
-    } else {
-        backup::prepare_root(&root)?;
-        Some(lock::acquire(&root)?)
-    };
-    kill_point::reached("locked")?;
+    let home = env.dsh_home()?;
     let mut outcome = Outcome::Clean;
-    let mut changed = false;
-    let targets: Vec<(PathBuf, PathBuf, String, State)> = report
-        .installs
-        .iter()
-        .flat_map(|install| {
-            std::iter::once((install.path.clone(), install.file.clone()))
-                .chain(
-                    install
-                        .same_file_as
-                        .iter()
-                        .map(|d| (d.clone(), d.join(&spec.file))),
-                )
-                .map(move |(dir, file)| {
-                    let label = match &install.version {
-                        Some(v) => format!("{} ({v})", dir.display()),
-                        None => dir.display().to_string(),
-                    };
-                    (file, dir, label, install.state)
-                })
-        })
-        .collect();
-    let mut failures = Failures::new(targets.len() + failed.len(), "patched");
-    for e in failed {
-        failures.absorb::<()>(Err(e))?;
-    }
-    for (file, package_dir, label, state_before) in &targets {
-        report_out
-            .installs
-            .push(InstallChange::new(package_dir, file, Some(*state_before)));
-        let result = apply_file(spec, node.as_ref(), &root, package_dir, file, opts);
+    let mut changed_targets: Vec<&PatchSpec> = Vec::new();
+    let items = status::each_file(&report.installs);
+    let mut failures = Failures::new(items.len() + failed.len(), "patched");
+    let mut failed = failed.into_iter();
+    // One backups folder and lock per target, taken before its first install.
+    let mut locked: Option<(&str, PathBuf, Option<lock::WriteLock>)> = None;
+    for item in &items {
+        let spec = registry::find(targets, item.target);
+        if locked.as_ref().is_none_or(|(t, _, _)| *t != spec.target) {
+            drop(locked.take());
+            let root = backup::root(&home, spec);
+            // A dry run creates nothing: no backups folder, no lock file.
+            let lock = if opts.dry_run {
+                backup::check_root_for_dry_run(&root)?;
+                None
+            } else {
+                backup::prepare_root(&root)?;
+                Some(lock::acquire(&root)?)
+            };
+            kill_point::reached("locked")?;
+            for e in failed.by_ref() {
+                failures.absorb::<()>(Err(e))?;
+            }
+            locked = Some((spec.target, root, lock));
+        }
+        let root = &locked.as_ref().expect("locked above").1;
+        let (file, package_dir, state_before) = (&item.file, &item.dir, &item.state);
+        let label = match &item.version {
+            Some(v) => format!("{} ({v})", package_dir.display()),
+            None => package_dir.display().to_string(),
+        };
+        report_out.installs.push(InstallChange::new(
+            spec.target,
+            package_dir,
+            file,
+            Some(*state_before),
+        ));
+        let result = if let Some(why) = &item.unfound {
+            Ok(FileResult::Refused(format!("unsupported: {why}")))
+        } else {
+            apply_file(spec, node.as_ref(), root, package_dir, file, opts)
+        };
         let entry = report_out.installs.last_mut().expect("just pushed");
         if let Err(e) = &result {
             entry.error = Some(e.to_string());
@@ -162,7 +165,9 @@ fn apply_all(
                 known_base,
                 reused,
             } => {
-                changed = true;
+                if !changed_targets.iter().any(|t| t.target == spec.target) {
+                    changed_targets.push(spec);
+                }
                 entry.changed = true;
                 entry.backup = Some(backup_id.clone());
                 let what = match upgraded_from {
@@ -211,21 +216,29 @@ fn apply_all(
             }
         }
     }
-    if changed {
+    drop(locked);
+    for e in failed {
+        failures.absorb::<()>(Err(e))?;
+    }
+    for spec in &changed_targets {
         say(format_args!(
-            "restart DSH so it loads the patched client; check it with `mcpatch verify`"
+            "{}; check it with `mcpatch verify`",
+            spec.texts.restart_patched
         ));
+    }
+    if !changed_targets.is_empty() {
         // A host that cannot start would be blamed on the patch: say so before the restart.
         let mut told = Vec::new();
-        for d in report
+        for (i, d) in report
             .installs
             .iter()
-            .filter_map(|i| i.host_defect.as_ref())
+            .filter_map(|i| Some((i, i.host_defect.as_ref()?)))
         {
             if !told.contains(&&d.host) {
                 told.push(&d.host);
+                let host = registry::find(targets, i.target).texts.host;
                 say(format_args!(
-                    "but the DSH host at {} cannot start, and that is NOT the patch: fix it first\n{}",
+                    "but the {host} host at {} cannot start, and that is NOT the patch: fix it first\n{}",
                     d.host.display(),
                     status::render_host_defect(d, None).trim_end()
                 ));
@@ -284,19 +297,25 @@ fn apply_file(
     };
     // Under the patch is the revision it was cut against, or a file mcpatch
     // does not know (patched only when the user says so).
-    let known_base = original_hash == spec.original_sha256();
+    let expected = spec.patched_for(&original_hash);
+    let known_base = expected.is_some();
     let staged = stage::apply_diff(spec, original, file)
         .map_err(|e| backup::point_to_original(e, backup_root, spec, file))?;
     kill_point::reached("staged")?;
     let after = sha256_hex(staged.as_bytes());
-    if known_base && after != spec.patched_sha256() {
+    if let Some(expected) = expected.filter(|e| *e != after) {
         return Err(Error::HashMismatch {
             path: file.to_path_buf(),
-            expected: spec.patched_sha256().to_string(),
+            expected: expected.to_string(),
             found: after,
             undone: APPLY_UNDONE,
         });
     }
+    let relative = file
+        .strip_prefix(package_dir)
+        .unwrap_or(file)
+        .to_string_lossy()
+        .into_owned();
     if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
@@ -312,7 +331,7 @@ fn apply_file(
             eprint!(
                 "{}",
                 crate::diff::render_change(
-                    &spec.file,
+                    &relative,
                     current,
                     &staged,
                     crate::color::stderr().on()
@@ -346,7 +365,7 @@ fn apply_file(
         None => node::find(opts.node.as_deref())?,
     };
     let node = &node;
-    stage::syntax_check(node, &staged, package_dir, &spec.file)?;
+    stage::syntax_check(node, &staged, package_dir, &relative)?;
     kill_point::reached("syntax-checked")?;
 
     // What the backup keeps: the original (for an upgrade, the one recovered above).
@@ -355,7 +374,7 @@ fn apply_file(
     if opts.dry_run {
         // The load check still runs from inside the install, then the temp file goes.
         let pending = tx.stage(staged.as_bytes())?;
-        stage::load_check(node, pending.path())?;
+        stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
         tx.commit();
         return Ok(FileResult::WouldPatch { upgrade_from });
@@ -381,7 +400,7 @@ fn apply_file(
     kill_point::reached("backed-up")?;
     let pending = tx.stage(staged.as_bytes())?;
     kill_point::reached("temp-written")?;
-    stage::load_check(node, pending.path())?;
+    stage::load_check(node, pending.path(), &spec.exports)?;
     kill_point::reached("load-checked")?;
     // Checks the file is still the one read above, renames, then re-hashes.
     tx.replace(pending)?;

@@ -19,10 +19,12 @@ use crate::status::Unreadable;
 /// package folders has one entry per folder).
 #[derive(Debug, Clone, Serialize)]
 pub struct InstallChange {
+    /// The target it is an install of (`--target NAME`).
+    pub target: &'static str,
     /// The package folder.
     #[serde(serialize_with = "path_json::serialize")]
     pub path: PathBuf,
-    /// Its `lib/index.js`.
+    /// The file patched (`lib/index.js`, or the file found by content).
     #[serde(serialize_with = "path_json::serialize")]
     pub file: PathBuf,
     /// Whether this run changed the file (in a dry run: whether a real run would).
@@ -41,8 +43,14 @@ pub struct InstallChange {
 
 impl InstallChange {
     /// An entry for a file, nothing done to it yet.
-    pub fn new(path: &Path, file: &Path, state_before: Option<State>) -> Self {
+    pub fn new(
+        target: &'static str,
+        path: &Path,
+        file: &Path,
+        state_before: Option<State>,
+    ) -> Self {
         InstallChange {
+            target,
             path: path.to_path_buf(),
             file: file.to_path_buf(),
             changed: false,
@@ -58,7 +66,7 @@ impl InstallChange {
         InstallChange {
             error: Some(u.error.clone()),
             state_after: None,
-            ..InstallChange::new(&u.path, &u.file, None)
+            ..InstallChange::new(u.target, &u.path, &u.file, None)
         }
     }
 }

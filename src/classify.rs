@@ -42,15 +42,15 @@ impl State {
         }
     }
 
-    /// What the user should do next.
-    pub fn next_step(self) -> &'static str {
+    /// What the user should do next with a file of `spec` in this state.
+    pub fn next_step(self, spec: &PatchSpec) -> &'static str {
         match self {
             State::Affected => "run `mcpatch apply`",
             State::Patched => "none (`mcpatch verify` to check, `mcpatch revert` to undo)",
             State::Outdated => "run `mcpatch apply` to upgrade to the current patch revision",
             State::UpstreamFixed => "none: this revision already recovers from session loss",
             State::Modified => NEXT_REVIEW_AND_PATCH,
-            State::Unsupported => "upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later",
+            State::Unsupported => spec.texts.unsupported_step,
         }
     }
 }
@@ -59,10 +59,12 @@ impl State {
 /// [`crate::path_json`] writes them).
 #[derive(Debug, Clone, Serialize)]
 pub struct Install {
+    /// The target it is an install of (`--target NAME`).
+    pub target: &'static str,
     /// The package folder.
     #[serde(serialize_with = "path_json::serialize")]
     pub path: PathBuf,
-    /// The classified file (`<path>/lib/index.js`).
+    /// The classified file (`<path>/lib/index.js`, or the file found by content).
     #[serde(serialize_with = "path_json::serialize")]
     pub file: PathBuf,
     /// `version` from the package's package.json, if readable.
@@ -84,7 +86,10 @@ pub struct Install {
     /// starting at all, whatever the patch (set by `status`); left out of the
     /// JSON when none is known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_defect: Option<crate::host_check::HostDefect>,
+    pub host_defect: Option<crate::host_check::HostDefect>,    /// For a file found by content and not found: why (the install is
+    /// unsupported, and nothing reads `file`).
+    #[serde(skip)]
+    pub unfound: Option<String>,
 }
 
 /// sha256 of bytes as lowercase hex.
@@ -102,8 +107,6 @@ pub fn hash_file(path: &Path) -> Result<(Vec<u8>, String)> {
 /// What `status` says to do for a modified file the patch fits (it applies).
 pub const NEXT_REVIEW_AND_PATCH: &str =
     "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway";
-/// What `status` says to do for a file the patch does not fit.
-pub const NEXT_REINSTALL: &str = "reinstall @deepseek-ai/dsh, then run `mcpatch apply`";
 /// What `status` says to do for the current patch on a locally modified file:
 /// its backup holds no known original, so revert needs `--yes`.
 pub const NEXT_PATCHED_ON_MODIFIED: &str =
@@ -158,7 +161,7 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
         state,
         revision,
         note,
-        next_step: state.next_step(),
+        next_step: state.next_step(spec),
     };
     let text = String::from_utf8_lossy(bytes);
     if let Some(rev) = spec.revision(sha256) {
@@ -172,7 +175,7 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
         };
         let mut a = of(state, Some(label), Some(rev.note.clone()));
         if state == State::Modified && !patch_fits(spec, &text) {
-            a.next_step = NEXT_REINSTALL;
+            a.next_step = spec.texts.reinstall_step;
         }
         return a;
     }
@@ -200,7 +203,7 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
         );
     }
     Assessment {
-        next_step: NEXT_REINSTALL,
+        next_step: spec.texts.reinstall_step,
         ..of(
             State::Modified,
             None,
@@ -209,15 +212,22 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
     }
 }
 
-/// Whether the current patch applies to `text`, all hunks.
+/// Whether one of the current diffs applies to `text`, all hunks.
 fn patch_fits(spec: &PatchSpec, text: &str) -> bool {
-    diffy::apply(text, &spec.parsed_diff()).is_ok()
+    spec.patch_for(text).is_some()
+}
+
+/// `text` without the hunks of whichever current diff it carries whole.
+fn without_current_patch(spec: &PatchSpec, text: &str) -> Option<String> {
+    spec.patches
+        .iter()
+        .find_map(|p| without_patch(text, &p.parsed()))
 }
 
 /// A file of an unknown hash that names the mcpatch patch: which revision's
 /// hunks it carries, on a base mcpatch does not know.
 fn assess_carrying_patch(spec: &PatchSpec, text: &str) -> Assessment {
-    if without_patch(text, &spec.parsed_diff()).is_some() {
+    if without_current_patch(spec, text).is_some() {
         return Assessment {
             state: State::Patched,
             revision: None,
@@ -246,7 +256,7 @@ fn assess_carrying_patch(spec: &PatchSpec, text: &str) -> Assessment {
                 note: Some(format!(
                     "carries patch revision {r}, on a locally modified file the current revision does not fit"
                 )),
-                next_step: NEXT_REINSTALL,
+                next_step: spec.texts.reinstall_step,
             }
         };
     }
@@ -256,12 +266,31 @@ fn assess_carrying_patch(spec: &PatchSpec, text: &str) -> Assessment {
         note: Some(
             "carries the mcpatch patch, edited since: mcpatch cannot take it out cleanly".into(),
         ),
-        next_step: NEXT_REINSTALL,
+        next_step: spec.texts.reinstall_step,
     }
 }
 
-/// Read, hash and classify one located install.
+/// Read, hash and classify one located install (one whose file was not
+/// found is unsupported, saying why).
 pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
+    if let Some(why) = &located.unfound {
+        return Ok(Install {
+            target: spec.target,
+            path: located.package_dir.clone(),
+            file: located.file.clone(),
+            version: package_version(&located.package_dir),
+            sha256: String::new(),
+            state: State::Unsupported,
+            revision: None,
+            hard_links: located.hard_links,
+            same_file_as: located.same_file_as.clone(),
+            found_via: located.found_via.clone(),
+            next_step: spec.texts.reinstall_step,
+            note: Some(why.clone()),
+            host_defect: None,
+            unfound: Some(why.clone()),
+        });
+    }
     let (bytes, sha256) = hash_file(&located.file)?;
     let Assessment {
         state,
@@ -270,6 +299,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         next_step,
     } = assess(spec, &bytes, &sha256);
     Ok(Install {
+        target: spec.target,
         path: located.package_dir.clone(),
         file: located.file.clone(),
         version: package_version(&located.package_dir),
@@ -282,6 +312,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         next_step,
         note,
         host_defect: None,
+        unfound: None,
     })
 }
 
@@ -377,7 +408,7 @@ mod tests {
         // The patch does not fit this text: applying it would fail.
         assert_eq!(
             assess(&spec(), text.as_bytes(), &hash).next_step,
-            NEXT_REINSTALL
+            "reinstall @deepseek-ai/dsh, then run `mcpatch apply`"
         );
         // A text the patch fits: what each hunk expects to find, in order.
         let s = spec();

@@ -30,6 +30,10 @@ pub struct Cli {
         display_order = 900
     )]
     pub color: ColorChoice,
+    /// Work on this target only (a folder under patches/: dsh-mcp-client,
+    /// mcp-remote); default: every target.
+    #[arg(long, global = true, value_name = "NAME", display_order = 901)]
+    pub target: Option<String>,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -170,7 +174,7 @@ impl Command {
 
 #[derive(Debug, Args, Clone, Default)]
 pub struct PathArgs {
-    /// A lib/index.js, a package folder, or a folder to search below (repeatable).
+    /// A file to patch, a package folder, or a folder to search below (repeatable).
     /// Without it, mcpatch looks where a host could load the package from.
     #[arg(long = "path", value_name = "P")]
     pub paths: Vec<PathBuf>,

@@ -109,26 +109,35 @@ pub fn paint_unified(text: &str, color: bool) -> String {
 
 /// Exit 1 (attention) when an install is affected, outdated or modified:
 /// there is a change to show, as `diff(1)` and `git diff --exit-code` say.
-pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
-    let report = status::collect(spec, paths, env)?;
+pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
+    let report = status::collect(targets, paths, env)?;
     let paint = color::stdout();
     if report.installs.is_empty() {
-        println!(
-            "no install found; the patch {} against {} is:",
-            spec.id, spec.file
-        );
-        print!("{}", paint_unified(&spec.diff, paint.on()));
+        for spec in targets {
+            println!(
+                "no install found; the patch {} against {} is:",
+                spec.id, spec.file
+            );
+            print!("{}", paint_unified(&spec.diff, paint.on()));
+        }
         return Ok(Outcome::Clean);
     }
     let mut outcome = status::outcome(&report);
     for install in &report.installs {
+        let spec = crate::registry::find(targets, install.target);
+        let relative = install
+            .file
+            .strip_prefix(&install.path)
+            .unwrap_or(&install.file)
+            .to_string_lossy()
+            .into_owned();
         println!(
             "# {} ({})",
             install.file.display(),
             status::paint_state(paint, install.state)
         );
         match install.state {
-            State::Affected | State::Modified | State::Outdated => {
+            State::Affected | State::Modified | State::Outdated if install.unfound.is_none() => {
                 let (bytes, sha256) = classify::hash_file(&install.file)?;
                 let current = String::from_utf8_lossy(&bytes);
                 let staged = if install.state == State::Outdated {
@@ -141,7 +150,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
                     Ok(staged) => {
                         print!(
                             "{}",
-                            render_change(&spec.file, &current, &staged, paint.on())
+                            render_change(&relative, &current, &staged, paint.on())
                         );
                     }
                     Err(e) => {
@@ -165,7 +174,9 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
             ),
             State::Patched => println!("already patched; `mcpatch revert` restores the original"),
             State::UpstreamFixed => println!("already routes session loss; nothing to patch"),
-            State::Unsupported => println!("unsupported: the patch cannot help this revision"),
+            State::Affected | State::Modified | State::Outdated | State::Unsupported => {
+                println!("unsupported: the patch cannot help this revision")
+            }
         }
     }
     Ok(outcome)

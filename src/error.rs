@@ -18,6 +18,12 @@ pub enum Error {
     #[error("the embedded patch registry is invalid ({what}): {detail}\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout")]
     Registry { what: String, detail: String },
 
+    #[error("unknown target {name}; mcpatch knows {known}\nhelp: pass one of those to --target, or leave --target out for all of them")]
+    UnknownTarget { name: String, known: String },
+
+    #[error("mcpatch cannot verify {targets} yet: verify drives a client through its plugin API only\nhelp: leave out --target to verify the targets it can drive")]
+    NoVerifyDriver { targets: String },
+
     #[error("{path} is not a dsh-mcp-client install, a lib/index.js, or a folder\nhelp: pass --path the package folder (the one holding package.json and lib/index.js) or a folder to search below")]
     NotAnInstall { path: PathBuf },
 

@@ -1,6 +1,7 @@
-//! mcpatch: finds installed copies of `@deepseek-ai/dsh-mcp-client`, patches
-//! them so session loss reaches the reconnect supervisor, reverts from backup,
-//! and verifies the result against a bundled fake stateful MCP server.
+//! mcpatch: finds installed copies of MCP clients that lose their server for
+//! good when it forgets the session (the targets under `patches/`), patches
+//! them so they recover, reverts from backup, and verifies the result against
+//! a bundled fake stateful MCP server.
 
 pub mod apply;
 pub mod automation;
@@ -29,6 +30,7 @@ pub mod small_file;
 pub mod stage;
 pub mod status;
 pub mod table;
+pub mod target;
 pub mod transaction;
 pub mod verify;
 pub mod width;
@@ -41,11 +43,11 @@ use crate::locate::Environment;
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
     color::set_choice(cli.color);
-    let spec = registry::session_loss()?;
+    let targets = registry::select(cli.target.as_deref())?;
     let mut env = Environment::from_process();
     env.ask_npm = cli.command.path_args().is_some_and(|p| p.npm);
     match cli.command {
-        Command::Status { paths, json } => status::run(&spec, &paths.paths, json, &env),
+        Command::Status { paths, json } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {
             out!("{}", cli::completions(shell));
             Ok(Outcome::Clean)
@@ -57,7 +59,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             node,
             json,
         } => apply::run(
-            &spec,
+            &targets,
             &apply::ApplyOptions {
                 paths: paths.paths,
                 dry_run,
@@ -73,7 +75,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             yes,
             json,
         } => revert::run(
-            &spec,
+            &targets,
             &revert::RevertOptions {
                 paths: paths.paths,
                 backup,
@@ -82,8 +84,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             },
             &env,
         ),
-        Command::Backups { json, ids } => revert::list(&spec, json, ids, &env),
-        Command::Diff { paths } => diff::run(&spec, &paths.paths, &env),
+        Command::Backups { json, ids } => revert::list(&targets, json, ids, &env),
+        Command::Diff { paths } => diff::run(&targets, &paths.paths, &env),
         Command::Verify {
             paths,
             backup,
@@ -92,7 +94,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             node,
             json,
         } => verify::run(
-            &spec,
+            target::verified(&targets)?,
             &verify::VerifyOptions {
                 paths: paths.paths,
                 backup,
@@ -111,7 +113,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             timeout,
             verbose,
         } => probe::run(
-            &spec,
+            target::verified(&targets)?,
             &probe::ProbeOptions {
                 url,
                 headers,

@@ -1,6 +1,9 @@
-//! Finds every installed copy of the client package that a host on this
+//! Finds every installed copy of each target's package that a host on this
 //! machine could load, without walking whole disks: the cost grows with the
-//! number of package folders looked at, never with the number of files.
+//! number of package folders looked at, never with the number of files. One
+//! search looks for every target at once; each target's manifest says which
+//! places it needs (npm's global root, npx caches, pnpm's dlx cache, the
+//! commands that start its host), and its driver adds its own.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
@@ -13,6 +16,7 @@ use walkdir::{DirEntry, WalkDir};
 
 use crate::error::{Error, Result};
 use crate::npm_config;
+use crate::registry::{glob_parts, FileFind, PatchSpec};
 use crate::small_file;
 
 /// How deep `node_modules` folders may nest below a search root.
@@ -21,8 +25,10 @@ const MAX_NESTING: usize = 8;
 const MAX_ENTRIES_PER_ROOT: usize = 200_000;
 /// How long `npm root -g` may take (`--npm`).
 const NPM_TIMEOUT: Duration = Duration::from_secs(5);
-/// The host package that carries the client as a dependency.
-const HOST_PACKAGE: &str = "@deepseek-ai/dsh";
+/// How many files matching a target's glob are read to find the one to patch.
+const MAX_CANDIDATE_FILES: usize = 64;
+/// A candidate file larger than this is not read (bundles are a few MB).
+const MAX_CANDIDATE_BYTES: u64 = 64 * 1024 * 1024;
 /// A package.json larger than this is not one of the packages looked for.
 const MAX_PACKAGE_JSON_BYTES: u64 = 1024 * 1024;
 /// How much of a launcher script is read to find the host's path in it.
@@ -114,13 +120,18 @@ impl Environment {
     }
 }
 
-/// One installed copy of the package: a real file, possibly reachable by several paths.
+/// One installed copy of a package: a real file, possibly reachable by several paths.
 #[derive(Debug, Clone)]
 pub struct Located {
+    /// The target it is an install of.
+    pub target: &'static str,
     /// The package folder (holding package.json).
     pub package_dir: PathBuf,
-    /// Its `lib/index.js`, as found.
+    /// The file to patch, as found (for a file found by content and not
+    /// found, the glob it was looked for by).
     pub file: PathBuf,
+    /// For a file found by content: why no one file was found, else None.
+    pub unfound: Option<String>,
     /// Which search sources led here.
     pub found_via: Vec<String>,
     /// Other package folders whose file is this very file (same device and inode).
@@ -139,33 +150,67 @@ pub struct LocateReport {
     pub folders_read: usize,
 }
 
-/// Search the explicit `--path` arguments, or (when there are none) every usual source.
+/// Search the explicit `--path` arguments, or (when there are none) every
+/// place one of the targets needs, for installs of any of them.
 pub fn locate(
-    package: &str,
-    file: &str,
+    targets: &[&PatchSpec],
     paths: &[PathBuf],
     env: &Environment,
 ) -> Result<LocateReport> {
-    let mut search = Search::new(package, file);
+    let mut search = Search::new(targets);
     if !paths.is_empty() {
         for p in paths {
             search.explicit(p)?;
         }
     } else {
-        search.dsh_on_path(env);
-        search.npm_root(env);
-        if let Ok(dsh_home) = env.dsh_home() {
-            search.dsh_home(&dsh_home);
+        let wants = |f: fn(&PatchSpec) -> bool| targets.iter().any(|t| f(t));
+        let mut bins: Vec<(String, Vec<String>)> = Vec::new();
+        for t in targets {
+            for bin in &t.installs.host_bins {
+                if !bins.iter().any(|(b, _)| b == bin) {
+                    bins.push((bin.clone(), t.installs.hosts.clone()));
+                }
+            }
         }
-        search.usual_roots(env);
+        for (bin, hosts) in &bins {
+            search.host_on_path(bin, hosts, env);
+        }
+        if wants(|t| t.installs.npm_global) {
+            search.npm_root(env);
+        }
+        let mut drivers = Vec::new();
+        for t in targets {
+            if !drivers.contains(&t.driver) {
+                drivers.push(t.driver);
+                t.driver.search(&mut search, env);
+            }
+        }
+        if wants(|t| t.installs.npm_global) {
+            search.usual_roots(env);
+        }
+        if wants(|t| t.installs.npx_cache) {
+            search.npx_cache(env);
+        }
+        if wants(|t| t.installs.pnpm_dlx) {
+            search.pnpm_dlx(env);
+        }
     }
     Ok(search.finish())
 }
 
 struct Found {
+    target: &'static str,
     package_dir: PathBuf,
     file: PathBuf,
+    unfound: Option<String>,
     via: String,
+}
+
+/// One package the search looks for.
+struct Wanted {
+    target: &'static str,
+    package: String,
+    find: FileFind,
 }
 
 /// How a folder queued for listing is read.
@@ -204,9 +249,11 @@ impl ReadCounter {
     }
 }
 
-struct Search<'a> {
-    package: &'a str,
-    file: &'a str,
+/// One search for the installs of some targets (drivers add their own places to it).
+pub struct Search<'a> {
+    wanted: Vec<Wanted>,
+    /// The targets, for drivers.
+    _targets: &'a [&'a PatchSpec],
     found: Vec<Found>,
     searched: Vec<String>,
     /// Real paths of the folders already listed, so that links and repeats are read once.
@@ -217,10 +264,17 @@ struct Search<'a> {
 }
 
 impl<'a> Search<'a> {
-    fn new(package: &'a str, file: &'a str) -> Self {
+    fn new(targets: &'a [&'a PatchSpec]) -> Self {
         Search {
-            package,
-            file,
+            wanted: targets
+                .iter()
+                .map(|t| Wanted {
+                    target: t.target,
+                    package: t.package.clone(),
+                    find: t.find.clone(),
+                })
+                .collect(),
+            _targets: targets,
             found: Vec::new(),
             searched: Vec::new(),
             visited: HashSet::new(),
@@ -234,19 +288,31 @@ impl<'a> Search<'a> {
         let meta = std::fs::metadata(p)
             .map_err(|e| Error::io("read", p, e, "check the --path argument: it must exist"))?;
         if meta.is_file() {
-            // A lib/index.js: its package folder is two levels up when it has a package.json.
-            let pkg = p
-                .parent()
-                .and_then(Path::parent)
-                .filter(|d| d.join("package.json").is_file());
-            match pkg {
-                Some(dir) if self.is_package(dir) => self.record(dir, &via),
-                _ if p.file_name() == Some(OsStr::new("index.js")) => self.found.push(Found {
-                    package_dir: p.parent().and_then(Path::parent).unwrap_or(p).to_path_buf(),
+            // A file to patch: its package folder is the nearest folder above
+            // it whose package.json names a target (for a file given by path,
+            // the folder that path puts it in).
+            let by_path = self.wanted.iter().find_map(|w| match &w.find {
+                FileFind::Path(rel) => {
+                    let up = Path::new(rel).components().count();
+                    let dir = p.ancestors().nth(up)?;
+                    p.ends_with(rel).then(|| (w.target, dir.to_path_buf()))
+                }
+                FileFind::Content { .. } => None,
+            });
+            let pkg = p.ancestors().skip(1).take(4).find_map(|d| {
+                let w = self.wanted_at(d)?;
+                Some((w, d.to_path_buf()))
+            });
+            match (pkg, by_path) {
+                (Some((w, dir)), _) => self.record(w, &dir, &via),
+                (None, Some((target, dir))) => self.found.push(Found {
+                    target,
+                    package_dir: dir,
                     file: p.to_path_buf(),
+                    unfound: None,
                     via,
                 }),
-                _ => {
+                (None, None) => {
                     return Err(Error::NotAnInstall {
                         path: p.to_path_buf(),
                     })
@@ -254,8 +320,8 @@ impl<'a> Search<'a> {
             }
             return Ok(());
         }
-        if self.is_package(p) {
-            self.record(p, &via);
+        if let Some(w) = self.wanted_at(p) {
+            self.record(w, p, &via);
             return Ok(());
         }
         // Any folder: a node_modules itself, a project holding one, a global
@@ -276,28 +342,32 @@ impl<'a> Search<'a> {
         Ok(())
     }
 
-    fn dsh_on_path(&mut self, env: &Environment) {
-        let bin = match env.which("dsh") {
+    /// The host a command on PATH starts (`bin`, of one of the `host_packages`):
+    /// the targets nested in it or hoisted beside it.
+    fn host_on_path(&mut self, bin_name: &str, host_packages: &[String], env: &Environment) {
+        let bin = match env.which(bin_name) {
             Ok(bin) => bin,
             Err(why) => {
-                self.searched.push(format!("`dsh` on PATH ({why})"));
+                self.searched.push(format!("`{bin_name}` on PATH ({why})"));
                 return;
             }
         };
-        let via = format!("`dsh` on PATH ({})", bin.display());
+        let via = format!("`{bin_name}` on PATH ({})", bin.display());
         self.searched.push(via.clone());
         let real = std::fs::canonicalize(&bin).unwrap_or(bin.clone());
+        let is_host = |d: &Path| host_packages.iter().any(|h| package_name_is(d, h));
         let mut hosts: Vec<PathBuf> = real
             .ancestors()
-            .filter(|d| package_name_is(d, HOST_PACKAGE))
+            .filter(|d| is_host(d))
             .map(Path::to_path_buf)
             .take(1)
             .collect();
         if hosts.is_empty() {
             // A shim script (pnpm, volta, a wrapper): look for the host's path inside it.
-            hosts = host_dirs_named_in_script(&real)
-                .into_iter()
-                .filter(|d| package_name_is(d, HOST_PACKAGE))
+            hosts = host_packages
+                .iter()
+                .flat_map(|h| host_dirs_named_in_script(&real, h))
+                .filter(|d| is_host(d))
                 .collect();
         }
         for host in hosts {
@@ -308,9 +378,12 @@ impl<'a> Search<'a> {
             // Hoisted next to the host in the same node_modules (possibly inside a scope folder).
             for up in host.ancestors().skip(1).take(2) {
                 if up.file_name() == Some(OsStr::new("node_modules")) {
-                    let sibling = up.join(self.package);
-                    if self.is_package(&sibling) {
-                        self.record(&sibling, &via);
+                    let siblings: Vec<PathBuf> =
+                        self.wanted.iter().map(|w| up.join(&w.package)).collect();
+                    for sibling in siblings {
+                        if let Some(w) = self.wanted_at(&sibling) {
+                            self.record(w, &sibling, &via);
+                        }
                     }
                     break;
                 }
@@ -324,17 +397,7 @@ impl<'a> Search<'a> {
         if env.ask_npm && self.ask_npm(env) {
             return;
         }
-        let inputs = npm_config::Inputs {
-            vars: &env.vars,
-            home: env.home.as_deref().filter(|h| !h.as_os_str().is_empty()),
-            cwd: &env.cwd,
-            node: env
-                .which("node")
-                .ok()
-                .map(|n| std::fs::canonicalize(&n).unwrap_or(n)),
-            npm_package: env.which("npm").ok().and_then(|n| npm_package(&n)),
-            windows: cfg!(windows),
-        };
+        let inputs = self.npm_inputs(env);
         match npm_config::global_root(&inputs) {
             Ok(found) => {
                 let mut via = format!(
@@ -352,6 +415,21 @@ impl<'a> Search<'a> {
             Err(why) => self
                 .searched
                 .push(format!("npm global root (skipped: {why})")),
+        }
+    }
+
+    /// What npm's configuration is read from.
+    fn npm_inputs<'e>(&self, env: &'e Environment) -> npm_config::Inputs<'e> {
+        npm_config::Inputs {
+            vars: &env.vars,
+            home: env.home.as_deref().filter(|h| !h.as_os_str().is_empty()),
+            cwd: &env.cwd,
+            node: env
+                .which("node")
+                .ok()
+                .map(|n| std::fs::canonicalize(&n).unwrap_or(n)),
+            npm_package: env.which("npm").ok().and_then(|n| npm_package(&n)),
+            windows: cfg!(windows),
         }
     }
 
@@ -393,9 +471,10 @@ impl<'a> Search<'a> {
         }
     }
 
-    fn dsh_home(&mut self, dsh_home: &Path) {
-        let profiles = dsh_home.join("profiles");
-        let via = format!("DSH_HOME profiles ({})", profiles.display());
+    /// A host's profiles folder: `<profiles>/node_modules` and
+    /// `<profiles>/<profile>/node_modules`, said as `what (<profiles>)`.
+    pub fn profiles(&mut self, profiles: &Path, what: &str) {
+        let via = format!("{what} ({})", profiles.display());
         self.searched.push(via.clone());
         let mut roots = vec![(profiles.join("node_modules"), Listing::NodeModules)];
         for profile in self.child_dirs(&profiles) {
@@ -588,8 +667,14 @@ impl<'a> Search<'a> {
         queue: &mut VecDeque<(PathBuf, Listing, usize)>,
         via: &str,
     ) {
-        if pkg.ends_with(self.package) && self.is_package(pkg) {
-            self.record(pkg, via);
+        let named = self
+            .wanted
+            .iter()
+            .any(|w| pkg.ends_with(Path::new(&w.package)));
+        if named {
+            if let Some(w) = self.wanted_at(pkg) {
+                self.record(w, pkg, via);
+            }
         }
         let mut below = vec![pkg.join("node_modules")];
         if listing == Listing::Given {
@@ -619,16 +704,88 @@ impl<'a> Search<'a> {
             .collect()
     }
 
-    fn is_package(&self, dir: &Path) -> bool {
-        package_name_is(dir, self.package) && dir.join(self.file).is_file()
+    /// The wanted package `dir` is (its package.json names it, and a file
+    /// given by path is there), as an index into the wanted list.
+    fn wanted_at(&self, dir: &Path) -> Option<usize> {
+        let name = package_name(dir)?;
+        self.wanted.iter().position(|w| {
+            w.package == name
+                && match &w.find {
+                    FileFind::Path(rel) => dir.join(rel).is_file(),
+                    FileFind::Content { .. } => true,
+                }
+        })
     }
 
-    fn record(&mut self, dir: &Path, via: &str) {
+    fn record(&mut self, wanted: usize, dir: &Path, via: &str) {
+        let w = &self.wanted[wanted];
+        let (file, unfound) = match &w.find {
+            FileFind::Path(rel) => (dir.join(rel), None),
+            FileFind::Content { glob, contains } => match find_by_content(dir, glob, contains) {
+                Ok(file) => (file, None),
+                Err(why) => (dir.join(glob), Some(why)),
+            },
+        };
         self.found.push(Found {
+            target: w.target,
             package_dir: dir.to_path_buf(),
-            file: dir.join(self.file),
+            file,
+            unfound,
             via: via.to_string(),
         });
+    }
+
+    /// npx's cache: `<npm cache>/_npx/<hash>/node_modules`, one folder per
+    /// package set npx ran.
+    fn npx_cache(&mut self, env: &Environment) {
+        let inputs = self.npm_inputs(env);
+        let Some(cache) = npm_config::cache_dir(&inputs) else {
+            self.searched
+                .push("npx cache (skipped: no HOME and no cache set in npm's config)".into());
+            return;
+        };
+        let npx = cache.dir.join("_npx");
+        let via = format!("npx cache ({}, {})", npx.display(), cache.source);
+        self.searched.push(via.clone());
+        let roots = self
+            .child_dirs(&npx)
+            .into_iter()
+            .map(|d| (d.join("node_modules"), Listing::NodeModules))
+            .collect();
+        self.search_below(roots, &via);
+    }
+
+    /// pnpm's dlx cache: `<pnpm cache>/dlx/<key>/<stamp>/node_modules`
+    /// (`$XDG_CACHE_HOME/pnpm`, else `~/.cache/pnpm`; `~/Library/Caches/pnpm` on macOS).
+    fn pnpm_dlx(&mut self, env: &Environment) {
+        let var = |name: &str| {
+            env.vars
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| PathBuf::from(v))
+                .filter(|p| p.is_absolute())
+        };
+        let cache = match (var("XDG_CACHE_HOME"), &env.home) {
+            (Some(x), _) => Some(x.join("pnpm")),
+            (None, Some(h)) if cfg!(target_os = "macos") => Some(h.join("Library/Caches/pnpm")),
+            (None, Some(h)) => Some(h.join(".cache/pnpm")),
+            (None, None) => None,
+        };
+        let Some(cache) = cache else {
+            self.searched
+                .push("pnpm dlx cache (skipped: no HOME and no XDG_CACHE_HOME)".into());
+            return;
+        };
+        let dlx = cache.join("dlx");
+        let via = format!("pnpm dlx cache ({})", dlx.display());
+        self.searched.push(via.clone());
+        let mut roots = Vec::new();
+        for key in self.child_dirs(&dlx) {
+            for stamp in self.child_dirs(&key) {
+                roots.push((stamp.join("node_modules"), Listing::NodeModules));
+            }
+        }
+        self.search_below(roots, &via);
     }
 
     /// Merge finds of the same file: first by real path, then by device and inode.
@@ -638,8 +795,10 @@ impl<'a> Search<'a> {
             let real = std::fs::canonicalize(&f.file).unwrap_or(f.file.clone());
             let real_dir = std::fs::canonicalize(&f.package_dir).unwrap_or(f.package_dir.clone());
             let entry = by_real.entry(real.clone()).or_insert_with(|| Located {
+                target: f.target,
                 package_dir: real_dir,
                 file: real,
+                unfound: f.unfound.clone(),
                 found_via: Vec::new(),
                 same_file_as: Vec::new(),
                 hard_links: 1,
@@ -679,17 +838,70 @@ impl<'a> Search<'a> {
     }
 }
 
-/// Whether `dir/package.json` names `name`. A package.json that is not a
-/// regular file, or is larger than any real one, is not a package.
+/// Whether `dir/package.json` names `name`.
 fn package_name_is(dir: &Path, name: &str) -> bool {
-    let Ok(bytes) = small_file::read_capped(&dir.join("package.json"), MAX_PACKAGE_JSON_BYTES)
-    else {
-        return false;
-    };
+    package_name(dir).is_some_and(|n| n == name)
+}
+
+/// The name `dir/package.json` gives. A package.json that is not a regular
+/// file, or is larger than any real one, is not a package.
+fn package_name(dir: &Path) -> Option<String> {
+    let bytes = small_file::read_capped(&dir.join("package.json"), MAX_PACKAGE_JSON_BYTES).ok()?;
     serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()
-        .and_then(|v| v.get("name").and_then(|n| n.as_str()).map(|n| n == name))
-        .unwrap_or(false)
+        .ok()?
+        .get("name")?
+        .as_str()
+        .map(str::to_string)
+}
+
+/// The one file of the package at `dir` that matches `glob` and holds every
+/// `contains` string; else why not (how many matched). One listing of the
+/// glob's folder, and the matching files read.
+fn find_by_content(
+    dir: &Path,
+    glob: &str,
+    contains: &[String],
+) -> std::result::Result<PathBuf, String> {
+    let (sub, before, after) = glob_parts(glob).ok_or_else(|| format!("bad glob {glob}"))?;
+    let folder = dir.join(sub);
+    let mut names: Vec<OsString> = std::fs::read_dir(&folder)
+        .map_err(|e| format!("{} cannot be read: {e}", folder.display()))?
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| {
+            let n = n.as_encoded_bytes();
+            n.len() >= before.len() + after.len()
+                && n.starts_with(before.as_bytes())
+                && n.ends_with(after.as_bytes())
+        })
+        .collect();
+    names.sort();
+    let mut matched = Vec::new();
+    for name in names.iter().take(MAX_CANDIDATE_FILES) {
+        let path = folder.join(name);
+        let Ok(bytes) = small_file::read_capped(&path, MAX_CANDIDATE_BYTES) else {
+            continue;
+        };
+        let text = String::from_utf8_lossy(&bytes);
+        if contains.iter().all(|c| text.contains(c.as_str())) {
+            matched.push(path);
+        }
+    }
+    let wanted = contains
+        .iter()
+        .map(|c| format!("`{}`", c.lines().next().unwrap_or_default()))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    match matched.len() {
+        1 => Ok(matched.remove(0)),
+        0 => Err(format!(
+            "none of its {} files matching {glob} holds {wanted}: not a release mcpatch can patch",
+            names.len()
+        )),
+        n => Err(format!(
+            "{n} of its files matching {glob} hold {wanted}: mcpatch patches exactly one"
+        )),
+    }
 }
 
 /// npm's own package folder (holding its builtin `npmrc`) for the `npm` found on PATH.
@@ -734,14 +946,14 @@ fn file_identity(_path: &Path) -> Option<(u64, u64, u64)> {
     None
 }
 
-/// Package folders named `@deepseek-ai/dsh` inside a small launcher script.
-fn host_dirs_named_in_script(script: &Path) -> Vec<PathBuf> {
+/// Package folders named `host` inside a small launcher script.
+fn host_dirs_named_in_script(script: &Path, host: &str) -> Vec<PathBuf> {
     let Ok(head) = small_file::read_head(script, MAX_SCRIPT_HEAD_BYTES) else {
         return Vec::new();
     };
     let text = String::from_utf8_lossy(&head);
     let base = script.parent().unwrap_or(Path::new("/"));
-    let marker = format!("node_modules/{HOST_PACKAGE}");
+    let marker = format!("node_modules/{host}");
     let mut dirs = Vec::new();
     for (at, _) in text.match_indices(&marker) {
         let start = text[..at]

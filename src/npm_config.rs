@@ -117,6 +117,7 @@ struct Layer {
     prefix: Option<Setting>,
     userconfig: Option<Setting>,
     globalconfig: Option<Setting>,
+    cache: Option<Setting>,
 }
 
 impl Layer {
@@ -125,6 +126,7 @@ impl Layer {
             "prefix" => self.prefix = Some(setting),
             "userconfig" => self.userconfig = Some(setting),
             "globalconfig" => self.globalconfig = Some(setting),
+            "cache" => self.cache = Some(setting),
             _ => {}
         }
     }
@@ -194,6 +196,57 @@ pub fn global_root(inputs: &Inputs) -> Result<GlobalRoot, Unresolved> {
         root,
         source: format!("prefix {}", prefix.from),
         notes: r.notes,
+    })
+}
+
+/// npm's cache folder (where npx keeps `_npx`) and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CacheDir {
+    pub dir: PathBuf,
+    /// For example "cache from npm_config_cache", "default cache".
+    pub source: String,
+}
+
+/// Work out npm's `cache` setting for these inputs: `npm_config_cache`, the
+/// user config, npm's builtin config, else `~/.npm` (Windows:
+/// `%LocalAppData%/npm-cache`). None when no layer sets a path and there is
+/// no home folder.
+pub fn cache_dir(inputs: &Inputs) -> Option<CacheDir> {
+    let mut r = Resolver {
+        inputs,
+        notes: Vec::new(),
+    };
+    let env = r.env_layer();
+    let builtin = match &inputs.npm_package {
+        Some(pkg) => r.file_layer(&pkg.join("npmrc"), "npm's builtin config"),
+        None => Layer::default(),
+    };
+    let userconfig = first([&env.userconfig, &builtin.userconfig])
+        .cloned()
+        .unwrap_or(Setting {
+            value: Value::Text("~/.npmrc".into()),
+            from: "by default".into(),
+        });
+    let user = match r.path_of(&userconfig) {
+        Ok(path) => r.file_layer(&path, "user config"),
+        Err(_) => Layer::default(),
+    };
+    if let Some(set) = first([&env.cache, &user.cache, &builtin.cache]) {
+        if let Ok(dir) = r.path_of(set) {
+            return Some(CacheDir {
+                dir,
+                source: format!("cache {}", set.from),
+            });
+        }
+    }
+    let dir = if inputs.windows {
+        PathBuf::from(r.var("LocalAppData").filter(|v| !v.is_empty())?).join("npm-cache")
+    } else {
+        inputs.home?.join(".npm")
+    };
+    Some(CacheDir {
+        dir,
+        source: "default cache".into(),
     })
 }
 

@@ -1,22 +1,42 @@
-//! The patch registry: the manifests and diffs under `patches/`, embedded in
-//! the binary at build time so an installed mcpatch is self-contained.
+//! The targets: each folder under `patches/` (a `manifest.json` in format 2
+//! and the diffs it names, see patches/README.md), embedded in the binary at
+//! build time so an installed mcpatch is self-contained. Everything about a
+//! target that is data lives there; what is code lives in [`crate::target`].
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
+use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::target::Driver;
 
-/// One patch as its folder under `patches/` describes it.
+/// One target: an npm package mcpatch finds, classifies, patches, reverts
+/// and verifies, as its folder under `patches/` describes it.
 #[derive(Debug, Clone)]
 pub struct PatchSpec {
+    /// The patch's id: backups live under `backups/<id>`, the marker names it.
     pub id: String,
+    /// The target's name (`--target NAME`, `target` in every `--json` install).
+    pub target: &'static str,
+    /// The npm package name (package.json `name`).
     pub package: String,
+    /// How to find the file to patch in a package folder.
+    pub find: FileFind,
+    /// For messages: the file's path in the package (`lib/index.js`), or the
+    /// glob it is found by (`dist/chunk-*.js`).
     pub file: String,
+    /// What the module must export for the load check to pass.
+    pub exports: String,
     pub description: String,
-    /// The unified diff against the `original` revision.
+    /// The first patch's diff (what `mcpatch diff` shows with no install).
     pub diff: String,
-    /// Substrings that together show the reconnect supervisor the patch hooks into.
+    /// One diff per code family, tried in order.
+    pub patches: Vec<PatchFamily>,
+    /// Substrings that together show the code the patch hooks into.
     pub supervisor_markers: Vec<String>,
-    /// Substrings that show the file already routes `onerror` into the supervisor.
+    /// Substrings that show the package fixed the defect itself.
     pub upstream_fix_markers: Vec<String>,
     /// A string the patch adds: its presence in an unknown file means another mcpatch revision.
     pub patch_marker: String,
@@ -24,6 +44,85 @@ pub struct PatchSpec {
     /// Earlier revisions of this patch, oldest first: a file carrying one is
     /// upgraded by reversing its diff and applying the current one.
     pub earlier: Vec<EarlierPatch>,
+    /// Where installs of it live.
+    pub installs: Installs,
+    /// The code that drives what is not data (search places, host checks, verify).
+    pub driver: Driver,
+    /// How verify starts an install, for the stdio-bridge driver.
+    pub verify_command: Vec<String>,
+    pub verify_env: BTreeMap<String, String>,
+    /// The target's words in messages.
+    pub texts: Texts,
+}
+
+/// How the file to patch is found in a package folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileFind {
+    /// At this path, relative to the package folder.
+    Path(String),
+    /// The one file matching `glob` (`*` in its last part only) that holds every `contains` string.
+    Content { glob: String, contains: Vec<String> },
+}
+
+/// Where installs of a target live (each true entry is a search place).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Installs {
+    #[serde(default)]
+    pub npx_cache: bool,
+    #[serde(default)]
+    pub npm_global: bool,
+    #[serde(default)]
+    pub pnpm_dlx: bool,
+    #[serde(default)]
+    pub paths: bool,
+    /// Packages that nest this one.
+    #[serde(default)]
+    pub hosts: Vec<String>,
+    /// Commands on PATH that start a host: the host is found from them.
+    #[serde(default)]
+    pub host_bins: Vec<String>,
+}
+
+/// A target's words in messages (all `'static`: the registry lives as long as mcpatch).
+#[derive(Debug, Clone, Copy)]
+pub struct Texts {
+    /// What loads the package ("DSH").
+    pub host: &'static str,
+    /// The next step for a file no patch fits.
+    pub reinstall_step: &'static str,
+    /// How to get a package back from its source ("reinstall @deepseek-ai/dsh").
+    pub reinstall: &'static str,
+    /// The next step for an unsupported revision.
+    pub unsupported_step: &'static str,
+    /// After a change: "restart DSH so it loads the patched client".
+    pub restart_patched: &'static str,
+    /// After a revert: "restart DSH so it loads the restored client".
+    pub restart_restored: &'static str,
+}
+
+/// One diff of a target, for the code family its `requires` strings show.
+#[derive(Debug, Clone)]
+pub struct PatchFamily {
+    /// The diff's file name in the target's folder.
+    pub file: String,
+    pub diff: String,
+    /// Strings a file must hold for this diff to be tried.
+    pub requires: Vec<String>,
+    /// Strings a file must not hold for this diff to be tried.
+    pub refuses: Vec<String>,
+}
+
+impl PatchFamily {
+    /// The parsed diff.
+    pub fn parsed(&self) -> diffy::Patch<'_, str> {
+        diffy::Patch::from_str(&self.diff).expect("load() parsed this diff")
+    }
+
+    /// Whether `text` is of this diff's code family (its strings say so).
+    pub fn family_of(&self, text: &str) -> bool {
+        self.requires.iter().all(|r| text.contains(r.as_str()))
+            && !self.refuses.iter().any(|r| text.contains(r.as_str()))
+    }
 }
 
 /// An earlier revision of the patch, kept so `apply` can take it back out.
@@ -50,14 +149,23 @@ pub struct Revision {
     pub versions: Vec<String>,
     pub kind: RevisionKind,
     pub note: String,
+    /// `original`: the diff that fits it; `patched`: the diff that made it.
+    #[serde(default)]
+    pub patch: Option<String>,
+    /// `original`: what its diff gives.
+    #[serde(default)]
+    pub patched_sha256: Option<String>,
+    /// `patched`: what revert restores.
+    #[serde(default)]
+    pub original_sha256: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum RevisionKind {
-    /// The unpatched revision the diff was cut against.
+    /// An unpatched revision a diff fits.
     Original,
-    /// The current diff applied to `Original`.
+    /// A diff applied to an `Original`.
     Patched,
     /// An earlier revision of the diff applied to `Original`: `apply` upgrades it.
     Outdated,
@@ -84,17 +192,71 @@ impl Revision {
 
 #[derive(Deserialize)]
 struct ManifestFile {
+    format: u32,
     id: String,
+    target: String,
     package: String,
-    file: String,
-    patch: String,
     description: String,
-    supervisor_markers: Vec<String>,
-    upstream_fix_markers: Vec<String>,
+    installs: Installs,
+    files: Vec<FileEntry>,
     patch_marker: String,
-    revisions: Vec<Revision>,
+    markers: Markers,
+    patches: Vec<PatchEntry>,
     #[serde(default)]
     earlier_patches: Vec<EarlierPatchFile>,
+    verify: VerifyEntry,
+    texts: TextsEntry,
+    revisions: Vec<Revision>,
+}
+
+#[derive(Deserialize)]
+struct FileEntry {
+    find: FindEntry,
+    exports: String,
+}
+
+#[derive(Deserialize)]
+struct FindEntry {
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    glob: Option<String>,
+    #[serde(default)]
+    contains: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct Markers {
+    hook: Vec<String>,
+    upstream_fix: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct PatchEntry {
+    file: String,
+    #[serde(default)]
+    requires: Vec<String>,
+    #[serde(default)]
+    refuses: Vec<String>,
+    #[serde(default)]
+    sha256: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct VerifyEntry {
+    driver: String,
+    #[serde(default)]
+    command: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct TextsEntry {
+    host: String,
+    reinstall: String,
+    unsupported_step: String,
+    restart: String,
 }
 
 #[derive(Deserialize)]
@@ -104,15 +266,58 @@ struct EarlierPatchFile {
     sha256: String,
 }
 
-/// The session-loss patch's folder, embedded.
-const SESSION_LOSS_MANIFEST: &str =
-    include_str!("../patches/dsh-mcp-client-session-loss/manifest.json");
-const SESSION_LOSS_DIFF: &str =
-    include_str!("../patches/dsh-mcp-client-session-loss/session-loss.patch");
-const SESSION_LOSS_R1_DIFF: &str =
-    include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r1.patch");
+/// One embedded target folder: its name and its files (name, text).
+type Folder = (&'static str, &'static [(&'static str, &'static str)]);
 
-/// Parse a manifest and its diff into a [`PatchSpec`], checking it is usable.
+/// Every folder under `patches/`, embedded. A unit test checks this table
+/// against the folders on disk, so a new target cannot be left out.
+const EMBEDDED: &[Folder] = &[
+    (
+        "dsh-mcp-client-session-loss",
+        &[
+            (
+                "manifest.json",
+                include_str!("../patches/dsh-mcp-client-session-loss/manifest.json"),
+            ),
+            (
+                "session-loss.patch",
+                include_str!("../patches/dsh-mcp-client-session-loss/session-loss.patch"),
+            ),
+            (
+                "session-loss-r1.patch",
+                include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r1.patch"),
+            ),
+        ],
+    ),
+    (
+        "mcp-remote",
+        &[
+            (
+                "manifest.json",
+                include_str!("../patches/mcp-remote/manifest.json"),
+            ),
+            (
+                "session-loss-reinit.patch",
+                include_str!("../patches/mcp-remote/session-loss-reinit.patch"),
+            ),
+            (
+                "session-loss-forward.patch",
+                include_str!("../patches/mcp-remote/session-loss-forward.patch"),
+            ),
+            (
+                "session-loss-unanswered.patch",
+                include_str!("../patches/mcp-remote/session-loss-unanswered.patch"),
+            ),
+        ],
+    ),
+];
+
+/// A string that lives as long as mcpatch (targets are loaded once).
+fn forever(s: String) -> &'static str {
+    Box::leak(s.into_boxed_str())
+}
+
+/// Parse a manifest and its diffs into a [`PatchSpec`], checking it is usable.
 pub fn load(
     manifest: &str,
     diff_name_to_text: impl Fn(&str) -> Option<String>,
@@ -121,20 +326,74 @@ pub fn load(
         what: "manifest.json".into(),
         detail: e.to_string(),
     })?;
-    let diff = diff_name_to_text(&parsed.patch).ok_or_else(|| Error::Registry {
+    let bad = |detail: String| Error::Registry {
         what: parsed.id.clone(),
-        detail: format!("patch file {} is missing", parsed.patch),
+        detail,
+    };
+    if parsed.format != 2 {
+        return Err(bad(format!(
+            "manifest format {} is not one mcpatch reads (2)",
+            parsed.format
+        )));
+    }
+    let [file] = parsed.files.as_slice() else {
+        return Err(bad(format!(
+            "expected exactly one entry in files, found {}",
+            parsed.files.len()
+        )));
+    };
+    let find = match (&file.find.path, &file.find.glob) {
+        (Some(path), None) if file.find.contains.is_empty() => FileFind::Path(path.clone()),
+        (None, Some(glob)) if !file.find.contains.is_empty() && glob_parts(glob).is_some() => {
+            FileFind::Content {
+                glob: glob.clone(),
+                contains: file.find.contains.clone(),
+            }
+        }
+        _ => {
+            return Err(bad(
+                "files[0].find needs either path, or glob (one `*`, in its last part) and contains"
+                    .into(),
+            ))
+        }
+    };
+    let driver = Driver::from_name(&parsed.verify.driver).ok_or_else(|| {
+        bad(format!(
+            "verify.driver {:?} is not plugin-api or stdio-bridge",
+            parsed.verify.driver
+        ))
     })?;
-    diffy::Patch::from_str(&diff).map_err(|e| Error::Registry {
-        what: parsed.patch.clone(),
-        detail: e.to_string(),
-    })?;
+    let mut patches = Vec::new();
+    for p in &parsed.patches {
+        let diff = diff_name_to_text(&p.file)
+            .ok_or_else(|| bad(format!("patch file {} is missing", p.file)))?;
+        diffy::Patch::from_str(&diff).map_err(|e| Error::Registry {
+            what: p.file.clone(),
+            detail: e.to_string(),
+        })?;
+        if let Some(want) = &p.sha256 {
+            let found = hex::encode(Sha256::digest(diff.as_bytes()));
+            if !want.eq_ignore_ascii_case(&found) {
+                return Err(bad(format!(
+                    "patch file {} has sha256 {found}, the manifest says {want}",
+                    p.file
+                )));
+            }
+        }
+        patches.push(PatchFamily {
+            file: p.file.clone(),
+            diff,
+            requires: p.requires.clone(),
+            refuses: p.refuses.clone(),
+        });
+    }
+    if patches.is_empty() {
+        return Err(bad("the manifest names no patch".into()));
+    }
     let mut earlier = Vec::new();
     for e in &parsed.earlier_patches {
-        let text = diff_name_to_text(&e.patch).ok_or_else(|| Error::Registry {
-            what: parsed.id.clone(),
-            detail: format!("patch file {} is missing", e.patch),
-        })?;
+        let text = diff_name_to_text(&e.patch)
+            .ok_or_else(|| bad(format!("patch file {} is missing", e.patch)))?;
         diffy::Patch::from_str(&text).map_err(|err| Error::Registry {
             what: e.patch.clone(),
             detail: err.to_string(),
@@ -144,32 +403,16 @@ pub fn load(
             .iter()
             .any(|r| r.kind == RevisionKind::Outdated && r.sha256.as_deref() == Some(&e.sha256));
         if !outdated {
-            return Err(Error::Registry {
-                what: parsed.id.clone(),
-                detail: format!(
-                    "earlier patch {} (sha256 {}) has no outdated revision",
-                    e.patch, e.sha256
-                ),
-            });
+            return Err(bad(format!(
+                "earlier patch {} (sha256 {}) has no outdated revision",
+                e.patch, e.sha256
+            )));
         }
         earlier.push(EarlierPatch {
             revision: e.revision,
             sha256: e.sha256.clone(),
             diff: text,
         });
-    }
-    for kind in [RevisionKind::Original, RevisionKind::Patched] {
-        let count = parsed
-            .revisions
-            .iter()
-            .filter(|r| r.kind == kind && r.sha256.is_some())
-            .count();
-        if count != 1 {
-            return Err(Error::Registry {
-                what: parsed.id.clone(),
-                detail: format!("expected exactly one full-hash {kind:?} revision, found {count}"),
-            });
-        }
     }
     for r in &parsed.revisions {
         let valid = match (&r.sha256, &r.sha256_prefix, &r.sha256_suffix) {
@@ -178,36 +421,178 @@ pub fn load(
             _ => false,
         };
         if !valid {
-            return Err(Error::Registry {
-                what: parsed.id.clone(),
-                detail: format!(
-                    "revision {:?} needs either sha256 or sha256_prefix + sha256_suffix",
-                    r.versions
-                ),
-            });
+            return Err(bad(format!(
+                "revision {:?} needs either sha256 or sha256_prefix + sha256_suffix",
+                r.versions
+            )));
         }
     }
+    // Each full-hash original names a diff and the patched revision it gives.
+    let originals: Vec<&Revision> = parsed
+        .revisions
+        .iter()
+        .filter(|r| r.kind == RevisionKind::Original && r.sha256.is_some())
+        .collect();
+    if originals.is_empty() {
+        return Err(bad("expected a full-hash original revision, found none".into()));
+    }
+    for r in originals {
+        let (Some(patch), Some(patched)) = (&r.patch, &r.patched_sha256) else {
+            return Err(bad(format!(
+                "original revision {:?} needs patch and patched_sha256",
+                r.versions
+            )));
+        };
+        if !patches.iter().any(|p| &p.file == patch) {
+            return Err(bad(format!(
+                "original revision {:?} names patch {patch}, which the manifest does not list",
+                r.versions
+            )));
+        }
+        let has_patched = parsed.revisions.iter().any(|p| {
+            p.kind == RevisionKind::Patched
+                && p.sha256
+                    .as_deref()
+                    .is_some_and(|h| h.eq_ignore_ascii_case(patched))
+        });
+        if !has_patched {
+            return Err(bad(format!(
+                "original revision {:?} gives sha256 {patched}, which no patched revision has",
+                r.versions
+            )));
+        }
+    }
+    let t = &parsed.texts;
+    let texts = Texts {
+        host: forever(t.host.clone()),
+        reinstall_step: forever(format!("{}, then run `mcpatch apply`", t.reinstall)),
+        reinstall: forever(t.reinstall.clone()),
+        unsupported_step: forever(t.unsupported_step.clone()),
+        restart_patched: forever(t.restart.replace("{state}", "patched")),
+        restart_restored: forever(t.restart.replace("{state}", "restored")),
+    };
+    let file_label = match &find {
+        FileFind::Path(p) => p.clone(),
+        FileFind::Content { glob, .. } => glob.clone(),
+    };
     Ok(PatchSpec {
         id: parsed.id,
+        target: forever(parsed.target),
         package: parsed.package,
-        file: parsed.file,
+        find,
+        file: file_label,
+        exports: file.exports.clone(),
         description: parsed.description,
-        diff,
-        supervisor_markers: parsed.supervisor_markers,
-        upstream_fix_markers: parsed.upstream_fix_markers,
+        diff: patches[0].diff.clone(),
+        patches,
+        supervisor_markers: parsed.markers.hook,
+        upstream_fix_markers: parsed.markers.upstream_fix,
         patch_marker: parsed.patch_marker,
         revisions: parsed.revisions,
         earlier,
+        installs: parsed.installs,
+        driver,
+        verify_command: parsed.verify.command,
+        verify_env: parsed.verify.env,
+        texts,
     })
 }
 
-/// The session-loss patch for `@deepseek-ai/dsh-mcp-client`.
+/// A glob's folder part and the text before and after its one `*`.
+pub fn glob_parts(glob: &str) -> Option<(&str, &str, &str)> {
+    let (dir, name) = match glob.rfind('/') {
+        Some(i) => (&glob[..i], &glob[i + 1..]),
+        None => ("", glob),
+    };
+    if dir.contains('*') || dir.split('/').any(|c| c == "..") || glob.starts_with('/') {
+        return None;
+    }
+    let (before, after) = name.split_once('*')?;
+    (!after.contains('*')).then_some((dir, before, after))
+}
+
+/// Every embedded target, loaded once.
+pub fn all() -> Result<&'static [PatchSpec]> {
+    static LOADED: OnceLock<std::result::Result<Vec<PatchSpec>, (String, String)>> =
+        OnceLock::new();
+    let loaded = LOADED.get_or_init(|| {
+        EMBEDDED
+            .iter()
+            .map(|(folder, files)| {
+                let text = |name: &str| {
+                    files
+                        .iter()
+                        .find(|(n, _)| *n == name)
+                        .map(|(_, t)| t.to_string())
+                };
+                let manifest = text("manifest.json").unwrap_or_default();
+                load(&manifest, text).map_err(|e| (folder.to_string(), e.to_string()))
+            })
+            .collect()
+    });
+    match loaded {
+        Ok(targets) => Ok(targets),
+        Err((folder, detail)) => Err(Error::Registry {
+            what: format!("patches/{folder}"),
+            detail: detail.clone(),
+        }),
+    }
+}
+
+/// The targets a command works on: all, or the one named with `--target`.
+pub fn select(name: Option<&str>) -> Result<Vec<&'static PatchSpec>> {
+    let targets = all()?;
+    match name {
+        None => Ok(targets.iter().collect()),
+        Some(name) => match targets.iter().find(|t| t.target == name) {
+            Some(t) => Ok(vec![t]),
+            None => Err(Error::UnknownTarget {
+                name: name.to_string(),
+                known: targets
+                    .iter()
+                    .map(|t| t.target)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        },
+    }
+}
+
+/// The target named `name` among `targets` (a name a search of them gave).
+pub fn find<'a>(targets: &[&'a PatchSpec], name: &str) -> &'a PatchSpec {
+    targets
+        .iter()
+        .find(|t| t.target == name)
+        .expect("installs are found only for the targets searched for")
+}
+
+/// Names in words: "a", "a or b", "a, b or c" (repeats said once).
+pub fn said<'a>(names: impl Iterator<Item = &'a str>) -> String {
+    let mut list: Vec<&str> = Vec::new();
+    for n in names {
+        if !list.contains(&n) {
+            list.push(n);
+        }
+    }
+    match list.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// The target embedded from `patches/<folder>`.
+fn from_folder(folder: &str) -> Result<PatchSpec> {
+    let at = EMBEDDED
+        .iter()
+        .position(|(f, _)| *f == folder)
+        .expect("an embedded folder");
+    Ok(all()?[at].clone())
+}
+
+/// The session-loss patch for `@deepseek-ai/dsh-mcp-client` (the first target).
 pub fn session_loss() -> Result<PatchSpec> {
-    load(SESSION_LOSS_MANIFEST, |name| match name {
-        "session-loss.patch" => Some(SESSION_LOSS_DIFF.to_string()),
-        "session-loss-r1.patch" => Some(SESSION_LOSS_R1_DIFF.to_string()),
-        _ => None,
-    })
+    from_folder(EMBEDDED[0].0)
 }
 
 impl PatchSpec {
@@ -216,15 +601,15 @@ impl PatchSpec {
             .iter()
             .find(|r| r.kind == kind && r.sha256.is_some())
             .and_then(|r| r.sha256.as_deref())
-            .expect("load() checked one full-hash revision of each kind")
+            .expect("load() checked a full-hash original and its patched revision")
     }
 
-    /// sha256 of the revision the diff was cut against.
+    /// sha256 of the first revision a diff was cut against.
     pub fn original_sha256(&self) -> &str {
         self.full_hash_of(RevisionKind::Original)
     }
 
-    /// sha256 of the diff applied to the original.
+    /// sha256 of the first patched revision.
     pub fn patched_sha256(&self) -> &str {
         self.full_hash_of(RevisionKind::Patched)
     }
@@ -234,9 +619,40 @@ impl PatchSpec {
         self.revisions.iter().find(|r| r.matches(sha256))
     }
 
-    /// The parsed diff.
+    /// Whether a hash is a known original.
+    pub fn is_original(&self, sha256: &str) -> bool {
+        self.revision(sha256)
+            .is_some_and(|r| r.kind == RevisionKind::Original && r.sha256.is_some())
+    }
+
+    /// Whether a hash is a known patched revision.
+    pub fn is_patched(&self, sha256: &str) -> bool {
+        self.revision(sha256)
+            .is_some_and(|r| r.kind == RevisionKind::Patched)
+    }
+
+    /// The sha256 the patch gives a known original.
+    pub fn patched_for(&self, original: &str) -> Option<&str> {
+        self.revision(original)
+            .filter(|r| r.kind == RevisionKind::Original && r.sha256.is_some())
+            .and_then(|r| r.patched_sha256.as_deref())
+    }
+
+    /// The first diff's parsed form.
     pub fn parsed_diff(&self) -> diffy::Patch<'_, str> {
-        diffy::Patch::from_str(&self.diff).expect("load() parsed this diff")
+        self.patches[0].parsed()
+    }
+
+    /// The diffs of the code family `text` is, in order.
+    pub fn families_of<'a>(&'a self, text: &'a str) -> impl Iterator<Item = &'a PatchFamily> {
+        self.patches.iter().filter(move |p| p.family_of(text))
+    }
+
+    /// The first diff that applies to `text`, all hunks.
+    pub fn patch_for(&self, text: &str) -> Option<&PatchFamily> {
+        self.patches
+            .iter()
+            .find(|p| p.family_of(text) && diffy::apply(text, &p.parsed()).is_ok())
     }
 
     /// The earlier patch revision whose result has this hash, if any.
@@ -266,6 +682,72 @@ mod tests {
             spec.original_sha256(),
             "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56"
         );
+        let names: Vec<&str> = all().unwrap().iter().map(|t| t.target).collect();
+        assert_eq!(names, ["dsh-mcp-client", "mcp-remote"]);
+    }
+
+    #[test]
+    fn every_folder_and_file_under_patches_is_embedded() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("patches");
+        let mut on_disk: Vec<(String, Vec<String>)> = std::fs::read_dir(&root)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| {
+                let mut files: Vec<String> = std::fs::read_dir(e.path())
+                    .unwrap()
+                    .flatten()
+                    .map(|f| f.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n == "manifest.json" || n.ends_with(".patch"))
+                    .collect();
+                files.sort();
+                (e.file_name().to_string_lossy().into_owned(), files)
+            })
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<(String, Vec<String>)> = EMBEDDED
+            .iter()
+            .map(|(folder, files)| {
+                let mut names: Vec<String> = files.iter().map(|(n, _)| n.to_string()).collect();
+                names.sort();
+                (folder.to_string(), names)
+            })
+            .collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk, "src/registry.rs EMBEDDED is out of date");
+    }
+
+    #[test]
+    fn an_unknown_target_is_named_with_the_known_ones() {
+        let err = select(Some("nope")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote\nhelp: pass one of those to --target, or leave --target out for all of them"
+        );
+        assert_eq!(select(Some("mcp-remote")).unwrap()[0].package, "mcp-remote");
+        assert_eq!(select(None).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn content_found_targets_pick_the_diff_of_their_code_family() {
+        let remote = select(Some("mcp-remote")).unwrap()[0];
+        assert_eq!(
+            remote.find,
+            FileFind::Content {
+                glob: "dist/chunk-*.js".into(),
+                contains: vec![
+                    "function mcpProxy(".into(),
+                    "transportToServer.onerror = onServerError;".into()
+                ]
+            }
+        );
+        let reinit = "function reinitializeSession()\nlet reinitInFlight = null;\n(this._fetch ?? fetch)(this._url, init)";
+        let names: Vec<&str> = remote.families_of(reinit).map(|p| p.file.as_str()).collect();
+        assert_eq!(names, ["session-loss-reinit.patch"]);
+        let forward =
+            "Failed to forward message to remote server\n(this._fetch ?? fetch)(this._url, init)";
+        let names: Vec<&str> = remote.families_of(forward).map(|p| p.file.as_str()).collect();
+        assert_eq!(names, ["session-loss-forward.patch"]);
     }
 
     #[test]
@@ -281,16 +763,27 @@ mod tests {
         assert!(spec.revision("758d8fc4f5dd").is_none());
     }
 
+    fn manifest_with(revisions: &str) -> String {
+        format!(
+            r#"{{"format":2,"id":"x","target":"x","package":"p","description":"",
+            "installs":{{}},"files":[{{"find":{{"path":"f"}},"exports":"apply"}}],
+            "patch_marker":"m","markers":{{"hook":[],"upstream_fix":[]}},
+            "patches":[{{"file":"d"}}],"verify":{{"driver":"plugin-api"}},
+            "texts":{{"host":"h","reinstall":"r","unsupported_step":"u","restart":"s"}},
+            "revisions":[{revisions}]}}"#
+        )
+    }
+
     #[test]
-    fn manifest_without_a_patched_revision_is_rejected() {
-        let manifest = r#"{"id":"x","package":"p","file":"f","patch":"d","description":"",
-            "supervisor_markers":[],"upstream_fix_markers":[],"patch_marker":"m",
-            "revisions":[{"sha256":"b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56","versions":[],"kind":"original","note":""}]}"#;
-        let err = load(manifest, |_| Some(SESSION_LOSS_DIFF.into())).unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("expected exactly one full-hash Patched revision, found 0"),
-            "{err}"
+    fn manifest_without_the_patched_revision_of_an_original_is_rejected() {
+        let diff = session_loss().unwrap().diff;
+        let manifest = manifest_with(
+            r#"{"sha256":"b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56","versions":["1"],"kind":"original","note":"","patch":"d","patched_sha256":"cc17424de1501ac8b21f18d16147887b71b9d7e6b19e2e5089c15e92cc718b19"}"#,
+        );
+        let err = load(&manifest, |_| Some(diff.clone())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the embedded patch registry is invalid (x): original revision [\"1\"] gives sha256 cc17424de1501ac8b21f18d16147887b71b9d7e6b19e2e5089c15e92cc718b19, which no patched revision has\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout"
         );
     }
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, Backup, DamagedBackup};
-use crate::classify::{self, State};
+use crate::classify;
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::identity;
@@ -34,9 +34,9 @@ pub struct RevertOptions {
     pub json: bool,
 }
 
-pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<Outcome> {
+pub fn run(targets: &[&'static PatchSpec], opts: &RevertOptions, env: &Environment) -> Result<Outcome> {
     let mut report = ChangeReport::default();
-    let result = revert_all(spec, opts, env, &mut report);
+    let result = revert_all(targets, opts, env, &mut report);
     if opts.json {
         report.finish(result)
     } else {
@@ -44,8 +44,17 @@ pub fn run(spec: &PatchSpec, opts: &RevertOptions, env: &Environment) -> Result<
     }
 }
 
+/// One target's backups folder, locked while revert runs, and what it holds.
+struct Held {
+    spec: &'static PatchSpec,
+    root: PathBuf,
+    _lock: Option<lock::WriteLock>,
+    backups: Vec<Backup>,
+    damaged: Vec<DamagedBackup>,
+}
+
 fn revert_all(
-    spec: &PatchSpec,
+    targets: &[&'static PatchSpec],
     opts: &RevertOptions,
     env: &Environment,
     report_out: &mut ChangeReport,
@@ -56,8 +65,8 @@ fn revert_all(
             outln!("{args}");
         }
     };
-    let root = backup::root(&env.dsh_home()?, spec);
-    let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)
+    let home = env.dsh_home()?;
+    let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
         .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
     report_out
@@ -69,61 +78,77 @@ fn revert_all(
         }
         return Ok(Outcome::Clean);
     }
-    // No backups folder: nothing to restore from, and nothing is created
-    // (no folder, no lock file) for a revert that restores nothing.
-    let _lock = if std::fs::symlink_metadata(&root).is_ok() {
-        backup::prepare_root(&root)?;
-        Some(lock::acquire(&root)?)
-    } else {
-        None
-    };
+    // Each target's backups folder. No folder: nothing to restore from, and
+    // nothing is created (no folder, no lock file) for a revert that restores nothing.
+    let mut held = Vec::new();
+    for &spec in targets {
+        let root = backup::root(&home, spec);
+        let lock = if std::fs::symlink_metadata(&root).is_ok() {
+            backup::prepare_root(&root)?;
+            Some(lock::acquire(&root)?)
+        } else {
+            None
+        };
+        held.push((spec, root, lock));
+    }
     kill_point::reached("locked")?;
-    let backup::Listing { backups, damaged } = backup::list_all(&root)?;
+    let mut groups = Vec::new();
+    for (spec, root, lock) in held {
+        let backup::Listing { backups, damaged } = backup::list_all(&root)?;
+        groups.push(Held {
+            spec,
+            root,
+            _lock: lock,
+            backups,
+            damaged,
+        });
+    }
     if let Some(id) = &opts.backup {
-        if let Some(d) = damaged.iter().find(|d| &d.id == id) {
+        if let Some(d) = groups
+            .iter()
+            .flat_map(|g| &g.damaged)
+            .find(|d| &d.id == id)
+        {
             return Err(Error::BackupDamaged {
                 id: id.clone(),
                 detail: d.damaged.clone(),
             });
         }
-        if !backups.iter().any(|b| &b.id == id) {
+        if !groups.iter().flat_map(|g| &g.backups).any(|b| &b.id == id) {
             return Err(Error::BackupNotFound {
                 id: id.clone(),
-                dir: root.clone(),
+                dir: groups[0].root.clone(),
             });
         }
     }
     let mut outcome = Outcome::Clean;
-    let mut restored_any = false;
+    let mut restored: Vec<&PatchSpec> = Vec::new();
     let mut matched_named = false;
-    let targets: Vec<(PathBuf, PathBuf, State)> = report
-        .installs
-        .iter()
-        .flat_map(|install| {
-            std::iter::once((install.file.clone(), install.path.clone()))
-                .chain(
-                    install
-                        .same_file_as
-                        .iter()
-                        .map(|d| (d.join(&spec.file), d.clone())),
-                )
-                .map(move |(file, dir)| (file, dir, install.state))
-        })
-        .collect();
-    let mut failures = Failures::new(targets.len() + failed.len(), "restored");
+    let items = status::each_file(&report.installs);
+    let mut failures = Failures::new(items.len() + failed.len(), "restored");
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
-    for (file, package_dir, state_before) in &targets {
-        report_out
-            .installs
-            .push(InstallChange::new(package_dir, file, Some(*state_before)));
+    for item in &items {
+        let (file, package_dir, state_before) = (&item.file, &item.dir, &item.state);
+        let group = groups
+            .iter()
+            .find(|g| g.spec.target == item.target)
+            .expect("a group per target searched");
+        let (spec, root, backups, damaged) =
+            (group.spec, &group.root, &group.backups, &group.damaged);
+        report_out.installs.push(InstallChange::new(
+            spec.target,
+            package_dir,
+            file,
+            Some(*state_before),
+        ));
         let entry = report_out.installs.last_mut().expect("just pushed");
-        let chosen = backup::pick(&backups, file, opts.backup.as_deref());
+        let chosen = backup::pick(backups, file, opts.backup.as_deref());
         if opts.backup.is_none() {
             // A damaged backup newer than the one chosen may be this file's newest:
             // never fall back to an older one silently.
-            if let Some(d) = damaged_newer_than(&damaged, chosen) {
+            if let Some(d) = damaged_newer_than(damaged, chosen) {
                 let e = Error::BackupDamaged {
                     id: d.id.clone(),
                     detail: format!(
@@ -144,10 +169,10 @@ fn revert_all(
             if opts.backup.is_some() {
                 continue;
             }
-            if carries_patch(spec, file) {
+            if item.unfound.is_none() && carries_patch(spec, file) {
                 // Patched, and nothing here to restore it from: say where to get the original.
                 outcome = Outcome::Attention;
-                let (why, how) = no_backup(&root);
+                let (why, how) = no_backup(spec, root);
                 say(format_args!(
                     "not reverted: {}\n    {why}\n    {how}",
                     file.display()
@@ -173,7 +198,9 @@ fn revert_all(
         entry.state_after = automation::state_now(spec, file);
         match result {
             Reverted::Restored => {
-                restored_any = true;
+                if !restored.iter().any(|t| t.target == spec.target) {
+                    restored.push(spec);
+                }
                 entry.changed = true;
                 entry.backup = Some(chosen.id.clone());
                 say(format_args!(
@@ -195,16 +222,21 @@ fn revert_all(
         }
     }
     if let (Some(id), false) = (&opts.backup, matched_named) {
-        if let Some(named) = backups.iter().find(|b| &b.id == id) {
+        if let Some(named) = groups
+            .iter()
+            .flat_map(|g| &g.backups)
+            .find(|b| &b.id == id)
+        {
             return Err(Error::BackupOfAnotherInstall {
                 id: id.clone(),
                 original: named.manifest.original_path.clone(),
             });
         }
     }
-    if restored_any {
+    for spec in restored {
         say(format_args!(
-            "backups are kept (`mcpatch backups`); restart DSH so it loads the restored client"
+            "backups are kept (`mcpatch backups`); {}",
+            spec.texts.restart_restored
         ));
     }
     failures.finish()?;
@@ -220,13 +252,13 @@ fn carries_patch(spec: &PatchSpec, file: &Path) -> bool {
 
 /// Why a patched file with no backup under `root` is not reverted, and how to
 /// get its original back.
-fn no_backup(root: &Path) -> (String, &'static str) {
+fn no_backup(spec: &PatchSpec, root: &Path) -> (String, String) {
     (
         format!(
             "it carries the patch, and no backup of it is under {}",
             root.display()
         ),
-        "to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)",
+        format!("to get the original back: {}; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)", spec.texts.reinstall),
     )
 }
 
@@ -268,7 +300,7 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
                 chosen.id
             )));
         }
-        if current != chosen.manifest.sha256_after && current != spec.patched_sha256() {
+        if current != chosen.manifest.sha256_after && !spec.is_patched(&current) {
             return Ok(Reverted::Refused(format!(
                 "the file changed since it was patched (sha256 {current}); rerun with --yes to overwrite it with the backup"
             )));
@@ -290,59 +322,103 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
 /// file is missing, changed or not root's alone is damaged, as revert would
 /// refuse it); with `ids`, only the ids, newest first, one a line (what shell
 /// completion offers for `--backup`).
-pub fn list(spec: &PatchSpec, json: bool, ids: bool, env: &Environment) -> Result<Outcome> {
-    let root = backup::root(&env.dsh_home()?, spec);
-    let backup::Listing { backups, damaged } = backup::list_all(&root)?;
+///
+/// Each target keeps its backups in a folder of its own; the table shows the
+/// first target's folder always and another's when it holds any. `--json`
+/// lists them all, each with its `target`; its `root` is the first target's
+/// folder and `roots` names each target's.
+pub fn list(targets: &[&PatchSpec], json: bool, ids: bool, env: &Environment) -> Result<Outcome> {
+    let home = env.dsh_home()?;
+    let mut listings = Vec::new();
+    for &spec in targets {
+        let root = backup::root(&home, spec);
+        let listing = backup::list_all(&root)?;
+        listings.push((spec, root, listing));
+    }
     if ids {
-        for b in backups.iter().rev() {
-            outln!("{}", b.id);
+        let mut all: Vec<&str> = listings
+            .iter()
+            .flat_map(|(_, _, l)| l.backups.iter().map(|b| b.id.as_str()))
+            .collect();
+        all.sort();
+        for id in all.iter().rev() {
+            outln!("{id}");
         }
         return Ok(Outcome::Clean);
     }
-    // Only the saved file is hashed: it is small, and what revert checks first.
-    let entries: Vec<Listed> = backups
-        .iter()
-        .map(|b| Listed {
-            id: &b.id,
-            dir: &b.dir,
-            manifest: Some(&b.manifest),
-            damaged: backup::saved_file_damage(b, spec),
-        })
-        .chain(damaged.iter().map(|d| Listed {
-            id: &d.id,
-            dir: &d.dir,
-            manifest: None,
-            damaged: Some(d.damaged.clone()),
-        }))
-        .collect();
     if json {
+        #[derive(serde::Serialize)]
+        struct Root<'a> {
+            target: &'a str,
+            #[serde(serialize_with = "path_json::serialize")]
+            root: &'a Path,
+        }
         #[derive(serde::Serialize)]
         struct Listing<'a> {
             #[serde(serialize_with = "path_json::serialize")]
             root: &'a Path,
+            roots: Vec<Root<'a>>,
             backups: Vec<Listed<'a>>,
         }
-        let mut entries = entries;
+        let mut entries: Vec<Listed> = listings
+            .iter()
+            .flat_map(|(spec, _, l)| entries_of(spec, l))
+            .collect();
         entries.sort_by(|a, b| a.id.cmp(b.id));
         // Paths are text by path_json, so the listing always serializes.
         let text = serde_json::to_string_pretty(&Listing {
-            root: &root,
+            root: &listings[0].1,
+            roots: listings
+                .iter()
+                .map(|(spec, root, _)| Root {
+                    target: spec.target,
+                    root,
+                })
+                .collect(),
             backups: entries,
         })
         .unwrap_or_default();
         outln!("{text}");
         return Ok(Outcome::Clean);
     }
-    crate::out!(
-        "{}",
-        render_listing(&root, entries, crate::width::stdout_columns())
-    );
+    for (i, (spec, root, l)) in listings.iter().enumerate() {
+        let entries = entries_of(spec, l);
+        if i == 0 || !entries.is_empty() {
+            crate::out!(
+                "{}",
+                render_listing(root, entries, crate::width::stdout_columns())
+            );
+        }
+    }
     Ok(Outcome::Clean)
+}
+
+/// The backups of one target's listing, damaged ones last. Only the saved
+/// file is hashed: it is small, and what revert checks first.
+fn entries_of<'a>(spec: &'a PatchSpec, l: &'a backup::Listing) -> Vec<Listed<'a>> {
+    l.backups
+        .iter()
+        .map(|b| Listed {
+            target: spec.target,
+            id: &b.id,
+            dir: &b.dir,
+            manifest: Some(&b.manifest),
+            damaged: backup::saved_file_damage(b, spec),
+        })
+        .chain(l.damaged.iter().map(|d| Listed {
+            target: spec.target,
+            id: &d.id,
+            dir: &d.dir,
+            manifest: None,
+            damaged: Some(d.damaged.clone()),
+        }))
+        .collect()
 }
 
 /// One backup as `backups` lists it.
 #[derive(serde::Serialize)]
 struct Listed<'a> {
+    target: &'a str,
     id: &'a str,
     #[serde(serialize_with = "path_json::serialize")]
     dir: &'a Path,

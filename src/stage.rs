@@ -9,9 +9,33 @@ use crate::identity::{self, MAX_METADATA_BYTES};
 use crate::node::Node;
 use crate::registry::PatchSpec;
 
-/// Apply the patch's diff to `original`, all hunks or none.
+/// Apply the diff of `original`'s code family to it, all hunks or none: the
+/// first of the target's diffs that applies; if none does, the error is the
+/// first candidate's.
 pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<String> {
-    let patch = spec.parsed_diff();
+    let candidates: Vec<_> = spec.families_of(original).collect();
+    let Some(first) = candidates.first() else {
+        let lacks = spec
+            .patches
+            .iter()
+            .flat_map(|p| p.requires.iter().filter(|r| !original.contains(r.as_str())))
+            .next()
+            .map(|r| format!("`{}`", r.lines().next().unwrap_or_default()))
+            .unwrap_or_default();
+        return Err(Error::PatchDoesNotApply {
+            path: path.to_path_buf(),
+            detail: format!(
+                "the file is of no code family a patch of {} is for (it lacks {lacks})",
+                spec.target
+            ),
+        });
+    };
+    for family in &candidates {
+        if let Ok(text) = diffy::apply(original, &family.parsed()) {
+            return Ok(text);
+        }
+    }
+    let patch = first.parsed();
     diffy::apply(original, &patch).map_err(|e| {
         let hunk = e
             .to_string()
@@ -73,7 +97,7 @@ pub fn remove_earlier(
         ),
     })?;
     let found = crate::classify::sha256_hex(original.as_bytes());
-    if found != spec.original_sha256() {
+    if !spec.is_original(&found) {
         return Err(Error::PatchDoesNotApply {
             path: path.to_path_buf(),
             detail: format!(
@@ -137,10 +161,11 @@ pub fn syntax_check(
 const LOAD_OK: &str = "mcpatch-load-check-ok";
 
 /// Import the staged file (already written next to the target, inside the
-/// install) so its own imports resolve, and check it exports `apply`. The
+/// install) so its own imports resolve, and check it exports `export` (a
+/// function: DSH's plugin `apply`, mcp-remote's `mcpProxy`). The
 /// check ends node itself after its success marker (a module may keep node's
 /// event loop alive), and the run is bounded in time.
-pub fn load_check(node: &Node, staged_in_install: &Path) -> Result<()> {
+pub fn load_check(node: &Node, staged_in_install: &Path, export: &str) -> Result<()> {
     let url = file_url(staged_in_install);
     if staged_in_install.to_str().is_none() {
         // Node turns file URLs into text paths: it cannot import from this folder at all.
@@ -152,8 +177,9 @@ pub fn load_check(node: &Node, staged_in_install: &Path) -> Result<()> {
             url: file_url(staged_in_install.parent().unwrap_or(staged_in_install)),
         });
     }
+    let export = serde_json::to_string(export).unwrap_or_default();
     let script = format!(
-        "const m = await import(process.argv[1]); if (typeof m.apply !== 'function') {{ console.error('the module has no apply export'); process.exit(3); }} process.stdout.write('{LOAD_OK}\\n', () => process.exit(0));"
+        "const m = await import(process.argv[1]); const name = {export}; if (typeof m[name] !== 'function') {{ console.error(`the module has no ${{name}} export`); process.exit(3); }} process.stdout.write('{LOAD_OK}\\n', () => process.exit(0));"
     );
     let out = node.run(
         "the load check",

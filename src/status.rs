@@ -12,7 +12,7 @@ use crate::exit_code::Outcome;
 use crate::host_check;
 use crate::locate::{self, Environment, LocateReport};
 use crate::path_json;
-use crate::registry::PatchSpec;
+use crate::registry::{self, PatchSpec};
 use crate::table::{hanging, hanging_list, shorten_middle, Align, Table};
 use crate::width;
 
@@ -27,11 +27,32 @@ pub struct StatusReport {
     /// What stopped `status` (a bad `--path`, an unreadable install), as on
     /// stderr, else null: with `--json` an error is still one JSON object.
     pub error: Option<String>,
+    /// The packages looked for and their hosts, as the table says them.
+    #[serde(skip)]
+    pub looked_for: Said,
+}
+
+/// The targets of a search, in words: "@deepseek-ai/dsh-mcp-client or
+/// mcp-remote" and "DSH or mcp-remote".
+#[derive(Debug, Default, Clone)]
+pub struct Said {
+    pub packages: String,
+    pub hosts: String,
+}
+
+impl Said {
+    pub fn of(targets: &[&PatchSpec]) -> Said {
+        Said {
+            packages: registry::said(targets.iter().map(|t| t.package.as_str())),
+            hosts: registry::said(targets.iter().map(|t| t.texts.host)),
+        }
+    }
 }
 
 /// An install that was found but could not be read or classified.
 #[derive(Debug, Serialize)]
 pub struct Unreadable {
+    pub target: &'static str,
     #[serde(serialize_with = "path_json::serialize")]
     pub path: PathBuf,
     #[serde(serialize_with = "path_json::serialize")]
@@ -47,8 +68,12 @@ pub struct Collected {
 }
 
 /// Locate and classify; the first install that cannot be read is the error.
-pub fn collect(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<StatusReport> {
-    let Collected { report, failed } = collect_all(spec, paths, env)?;
+pub fn collect(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    env: &Environment,
+) -> Result<StatusReport> {
+    let Collected { report, failed } = collect_all(targets, paths, env)?;
     match failed.into_iter().next() {
         Some(e) => Err(e),
         None => Ok(report),
@@ -57,28 +82,34 @@ pub fn collect(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result
 
 /// Locate and classify every install, keeping going past one that cannot be
 /// read. An explicit `--path` that holds no install at all is an error.
-pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Collected> {
+pub fn collect_all(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    env: &Environment,
+) -> Result<Collected> {
     let LocateReport {
         installs, searched, ..
-    } = locate::locate(&spec.package, &spec.file, paths, env)?;
+    } = locate::locate(targets, paths, env)?;
+    let looked_for = Said::of(targets);
     if installs.is_empty() && !paths.is_empty() {
         return Err(Error::NoInstallFound {
-            package: spec.package.clone(),
+            package: looked_for.packages,
             searched,
         });
     }
     let mut classified = Vec::new();
     let mut errors = Vec::new();
     let mut failed = Vec::new();
-    let dsh_home = env.dsh_home().ok();
     for located in &installs {
+        let spec = registry::find(targets, located.target);
         match classify::classify(spec, located) {
             Ok(mut install) => {
-                install.host_defect = host_check::check(&install.path, dsh_home.as_deref());
+                install.host_defect = spec.driver.host_defect(&install.path, env);
                 classified.push(install)
             }
             Err(e) => {
                 errors.push(Unreadable {
+                    target: located.target,
                     path: located.package_dir.clone(),
                     file: located.file.clone(),
                     error: e.to_string(),
@@ -87,13 +118,18 @@ pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Re
             }
         }
     }
-    next_steps_from_backups(spec, env, &mut classified);
+    // Installs of one target together, in the order the targets are given.
+    classified.sort_by_key(|i| targets.iter().position(|t| t.target == i.target));
+    for spec in targets {
+        next_steps_from_backups(spec, env, &mut classified);
+    }
     Ok(Collected {
         report: StatusReport {
             installs: classified,
             searched,
             errors,
             error: None,
+            looked_for,
         },
         failed,
     })
@@ -104,8 +140,11 @@ pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Re
 /// does not fit is sent to `mcpatch revert --yes`, not to a reinstall, when
 /// its newest backup holds a known original (a patched file edited by hand).
 fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [Install]) {
-    let reinstall =
-        |i: &Install| i.state == State::Modified && i.next_step == classify::NEXT_REINSTALL;
+    let reinstall = |i: &Install| {
+        i.target == spec.target
+            && i.state == State::Modified
+            && i.next_step == spec.texts.reinstall_step
+    };
     if !installs
         .iter()
         .any(|i| i.state == State::Patched || reinstall(i))
@@ -117,7 +156,7 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
     let Ok(listing) = backup::list_all(&root) else {
         return;
     };
-    for install in installs.iter_mut() {
+    for install in installs.iter_mut().filter(|i| i.target == spec.target) {
         if install.state == State::Patched {
             if backup::pick(&listing.backups, &install.file, None).is_none() {
                 install.next_step = classify::NEXT_PATCHED_NO_BACKUP;
@@ -133,6 +172,47 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
             }
         }
     }
+}
+
+/// One path to change: an install's file, or the same file reached through
+/// another package folder (a file shared by several has one item per folder).
+pub struct FileItem {
+    pub target: &'static str,
+    pub file: PathBuf,
+    pub dir: PathBuf,
+    pub version: Option<String>,
+    pub state: State,
+    /// Why the file was not found (see [`Install::unfound`]).
+    pub unfound: Option<String>,
+}
+
+/// Every path `apply` and `revert` work on, install by install.
+pub fn each_file(installs: &[Install]) -> Vec<FileItem> {
+    let mut items = Vec::new();
+    for install in installs {
+        let relative = install
+            .file
+            .strip_prefix(&install.path)
+            .unwrap_or(&install.file)
+            .to_path_buf();
+        let dirs = std::iter::once(install.path.clone()).chain(install.same_file_as.clone());
+        for dir in dirs {
+            let file = if dir == install.path {
+                install.file.clone()
+            } else {
+                dir.join(&relative)
+            };
+            items.push(FileItem {
+                target: install.target,
+                file,
+                dir,
+                version: install.version.clone(),
+                state: install.state,
+                unfound: install.unfound.clone(),
+            });
+        }
+    }
+    items
 }
 
 /// Attention when any install is affected or modified, or its host cannot start.
@@ -161,13 +241,18 @@ pub fn searched_before(paths: &[PathBuf], e: &Error) -> Vec<String> {
     }
 }
 
-pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -> Result<Outcome> {
+pub fn run(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    json: bool,
+    env: &Environment,
+) -> Result<Outcome> {
     let print_json = |report: &StatusReport| {
         // Paths are text by path_json, so the report always serializes.
         let text = serde_json::to_string_pretty(report).unwrap_or_default();
         crate::outln!("{text}");
     };
-    let Collected { mut report, failed } = match collect_all(spec, paths, env) {
+    let Collected { mut report, failed } = match collect_all(targets, paths, env) {
         Ok(collected) => collected,
         Err(e) => {
             if json {
@@ -176,6 +261,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
                     searched: searched_before(paths, &e),
                     errors: Vec::new(),
                     error: Some(e.to_string()),
+                    looked_for: Said::of(targets),
                 });
             }
             return Err(e);
@@ -254,13 +340,19 @@ pub fn render_table_within(
     let mut s = String::new();
     let help = paint.paint(Style::BoldCyan, "help:");
     if report.installs.is_empty() {
-        s.push_str("no @deepseek-ai/dsh-mcp-client install found; looked in:\n");
+        s.push_str(&format!(
+            "no {} install found; looked in:\n",
+            report.looked_for.packages
+        ));
         for w in &report.searched {
             s.push_str(&hanging("  - ", w, columns));
         }
         s.push_str(&hanging(
             &format!("{help} "),
-            "if DSH is installed elsewhere, pass its folder with --path",
+            &format!(
+                "if {} is installed elsewhere, pass its folder with --path",
+                report.looked_for.hosts
+            ),
             columns,
         ));
         return s;

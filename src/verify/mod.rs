@@ -144,7 +144,7 @@ fn verify_all(
     results: &mut Vec<InstallResult>,
 ) -> Result<Outcome> {
     let scenarios = select(&opts.scenarios);
-    let report = status::collect(spec, &opts.paths, env)?;
+    let report = status::collect(&[spec], &opts.paths, env)?;
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
             searched: report.searched,

@@ -45,6 +45,7 @@ fn entry(
     error: Option<&str>,
 ) -> Value {
     json!({
+        "target": "dsh-mcp-client",
         "path": path,
         "file": format!("{path}/lib/index.js"),
         "changed": changed,

@@ -54,7 +54,12 @@ fn backups_lists_under_a_header_row_and_a_manifest_writes_the_mode_in_octal() {
     assert_eq!(written, manifest);
     let listing = json!({
         "root": format!("[SANDBOX]/home/.dsh/{BACKUPS}"),
+        "roots": [
+            {"target": "dsh-mcp-client", "root": format!("[SANDBOX]/home/.dsh/{BACKUPS}")},
+            {"target": "mcp-remote", "root": "[SANDBOX]/home/.dsh/backups/mcp-remote-session-loss"},
+        ],
         "backups": [{
+            "target": "dsh-mcp-client",
             "id": id,
             "dir": format!("[SANDBOX]/home/.dsh/{BACKUPS}/{id}"),
             "manifest": manifest,

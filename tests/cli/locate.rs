@@ -492,11 +492,13 @@ fn npm_root_is_said_to_be_skipped_when_nothing_gives_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "no @deepseek-ai/dsh-mcp-client install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client or mcp-remote install found; looked in:
   - `dsh` on PATH (not found)
   - npm global root (skipped: no `node` on PATH and no prefix set in the environment or npm's config files)
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
-help: if DSH is installed elsewhere, pass its folder with --path
+  - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
+  - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
+help: if DSH or mcp-remote is installed elsewhere, pass its folder with --path
 "
     );
 }
@@ -689,6 +691,8 @@ fn the_usual_global_roots_under_home_and_the_system_are_searched_without_the_ove
             format!("global root {s}/home/.volta/tools/image/packages/@deepseek-ai/dsh/lib/node_modules"),
             format!("global root {s}/home/.local/share/fnm/node-versions/v22.1.0/installation/lib/node_modules"),
             format!("global root {s}/sys/usr/lib/node_modules"),
+            format!("npx cache ({s}/home/.npm/_npx, default cache)"),
+            format!("pnpm dlx cache ({s}/home/.cache/pnpm/dlx)"),
         ],
         "the machine's own global roots must not be searched: {v:#}"
     );
@@ -748,8 +752,8 @@ fn fill_package(dir: &Path, files: usize, folders: usize) {
 
 fn folders_read(root: &Path) -> (usize, Vec<PathBuf>) {
     let env = mcpatch::locate::Environment::from_vars(Vec::new(), root.to_path_buf());
-    let report =
-        mcpatch::locate::locate(CLIENT, "lib/index.js", &[root.to_path_buf()], &env).unwrap();
+    let targets = mcpatch::registry::select(None).unwrap();
+    let report = mcpatch::locate::locate(&targets, &[root.to_path_buf()], &env).unwrap();
     (
         report.folders_read,
         report.installs.into_iter().map(|i| i.package_dir).collect(),

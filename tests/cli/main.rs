@@ -99,6 +99,7 @@ impl Sandbox {
             .env_remove("CLICOLOR")
             .env_remove("COLUMNS")
             .env_remove("PNPM_HOME")
+            .env_remove("XDG_CACHE_HOME")
             .env_remove("MCPATCH_SYSROOT")
             .env_remove("MCPATCH_TEST_KILL_AT")
             .env_remove("MCPATCH_TEST_FAIL_AT")

@@ -42,9 +42,11 @@ fn status_json_follows_the_documented_schema() {
             "same_file_as",
             "sha256",
             "state",
+            "target",
             "version"
         ]
     );
+    assert_eq!(i["target"], "dsh-mcp-client");
     assert_eq!(i["path"], client.canonicalize().unwrap().to_str().unwrap());
     assert_eq!(
         i["file"],
@@ -244,11 +246,13 @@ fn nothing_found() -> String {
     let node = node22_dir().join("node").canonicalize().unwrap();
     let prefix = node.parent().unwrap().parent().unwrap();
     format!(
-        "no @deepseek-ai/dsh-mcp-client install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client or mcp-remote install found; looked in:
   - `dsh` on PATH (not found)
   - npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
-help: if DSH is installed elsewhere, pass its folder with --path
+  - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
+  - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
+help: if DSH or mcp-remote is installed elsewhere, pass its folder with --path
 ",
         prefix.display(),
         node.display()
@@ -278,7 +282,7 @@ fn apply_and_revert_with_nothing_found_say_where_they_looked_or_print_one_json_d
             serde_json::json!([]),
             "{command} --json: {v:#}"
         );
-        assert_eq!(v["searched"].as_array().map(Vec::len), Some(3), "{v:#}");
+        assert_eq!(v["searched"].as_array().map(Vec::len), Some(5), "{v:#}");
     }
 }
 
@@ -393,7 +397,9 @@ fn status_json_on_an_error_is_one_json_object_naming_the_error_and_where_it_look
         v["error"]
             .as_str()
             .unwrap()
-            .starts_with("no @deepseek-ai/dsh-mcp-client install under the --path given"),
+            .starts_with(
+                "no @deepseek-ai/dsh-mcp-client or mcp-remote install under the --path given"
+            ),
         "{v:#}"
     );
     // And without an error, `error` is null.

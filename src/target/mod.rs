@@ -1,0 +1,64 @@
+//! What a target needs that is code, not data: one driver per kind of client,
+//! named by the manifest's `verify.driver`. Everything else about a target is
+//! in its folder under `patches/` (see [`crate::registry`]).
+
+pub mod plugin_api;
+pub mod stdio_bridge;
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::host_check::HostDefect;
+use crate::locate::{Environment, Search};
+use crate::registry::PatchSpec;
+
+/// The target `verify` and `probe` work with: the first of `targets` whose
+/// driver verify can run (the plugin harness).
+pub fn verified<'a>(targets: &[&'a PatchSpec]) -> Result<&'a PatchSpec> {
+    targets
+        .iter()
+        .find(|t| t.driver == Driver::PluginApi)
+        .copied()
+        .ok_or_else(|| Error::NoVerifyDriver {
+            targets: crate::registry::said(targets.iter().map(|t| t.target)),
+        })
+}
+
+/// How mcpatch drives a target's installs beyond what its manifest says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Driver {
+    /// A plugin a host loads in-process (DSH's plugin API): its host's own
+    /// install places, a check that the host can start, verify through the
+    /// plugin harness.
+    PluginApi,
+    /// A program a host starts as a child and talks to over stdio
+    /// (mcp-remote): verify starts it with mcpatch as its stdio host.
+    StdioBridge,
+}
+
+impl Driver {
+    /// The driver a manifest's `verify.driver` names.
+    pub fn from_name(name: &str) -> Option<Driver> {
+        match name {
+            "plugin-api" => Some(Driver::PluginApi),
+            "stdio-bridge" => Some(Driver::StdioBridge),
+            _ => None,
+        }
+    }
+
+    /// Search the places only this driver knows (after npm's global root).
+    pub fn search(self, search: &mut Search<'_>, env: &Environment) {
+        match self {
+            Driver::PluginApi => plugin_api::search(search, env),
+            Driver::StdioBridge => {}
+        }
+    }
+
+    /// A known defect that keeps the host around this install from starting.
+    pub fn host_defect(self, install: &Path, env: &Environment) -> Option<HostDefect> {
+        match self {
+            Driver::PluginApi => plugin_api::host_defect(install, env),
+            Driver::StdioBridge => None,
+        }
+    }
+}
