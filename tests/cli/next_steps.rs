@@ -23,6 +23,7 @@ fn status_install(sb: &Sandbox, p: &str) -> serde_json::Value {
 
 fn expected_install(sha256: &str, state: &str, next_step: &str, note: &str) -> serde_json::Value {
     serde_json::json!({
+        "target": "dsh-mcp-client",
         "path": DIR,
         "file": format!("{DIR}/lib/index.js"),
         "version": "0.1.0-rc.8",
