@@ -94,7 +94,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             node,
             json,
         } => verify::run(
-            target::verified(&targets)?,
+            &targets,
             &verify::VerifyOptions {
                 paths: paths.paths,
                 backup,

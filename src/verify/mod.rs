@@ -118,9 +118,9 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
         })
 }
 
-pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<Outcome> {
+pub fn run(targets: &[&PatchSpec], opts: &VerifyOptions, env: &Environment) -> Result<Outcome> {
     let mut results = Vec::new();
-    let result = verify_all(spec, opts, env, &mut results);
+    let result = verify_all(targets, opts, env, &mut results);
     if opts.json {
         // An error outside any one install is the report's own.
         let error = match &result {
@@ -138,13 +138,28 @@ pub fn run(spec: &PatchSpec, opts: &VerifyOptions, env: &Environment) -> Result<
 }
 
 fn verify_all(
-    spec: &PatchSpec,
+    targets: &[&PatchSpec],
     opts: &VerifyOptions,
     env: &Environment,
     results: &mut Vec<InstallResult>,
 ) -> Result<Outcome> {
+    let spec = crate::target::verified(targets)?;
     let scenarios = select(&opts.scenarios);
-    let report = status::collect(&[spec], &opts.paths, env)?;
+    let mut report = status::collect(targets, &opts.paths, env)?;
+    // Installs of targets the plugin harness cannot drive are said, not verified.
+    let others: Vec<_> = report
+        .installs
+        .iter()
+        .filter(|i| i.target != spec.target)
+        .map(|i| format!("{} ({})", i.path.display(), i.target))
+        .collect();
+    if !others.is_empty() {
+        eprintln!(
+            "note: not verified (mcpatch cannot drive these targets yet): {}",
+            others.join(", ")
+        );
+    }
+    report.installs.retain(|i| i.target == spec.target);
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
             searched: report.searched,

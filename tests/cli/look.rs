@@ -276,7 +276,7 @@ fn scenario_names_are_listed_by_help_and_completions() {
 Usage: mcpatch verify [OPTIONS]
 
 Options:
-      --path <P>         A lib/index.js, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
+      --path <P>         A file to patch, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
       --npm              Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
       --backup [<ID>]    Check a saved original instead (the newest backup, or the one named): the control
       --scenario <NAME>  Run only these scenarios (repeatable) [possible values: {}]
@@ -284,6 +284,7 @@ Options:
       --node <PATH>      The node binary to use (default: `node` on PATH)
       --json             Print JSON instead of a table
       --color <WHEN>     When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]
+      --target <NAME>    Work on this target only (a folder under patches/: dsh-mcp-client, mcp-remote); default: every target
   -h, --help             Print help
 
 Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did not (STUCK, RECYCLED, BROKEN, ...), or an install was skipped as unsupported; 2 error: bad input, node missing, or an install could not be checked (any others were checked as reported); verify changes no install. 2 wins over 1.

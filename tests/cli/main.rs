@@ -289,6 +289,7 @@ mod harden;
 mod host;
 mod locate;
 mod look;
+mod mcp_remote;
 mod next_steps;
 mod probe;
 mod readme;

@@ -1,0 +1,378 @@
+//! mcp-remote, mcpatch's second target: real releases from the npm registry
+//! (scripts/fetch-fixtures.sh puts 0.15.1, 0.1.44 and 0.1.38 in
+//! .cache/mcp-remote-target/<v>), one of each patch family, found in an npm
+//! project given with --path and in an npx cache found with no --path; their
+//! file found by content (chunk names change with each release), classified
+//! by sha256, patched, and reverted byte for byte. `--target` limits every
+//! command to one target.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::*;
+
+const RELEASES: [&str; 3] = ["0.15.1", "0.1.44", "0.1.38"];
+
+/// The fetched npm project holding the real mcp-remote `version`.
+fn fetched_project(version: &str) -> PathBuf {
+    let p = cache().join("mcp-remote-target").join(version);
+    assert!(
+        p.join(".done").is_file(),
+        "the real package mcp-remote@{version} is missing from {}: run scripts/fetch-fixtures.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p
+}
+
+/// The target's manifest data for mcp-remote.
+fn remote() -> &'static mcpatch::registry::PatchSpec {
+    mcpatch::registry::select(Some("mcp-remote")).unwrap()[0]
+}
+
+/// The known original revision of `version`: (sha256, file in the package, patched sha256).
+fn original_of(version: &str) -> (String, String, String) {
+    let r = remote()
+        .revisions
+        .iter()
+        .find(|r| {
+            r.kind == mcpatch::registry::RevisionKind::Original
+                && r.versions.iter().any(|v| v == version)
+        })
+        .unwrap_or_else(|| panic!("no original revision of {version} in the manifest"));
+    (
+        r.sha256.clone().unwrap(),
+        chunk_of(version),
+        r.patched_sha256.clone().unwrap(),
+    )
+}
+
+/// The chunk holding `function mcpProxy(` in the fetched release, relative to the package.
+fn chunk_of(version: &str) -> String {
+    let dist = fetched_project(version).join("node_modules/mcp-remote/dist");
+    let mut found: Vec<String> = std::fs::read_dir(&dist)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.starts_with("chunk-")
+                && n.ends_with(".js")
+                && std::fs::read_to_string(e.path())
+                    .unwrap()
+                    .contains("function mcpProxy(")
+        })
+        .map(|e| format!("dist/{}", e.file_name().to_string_lossy()))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+/// Copy the fetched project's `node_modules` to `dest` (dependencies hard-linked,
+/// mcp-remote itself a real copy) and return mcp-remote's package folder.
+fn copy_node_modules(version: &str, dest: &Path) -> PathBuf {
+    let src = fetched_project(version).join("node_modules");
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(&src)
+        .arg(dest)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let pkg = dest.join("mcp-remote");
+    std::fs::remove_dir_all(&pkg).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src.join("mcp-remote"))
+        .arg(&pkg)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    pkg
+}
+
+/// An npm project holding mcp-remote `version`: `<root>/<name>/node_modules/mcp-remote`.
+fn project(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
+    let dir = sb.root().join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("package.json"),
+        format!(r#"{{"name":"{name}","version":"1.0.0","dependencies":{{"mcp-remote":"{version}"}}}}"#),
+    )
+    .unwrap();
+    copy_node_modules(version, &dir.join("node_modules"));
+    dir
+}
+
+/// Every file of a package folder and its sha256.
+fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(p);
+            } else {
+                out.insert(p.strip_prefix(dir).unwrap().to_path_buf(), sha256_file(&p));
+            }
+        }
+    }
+    out
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+/// The installs of a `status --json`, as (target, state, version).
+fn summary(v: &Value) -> Vec<(String, String, String)> {
+    v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["target"].as_str().unwrap().to_string(),
+                i["state"].as_str().unwrap().to_string(),
+                i["version"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn each_release_in_an_npm_project_is_found_by_content_and_affected() {
+    let sb = Sandbox::new();
+    for version in RELEASES {
+        let dir = project(&sb, version, &format!("p-{version}"));
+        let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+        let (sha, chunk, _) = original_of(version);
+        let o = sb.run(&["status", "--json", "--path", dir.to_str().unwrap()]);
+        assert_eq!(code(&o), 1, "{version}: {}", stderr(&o));
+        let v = json(&o);
+        let installs = v["installs"].as_array().unwrap();
+        assert_eq!(installs.len(), 1, "{version}: {v:#}");
+        let i = &installs[0];
+        assert_eq!(i["target"], "mcp-remote");
+        assert_eq!(i["path"], pkg.to_str().unwrap());
+        assert_eq!(i["file"], pkg.join(&chunk).to_str().unwrap());
+        assert_eq!(i["version"], version);
+        assert_eq!(i["sha256"], sha);
+        assert_eq!(i["state"], "affected");
+        assert_eq!(i["revision"], "original");
+        assert_eq!(i["next_step"], "run `mcpatch apply`");
+    }
+}
+
+#[test]
+fn apply_patches_each_release_once_and_revert_restores_every_file_byte_for_byte() {
+    let sb = Sandbox::new();
+    for version in RELEASES {
+        let dir = project(&sb, version, &format!("p-{version}"));
+        let pkg = dir.join("node_modules/mcp-remote");
+        let (_, chunk, patched) = original_of(version);
+        let before = tree(&pkg);
+        let path = dir.to_str().unwrap();
+
+        let o = sb.run(&["apply", "--json", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        let v = json(&o);
+        assert_eq!(v["changed"], true, "{version}: {v:#}");
+        assert_eq!(v["installs"][0]["target"], "mcp-remote");
+        assert_eq!(v["installs"][0]["state_before"], "affected");
+        assert_eq!(v["installs"][0]["state_after"], "patched");
+        assert_eq!(sha256_file(&pkg.join(&chunk)), patched, "{version}");
+        // Only the chunk changed.
+        let after = tree(&pkg);
+        let changed: Vec<&PathBuf> = after
+            .iter()
+            .filter(|(p, h)| before.get(*p) != Some(h))
+            .map(|(p, _)| p)
+            .collect();
+        assert_eq!(changed, [&PathBuf::from(&chunk)], "{version}");
+        assert_eq!(after.len(), before.len(), "{version}");
+
+        let o = sb.run(&["status", "--json", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}", stderr(&o));
+        assert_eq!(
+            summary(&json(&o)),
+            [("mcp-remote".into(), "patched".into(), version.into())]
+        );
+
+        // A second apply changes nothing.
+        let o = sb.run(&["apply", "--json", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}", stderr(&o));
+        let v = json(&o);
+        assert_eq!(v["changed"], false, "{version}: {v:#}");
+        assert_eq!(tree(&pkg), after, "{version}");
+
+        let o = sb.run(&["revert", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).ends_with("backups are kept (`mcpatch backups`); restart the MCP hosts that run mcp-remote so they load the restored bridge\n"),
+            "{}",
+            stdout(&o)
+        );
+        assert_eq!(tree(&pkg), before, "{version}: revert left a file changed");
+    }
+    // The backups are the target's own.
+    let backups = sb.dsh_home().join("backups/mcp-remote-session-loss");
+    assert_eq!(std::fs::read_dir(&backups).unwrap().flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count(), 3);
+    assert!(!sb.dsh_home().join("backups/dsh-mcp-client-session-loss").exists());
+}
+
+/// `$npm_config_cache/_npx/<hash>/node_modules` holding mcp-remote `version`.
+fn npx_install(cache: &Path, hash: &str, version: &str) -> PathBuf {
+    copy_node_modules(version, &cache.join("_npx").join(hash).join("node_modules"))
+}
+
+#[test]
+fn an_npx_cache_is_found_with_no_path_patched_and_reverted() {
+    let sb = Sandbox::new();
+    let cache = sb.root().join("npm-cache");
+    let new = npx_install(&cache, "6f1e2a9b0c3d4e5f", "0.15.1");
+    let old = npx_install(&cache, "0a1b2c3d4e5f6a7b", "0.1.38");
+    let trees = [tree(&new), tree(&old)];
+    let run = |args: &[&str]| {
+        sb.cmd(args)
+            .env("npm_config_cache", &cache)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["status", "--json"]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let v = json(&o);
+    let npx = format!(
+        "npx cache ({}/_npx, cache from npm_config_cache)",
+        cache.display()
+    );
+    assert!(
+        v["searched"].as_array().unwrap().contains(&Value::from(npx.clone())),
+        "{v:#}"
+    );
+    let mut found = summary(&v);
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("mcp-remote".into(), "affected".into(), "0.1.38".into()),
+            ("mcp-remote".into(), "affected".into(), "0.15.1".into()),
+        ]
+    );
+    for i in v["installs"].as_array().unwrap() {
+        assert_eq!(i["found_via"], serde_json::json!([npx]), "{v:#}");
+    }
+
+    let o = run(&["apply"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = run(&["status", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(summary(&json(&o)).iter().all(|(_, s, _)| s == "patched"));
+
+    let o = run(&["revert"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!([tree(&new), tree(&old)], trees);
+}
+
+#[test]
+fn the_default_npx_cache_is_under_home() {
+    let sb = Sandbox::new();
+    let pkg = npx_install(&sb.root().join("home/.npm"), "abc", "0.1.44");
+    let o = sb.run(&["status", "--json"]);
+    let v = json(&o);
+    assert_eq!(
+        v["installs"][0]["path"],
+        pkg.canonicalize().unwrap().to_str().unwrap(),
+        "{v:#}"
+    );
+    assert_eq!(
+        v["installs"][0]["found_via"],
+        serde_json::json!([format!(
+            "npx cache ({}/home/.npm/_npx, default cache)",
+            sb.root().display()
+        )])
+    );
+}
+
+#[test]
+fn target_limits_every_command_to_one_target() {
+    let sb = Sandbox::new();
+    let dsh = sb.client_install("0.1.0-rc.8", "all/g");
+    project(&sb, "0.1.44", "all/p");
+    let all = sb.root().join("all");
+    let all = all.to_str().unwrap();
+    let o = sb.run(&["status", "--json", "--path", all]);
+    assert_eq!(
+        summary(&json(&o)),
+        [
+            ("dsh-mcp-client".into(), "affected".into(), "0.1.0-rc.8".into()),
+            ("mcp-remote".into(), "affected".into(), "0.1.44".into()),
+        ]
+    );
+    let o = sb.run(&["--target", "mcp-remote", "status", "--json", "--path", all]);
+    assert_eq!(
+        summary(&json(&o)),
+        [("mcp-remote".into(), "affected".into(), "0.1.44".into())]
+    );
+    let o = sb.run(&["status", "--target", "dsh-mcp-client", "--json", "--path", all]);
+    assert_eq!(
+        summary(&json(&o)),
+        [("dsh-mcp-client".into(), "affected".into(), "0.1.0-rc.8".into())]
+    );
+
+    // apply and revert touch only the target named.
+    let o = sb.run(&["apply", "--target", "mcp-remote", "--json", "--path", all]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["installs"].as_array().unwrap().len(), 1, "{v:#}");
+    assert_eq!(v["installs"][0]["target"], "mcp-remote");
+    assert_eq!(sha256_file(&dsh.join("lib/index.js")), ORIGINAL);
+    let o = sb.run(&["status", "--json", "--path", all]);
+    assert_eq!(
+        summary(&json(&o)),
+        [
+            ("dsh-mcp-client".into(), "affected".into(), "0.1.0-rc.8".into()),
+            ("mcp-remote".into(), "patched".into(), "0.1.44".into()),
+        ]
+    );
+    let o = sb.run(&["revert", "--target", "dsh-mcp-client", "--json", "--path", all]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(json(&o)["changed"], false);
+    let o = sb.run(&["--target", "mcp-remote", "revert", "--path", all]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = sb.run(&["status", "--json", "--path", all]);
+    assert!(summary(&json(&o)).iter().all(|(_, s, _)| s == "affected"));
+
+    // A name mcpatch does not know.
+    let o = sb.run(&["status", "--target", "nope"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        "error: unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote\nhelp: pass one of those to --target, or leave --target out for all of them\n"
+    );
+}
+
+#[test]
+fn a_release_whose_proxy_is_in_two_chunks_is_unsupported_and_left_alone() {
+    let sb = Sandbox::new();
+    let dir = project(&sb, "0.1.44", "p");
+    let pkg = dir.join("node_modules/mcp-remote");
+    let chunk = chunk_of("0.1.44");
+    std::fs::copy(pkg.join(&chunk), pkg.join("dist/chunk-COPY.js")).unwrap();
+    let before = tree(&pkg);
+    let path = dir.to_str().unwrap();
+    let o = sb.run(&["status", "--json", "--path", path]);
+    let v = json(&o);
+    assert_eq!(code(&o), 0, "{v:#}");
+    let i = &v["installs"][0];
+    assert_eq!(i["state"], "unsupported", "{v:#}");
+    assert_eq!(
+        i["note"],
+        "2 of its files matching dist/chunk-*.js hold `function mcpProxy(` and `transportToServer.onerror = onServerError;`: mcpatch patches exactly one"
+    );
+    let o = sb.run(&["apply", "--path", path]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(tree(&pkg), before);
+}
