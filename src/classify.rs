@@ -86,7 +86,8 @@ pub struct Install {
     /// starting at all, whatever the patch (set by `status`); left out of the
     /// JSON when none is known.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host_defect: Option<crate::host_check::HostDefect>,    /// For a file found by content and not found: why (the install is
+    pub host_defect: Option<crate::host_check::HostDefect>,
+    /// For a file found by content and not found: why (the install is
     /// unsupported, and nothing reads `file`).
     #[serde(skip)]
     pub unfound: Option<String>,

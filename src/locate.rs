@@ -477,7 +477,7 @@ impl<'a> Search<'a> {
         let via = format!("{what} ({})", profiles.display());
         self.searched.push(via.clone());
         let mut roots = vec![(profiles.join("node_modules"), Listing::NodeModules)];
-        for profile in self.child_dirs(&profiles) {
+        for profile in self.child_dirs(profiles) {
             if profile.file_name() != Some(OsStr::new("node_modules")) {
                 roots.push((profile.join("node_modules"), Listing::NodeModules));
             }

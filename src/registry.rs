@@ -342,21 +342,20 @@ pub fn load(
             parsed.files.len()
         )));
     };
-    let find = match (&file.find.path, &file.find.glob) {
-        (Some(path), None) if file.find.contains.is_empty() => FileFind::Path(path.clone()),
-        (None, Some(glob)) if !file.find.contains.is_empty() && glob_parts(glob).is_some() => {
-            FileFind::Content {
-                glob: glob.clone(),
-                contains: file.find.contains.clone(),
+    let find =
+        match (&file.find.path, &file.find.glob) {
+            (Some(path), None) if file.find.contains.is_empty() => FileFind::Path(path.clone()),
+            (None, Some(glob)) if !file.find.contains.is_empty() && glob_parts(glob).is_some() => {
+                FileFind::Content {
+                    glob: glob.clone(),
+                    contains: file.find.contains.clone(),
+                }
             }
-        }
-        _ => {
-            return Err(bad(
+            _ => return Err(bad(
                 "files[0].find needs either path, or glob (one `*`, in its last part) and contains"
                     .into(),
-            ))
-        }
-    };
+            )),
+        };
     let driver = Driver::from_name(&parsed.verify.driver).ok_or_else(|| {
         bad(format!(
             "verify.driver {:?} is not plugin-api or stdio-bridge",
@@ -434,7 +433,9 @@ pub fn load(
         .filter(|r| r.kind == RevisionKind::Original && r.sha256.is_some())
         .collect();
     if originals.is_empty() {
-        return Err(bad("expected a full-hash original revision, found none".into()));
+        return Err(bad(
+            "expected a full-hash original revision, found none".into()
+        ));
     }
     for r in originals {
         let (Some(patch), Some(patched)) = (&r.patch, &r.patched_sha256) else {
@@ -742,11 +743,17 @@ mod tests {
             }
         );
         let reinit = "function reinitializeSession()\nlet reinitInFlight = null;\n(this._fetch ?? fetch)(this._url, init)";
-        let names: Vec<&str> = remote.families_of(reinit).map(|p| p.file.as_str()).collect();
+        let names: Vec<&str> = remote
+            .families_of(reinit)
+            .map(|p| p.file.as_str())
+            .collect();
         assert_eq!(names, ["session-loss-reinit.patch"]);
         let forward =
             "Failed to forward message to remote server\n(this._fetch ?? fetch)(this._url, init)";
-        let names: Vec<&str> = remote.families_of(forward).map(|p| p.file.as_str()).collect();
+        let names: Vec<&str> = remote
+            .families_of(forward)
+            .map(|p| p.file.as_str())
+            .collect();
         assert_eq!(names, ["session-loss-forward.patch"]);
     }
 

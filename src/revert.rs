@@ -34,7 +34,11 @@ pub struct RevertOptions {
     pub json: bool,
 }
 
-pub fn run(targets: &[&'static PatchSpec], opts: &RevertOptions, env: &Environment) -> Result<Outcome> {
+pub fn run(
+    targets: &[&'static PatchSpec],
+    opts: &RevertOptions,
+    env: &Environment,
+) -> Result<Outcome> {
     let mut report = ChangeReport::default();
     let result = revert_all(targets, opts, env, &mut report);
     if opts.json {
@@ -104,11 +108,7 @@ fn revert_all(
         });
     }
     if let Some(id) = &opts.backup {
-        if let Some(d) = groups
-            .iter()
-            .flat_map(|g| &g.damaged)
-            .find(|d| &d.id == id)
-        {
+        if let Some(d) = groups.iter().flat_map(|g| &g.damaged).find(|d| &d.id == id) {
             return Err(Error::BackupDamaged {
                 id: id.clone(),
                 detail: d.damaged.clone(),
@@ -222,11 +222,7 @@ fn revert_all(
         }
     }
     if let (Some(id), false) = (&opts.backup, matched_named) {
-        if let Some(named) = groups
-            .iter()
-            .flat_map(|g| &g.backups)
-            .find(|b| &b.id == id)
-        {
+        if let Some(named) = groups.iter().flat_map(|g| &g.backups).find(|b| &b.id == id) {
             return Err(Error::BackupOfAnotherInstall {
                 id: id.clone(),
                 original: named.manifest.original_path.clone(),

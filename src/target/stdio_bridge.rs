@@ -23,18 +23,17 @@ pub fn command(
         while let Some(at) = rest.find('{') {
             out.push(&rest[..at]);
             let tail = &rest[at..];
-            let (value, len): (Option<&std::ffi::OsStr>, usize) =
-                if tail.starts_with("{node}") {
-                    (Some(node.as_os_str()), 6)
-                } else if tail.starts_with("{package}") {
-                    (Some(package.as_os_str()), 9)
-                } else if tail.starts_with("{scratch}") {
-                    (Some(scratch.as_os_str()), 9)
-                } else if tail.starts_with("{url}") {
-                    (Some(std::ffi::OsStr::new(url)), 5)
-                } else {
-                    (None, 1)
-                };
+            let (value, len): (Option<&std::ffi::OsStr>, usize) = if tail.starts_with("{node}") {
+                (Some(node.as_os_str()), 6)
+            } else if tail.starts_with("{package}") {
+                (Some(package.as_os_str()), 9)
+            } else if tail.starts_with("{scratch}") {
+                (Some(scratch.as_os_str()), 9)
+            } else if tail.starts_with("{url}") {
+                (Some(std::ffi::OsStr::new(url)), 5)
+            } else {
+                (None, 1)
+            };
             match value {
                 Some(v) => out.push(v),
                 None => out.push("{"),
@@ -80,7 +79,10 @@ mod tests {
         );
         assert_eq!(
             env,
-            [("MCP_REMOTE_CONFIG_DIR".to_string(), OsString::from("/s/mcp-auth"))]
+            [(
+                "MCP_REMOTE_CONFIG_DIR".to_string(),
+                OsString::from("/s/mcp-auth")
+            )]
         );
     }
 }

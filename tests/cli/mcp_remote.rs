@@ -27,7 +27,11 @@ fn fetched_project(version: &str) -> PathBuf {
 
 /// The target's manifest data for mcp-remote.
 fn remote() -> &'static mcpatch::registry::PatchSpec {
-    mcpatch::registry::select(Some("mcp-remote")).unwrap()[0]
+    mcpatch::registry::all()
+        .unwrap()
+        .iter()
+        .find(|t| t.target == "mcp-remote")
+        .unwrap()
 }
 
 /// The known original revision of `version`: (sha256, file in the package, patched sha256).
@@ -97,7 +101,9 @@ fn project(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(
         dir.join("package.json"),
-        format!(r#"{{"name":"{name}","version":"1.0.0","dependencies":{{"mcp-remote":"{version}"}}}}"#),
+        format!(
+            r#"{{"name":"{name}","version":"1.0.0","dependencies":{{"mcp-remote":"{version}"}}}}"#
+        ),
     )
     .unwrap();
     copy_node_modules(version, &dir.join("node_modules"));
@@ -219,8 +225,18 @@ fn apply_patches_each_release_once_and_revert_restores_every_file_byte_for_byte(
     }
     // The backups are the target's own.
     let backups = sb.dsh_home().join("backups/mcp-remote-session-loss");
-    assert_eq!(std::fs::read_dir(&backups).unwrap().flatten().filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count(), 3);
-    assert!(!sb.dsh_home().join("backups/dsh-mcp-client-session-loss").exists());
+    assert_eq!(
+        std::fs::read_dir(&backups)
+            .unwrap()
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .count(),
+        3
+    );
+    assert!(!sb
+        .dsh_home()
+        .join("backups/dsh-mcp-client-session-loss")
+        .exists());
 }
 
 /// `$npm_config_cache/_npx/<hash>/node_modules` holding mcp-remote `version`.
@@ -249,7 +265,10 @@ fn an_npx_cache_is_found_with_no_path_patched_and_reverted() {
         cache.display()
     );
     assert!(
-        v["searched"].as_array().unwrap().contains(&Value::from(npx.clone())),
+        v["searched"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from(npx.clone())),
         "{v:#}"
     );
     let mut found = summary(&v);
@@ -307,7 +326,11 @@ fn target_limits_every_command_to_one_target() {
     assert_eq!(
         summary(&json(&o)),
         [
-            ("dsh-mcp-client".into(), "affected".into(), "0.1.0-rc.8".into()),
+            (
+                "dsh-mcp-client".into(),
+                "affected".into(),
+                "0.1.0-rc.8".into()
+            ),
             ("mcp-remote".into(), "affected".into(), "0.1.44".into()),
         ]
     );
@@ -316,10 +339,21 @@ fn target_limits_every_command_to_one_target() {
         summary(&json(&o)),
         [("mcp-remote".into(), "affected".into(), "0.1.44".into())]
     );
-    let o = sb.run(&["status", "--target", "dsh-mcp-client", "--json", "--path", all]);
+    let o = sb.run(&[
+        "status",
+        "--target",
+        "dsh-mcp-client",
+        "--json",
+        "--path",
+        all,
+    ]);
     assert_eq!(
         summary(&json(&o)),
-        [("dsh-mcp-client".into(), "affected".into(), "0.1.0-rc.8".into())]
+        [(
+            "dsh-mcp-client".into(),
+            "affected".into(),
+            "0.1.0-rc.8".into()
+        )]
     );
 
     // apply and revert touch only the target named.
@@ -333,11 +367,22 @@ fn target_limits_every_command_to_one_target() {
     assert_eq!(
         summary(&json(&o)),
         [
-            ("dsh-mcp-client".into(), "affected".into(), "0.1.0-rc.8".into()),
+            (
+                "dsh-mcp-client".into(),
+                "affected".into(),
+                "0.1.0-rc.8".into()
+            ),
             ("mcp-remote".into(), "patched".into(), "0.1.44".into()),
         ]
     );
-    let o = sb.run(&["revert", "--target", "dsh-mcp-client", "--json", "--path", all]);
+    let o = sb.run(&[
+        "revert",
+        "--target",
+        "dsh-mcp-client",
+        "--json",
+        "--path",
+        all,
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(json(&o)["changed"], false);
     let o = sb.run(&["--target", "mcp-remote", "revert", "--path", all]);

@@ -394,12 +394,9 @@ fn status_json_on_an_error_is_one_json_object_naming_the_error_and_where_it_look
         "{v:#}"
     );
     assert!(
-        v["error"]
-            .as_str()
-            .unwrap()
-            .starts_with(
-                "no @deepseek-ai/dsh-mcp-client or mcp-remote install under the --path given"
-            ),
+        v["error"].as_str().unwrap().starts_with(
+            "no @deepseek-ai/dsh-mcp-client or mcp-remote install under the --path given"
+        ),
         "{v:#}"
     );
     // And without an error, `error` is null.
