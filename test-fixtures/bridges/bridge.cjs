@@ -43,7 +43,13 @@ async function open() {
   client.onerror = (e) => log(`upstream: ${e?.message ?? e}`);
   await client.connect(transport);
   log(`session ${transport.sessionId}`);
-  return { client, transport };
+  return { client, transport, inFlight: 0, replaced: false };
+}
+
+// Closing a transport fails the calls still waiting on it: close a replaced
+// session only once its last call has its answer.
+function closeWhenIdle(u) {
+  if (u.replaced && u.inFlight === 0) u.transport.close().catch(() => {});
 }
 
 let upstream = null;
@@ -59,10 +65,11 @@ function replace(dead) {
   if (upstream !== dead) return Promise.resolve(upstream);
   if (!replacing) {
     replacing = (async () => {
-      dead.transport.close().catch(() => {});
       const fresh = await open();
       await fresh.client.listTools();
       upstream = fresh;
+      dead.replaced = true;
+      closeWhenIdle(dead);
       return fresh;
     })().finally(() => { replacing = null; });
   }
@@ -72,13 +79,23 @@ function replace(dead) {
 async function callTool(params) {
   if (replacing) await replacing.catch(() => {});
   const used = upstream;
+  used.inFlight++;
   try {
     return await used.client.callTool(params);
   } catch (e) {
     if (mode !== "correct" || !sessionLost(e)) throw e;
     log(`session lost (${e.message}); starting a new one`);
     const fresh = await replace(used);
-    return await fresh.client.callTool(params);
+    fresh.inFlight++;
+    try {
+      return await fresh.client.callTool(params);
+    } finally {
+      fresh.inFlight--;
+      closeWhenIdle(fresh);
+    }
+  } finally {
+    used.inFlight--;
+    closeWhenIdle(used);
   }
 }
 

@@ -63,6 +63,9 @@ pub struct BridgeScenario {
     pub judgement: Judgement,
     /// The conformance suite's session checks (the scenarios whose server answers a lost session with 404).
     pub checks: Vec<Check>,
+    /// Sessions the bridge opened before the one its host's calls went through (a
+    /// connection test at start-up), left out of the verdict and the checks.
+    pub sessions_before_host: usize,
     /// How the bridge ended, when it ended by itself during the scenario (else null).
     pub exit: Option<String>,
     /// The bridge's stderr during this scenario (its last lines).
@@ -237,13 +240,13 @@ async fn run_one(s: &Scenario, words: &[String], startup: Duration) -> Result<Br
         Ok(t) => (t.text(), t.dropped, t.last(NOTE_STDERR_LINES)),
         Err(_) => Default::default(),
     };
-    let witness = server.witness();
+    let (witness, before_host) = host_scope(server.witness());
     let dropped_ids = server.dropped_sessions();
     let expected = s.expectation(true);
     let judgement = match &run.stop {
         None => {
             let counts = server.call_counts();
-            scenario::judge(
+            scenario::judge_with(
                 s,
                 expected,
                 &Evidence {
@@ -254,6 +257,8 @@ async fn run_one(s: &Scenario, words: &[String], startup: Duration) -> Result<Br
                     policy: Policy::Short,
                     seamless: true,
                 },
+                // A bridge keeps no tool list of its own: its host lists the tools.
+                false,
             )
         }
         Some(stop) => stopped(stop, &witness, &run.calls, exit.as_deref(), &tail),
@@ -264,11 +269,40 @@ async fn run_one(s: &Scenario, words: &[String], startup: Duration) -> Result<Br
         expected,
         judgement,
         checks,
+        sessions_before_host: before_host,
         exit,
         stderr: stderr_text,
         stderr_lines_dropped: dropped,
         stdout_noise: host.stray.lock().map(|s| s.clone()).unwrap_or_default(),
     })
+}
+
+/// The witness log from the session the host's calls went through on: a bridge
+/// may open sessions of its own before it (mcp-remote tests the connection with
+/// one), which are no session its host used. Returns the log without those
+/// sessions, and how many there were.
+fn host_scope(witness: Vec<WitnessEntry>) -> (Vec<WitnessEntry>, usize) {
+    let host_session = witness
+        .iter()
+        .find(|e| e.rpc_method.as_deref() == Some("tools/call"))
+        .and_then(|e| e.session_sent.clone());
+    let Some(start) = host_session.and_then(|s| {
+        witness
+            .iter()
+            .position(|e| e.session_issued.as_deref() == Some(s.as_str()))
+    }) else {
+        return (witness, 0);
+    };
+    let earlier: Vec<String> = witness[..start]
+        .iter()
+        .filter_map(|e| e.session_issued.clone())
+        .collect();
+    let scoped = witness
+        .into_iter()
+        .skip(start)
+        .filter(|e| e.session_sent.as_ref().is_none_or(|s| !earlier.contains(s)))
+        .collect();
+    (scoped, earlier.len())
 }
 
 /// The verdict of a run that stopped early: HANG for a bridge that stopped
