@@ -568,7 +568,11 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Jud
     }) else {
         return stuck(format!(
             "a new session started{}, but no tool call succeeded on it",
-            if relist_tools { " and listed tools" } else { "" }
+            if relist_tools {
+                " and listed tools"
+            } else {
+                ""
+            }
         ));
     };
     let later_inits = witness[new_init + 1..]
@@ -595,7 +599,11 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Jud
             deadline.as_millis()
         ));
     }
-    let relisted = if relist_tools { ", tools re-listed" } else { "" };
+    let relisted = if relist_tools {
+        ", tools re-listed"
+    } else {
+        ""
+    };
     let mut note = if later_inits == 0 {
         format!("one fresh initialize without the dead id{relisted}, calls succeeded")
     } else {

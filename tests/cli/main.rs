@@ -283,6 +283,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 mod apply;
 mod automation;
 mod backups;
+mod bridge;
 mod evidence;
 mod harden;
 mod locate;

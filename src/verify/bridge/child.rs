@@ -45,11 +45,7 @@ pub fn with_url(words: &[String], url: &str) -> Vec<String> {
             .map(|w| w.replace(URL_PLACEHOLDER, url))
             .collect()
     } else {
-        words
-            .iter()
-            .cloned()
-            .chain([url.to_string()])
-            .collect()
+        words.iter().cloned().chain([url.to_string()]).collect()
     }
 }
 
@@ -218,7 +214,13 @@ mod tests {
     fn commands_split_as_a_shell_would_without_running_one() {
         assert_eq!(
             parse(r#"npx -y mcp-remote@0.15.1 --header 'Authorization: Bearer x y'"#).unwrap(),
-            ["npx", "-y", "mcp-remote@0.15.1", "--header", "Authorization: Bearer x y"]
+            [
+                "npx",
+                "-y",
+                "mcp-remote@0.15.1",
+                "--header",
+                "Authorization: Bearer x y"
+            ]
         );
         assert_eq!(
             parse(r#"node "my bridge.js" a\ b $HOME;rm"#).unwrap(),
@@ -237,7 +239,10 @@ mod tests {
     fn the_url_replaces_the_placeholder_or_comes_last() {
         let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         assert_eq!(
-            with_url(&w(&["mcp-remote", "--transport", "http-only"]), "http://h/mcp"),
+            with_url(
+                &w(&["mcp-remote", "--transport", "http-only"]),
+                "http://h/mcp"
+            ),
             w(&["mcp-remote", "--transport", "http-only", "http://h/mcp"])
         );
         assert_eq!(
@@ -253,7 +258,10 @@ mod tests {
             t.push(format!("line {i}"));
         }
         assert_eq!(t.dropped, 5);
-        assert_eq!(t.last(2), format!("line {}\nline {}", STDERR_LINES + 3, STDERR_LINES + 4));
+        assert_eq!(
+            t.last(2),
+            format!("line {}\nline {}", STDERR_LINES + 3, STDERR_LINES + 4)
+        );
         assert!(t.text().starts_with("line 5\n"));
         t.push("x".repeat(STDERR_LINE_CHARS + 10));
         assert_eq!(t.last(1).chars().count(), STDERR_LINE_CHARS + 1);

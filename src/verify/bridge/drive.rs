@@ -85,7 +85,8 @@ impl Caller {
                 (false, Some(what.clone()), Some(Stop::Hang(what)))
             }
             Err(NoAnswer::Closed) => {
-                let what = format!("the bridge's stdout ended while call {call_id} ({label}) waited");
+                let what =
+                    format!("the bridge's stdout ended while call {call_id} ({label}) waited");
                 (false, Some(what.clone()), Some(Stop::Closed(what)))
             }
         };
@@ -146,7 +147,11 @@ impl Caller {
 
 /// Start the bridge's MCP session: initialize (within `startup`),
 /// notifications/initialized, tools/list. Returns the tools listed.
-pub async fn handshake(host: &Host, startup: Duration, protocol_version: &str) -> Result<Vec<String>, Stop> {
+pub async fn handshake(
+    host: &Host,
+    startup: Duration,
+    protocol_version: &str,
+) -> Result<Vec<String>, Stop> {
     let init = host
         .request(
             "initialize",
@@ -163,13 +168,19 @@ pub async fn handshake(host: &Host, startup: Duration, protocol_version: &str) -
                 "no answer to initialize within {} s (the start-up limit, --startup-timeout)",
                 startup.as_secs()
             )),
-            NoAnswer::Closed => Stop::Closed("the bridge's stdout ended before it answered initialize".into()),
+            NoAnswer::Closed => {
+                Stop::Closed("the bridge's stdout ended before it answered initialize".into())
+            }
         })?;
     if let Some(error) = init.get("error") {
-        return Err(Stop::Handshake(format!("the bridge answered initialize with an error: {error}")));
+        return Err(Stop::Handshake(format!(
+            "the bridge answered initialize with an error: {error}"
+        )));
     }
     if !host.notify("notifications/initialized", json!({})).await {
-        return Err(Stop::Closed("the bridge closed its stdin after initialize".into()));
+        return Err(Stop::Closed(
+            "the bridge closed its stdin after initialize".into(),
+        ));
     }
     let list = host
         .request("tools/list", json!({}), CALL_LIMIT)
@@ -179,7 +190,9 @@ pub async fn handshake(host: &Host, startup: Duration, protocol_version: &str) -
                 "no answer to tools/list within {} ms",
                 CALL_LIMIT.as_millis()
             )),
-            NoAnswer::Closed => Stop::Closed("the bridge's stdout ended before it answered tools/list".into()),
+            NoAnswer::Closed => {
+                Stop::Closed("the bridge's stdout ended before it answered tools/list".into())
+            }
         })?;
     let tools: Vec<String> = list
         .pointer("/result/tools")
@@ -266,7 +279,8 @@ async fn plan(plan: Plan, server: &FakeServer, c: &Caller) -> Result<(), Stop> {
         Plan::Cut => {
             c.echo("before").await?;
             let generation = server.generation();
-            c.call("slow", json!({"text": "cut", "ms": 5000}), "slow").await?;
+            c.call("slow", json!({"text": "cut", "ms": 5000}), "slow")
+                .await?;
             listening(server, generation + 1).await;
             c.until_recovered().await
         }

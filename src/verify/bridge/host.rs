@@ -66,7 +66,12 @@ impl Host {
 
     /// Send a request and wait up to `limit` for its answer (the whole
     /// JSON-RPC response: `result` or `error`).
-    pub async fn request(&self, method: &str, params: Value, limit: Duration) -> Result<Value, NoAnswer> {
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        limit: Duration,
+    ) -> Result<Value, NoAnswer> {
         let id = self.next_id.fetch_add(1, Ordering::SeqCst);
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
@@ -135,7 +140,11 @@ async fn read_loop(
     let mut buf = Vec::new();
     loop {
         buf.clear();
-        let n = match (&mut reader).take(MAX_LINE_BYTES).read_until(b'\n', &mut buf).await {
+        let n = match (&mut reader)
+            .take(MAX_LINE_BYTES)
+            .read_until(b'\n', &mut buf)
+            .await
+        {
             Ok(n) => n,
             Err(_) => break,
         };
@@ -148,7 +157,10 @@ async fn read_loop(
             if reader.read_until(b'\n', &mut rest).await.unwrap_or(0) == 0 {
                 break;
             }
-            keep_stray(&stray, format!("(a line longer than {MAX_LINE_BYTES} bytes)"));
+            keep_stray(
+                &stray,
+                format!("(a line longer than {MAX_LINE_BYTES} bytes)"),
+            );
             continue;
         }
         let text = String::from_utf8_lossy(&buf);

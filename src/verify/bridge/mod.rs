@@ -181,7 +181,14 @@ fn run_all(
         .worker_threads(2)
         .enable_all()
         .build()
-        .map_err(|e| Error::io("start", "the async runtime", e, "check the machine's thread limits"))?;
+        .map_err(|e| {
+            Error::io(
+                "start",
+                "the async runtime",
+                e,
+                "check the machine's thread limits",
+            )
+        })?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
@@ -321,7 +328,10 @@ fn stopped(
             let tail = if stderr_tail.is_empty() {
                 "its stderr was empty".to_string()
             } else {
-                format!("its stderr ended: {}", escape_controls(stderr_tail))
+                format!(
+                    "its stderr ended: {}",
+                    escape_controls(stderr_tail).replace('\n', " | ")
+                )
             };
             ("BROKEN", format!("{what}{how}; {tail}"))
         }
@@ -363,7 +373,11 @@ fn checks(s: &Scenario, witness: &[WitnessEntry], dropped: &[String]) -> Vec<Che
     if !answers_404(s) {
         return Vec::new();
     }
-    let dead = |e: &WitnessEntry| e.session_sent.as_ref().is_some_and(|id| dropped.contains(id));
+    let dead = |e: &WitnessEntry| {
+        e.session_sent
+            .as_ref()
+            .is_some_and(|id| dropped.contains(id))
+    };
     let lost = witness.iter().position(|e| dead(e) && e.status == 404);
     let fresh = lost.and_then(|at| {
         witness[at..]
@@ -377,13 +391,21 @@ fn checks(s: &Scenario, witness: &[WitnessEntry], dropped: &[String]) -> Vec<Che
     });
     let check = |id, description, failure: Option<String>| Check {
         id,
-        status: if failure.is_none() { "SUCCESS" } else { "FAILURE" },
+        status: if failure.is_none() {
+            "SUCCESS"
+        } else {
+            "FAILURE"
+        },
         description,
         error_message: failure,
     };
     let renegotiate = match (lost, fresh) {
-        (None, _) => Some("the client never sent a request that met the 404 of a lost session".into()),
-        (Some(_), None) => Some("after the 404 the client never sent a new initialize without a session id".into()),
+        (None, _) => {
+            Some("the client never sent a request that met the 404 of a lost session".into())
+        }
+        (Some(_), None) => {
+            Some("after the 404 the client never sent a new initialize without a session id".into())
+        }
         _ => None,
     };
     let continues = match fresh {
@@ -391,7 +413,10 @@ fn checks(s: &Scenario, witness: &[WitnessEntry], dropped: &[String]) -> Vec<Che
         Some(at) => {
             let new_id = witness[at].session_issued.clone().unwrap_or_default();
             let established = witness[at].answered_ms;
-            let old_later = witness.iter().filter(|e| dead(e) && e.t_ms > established).count();
+            let old_later = witness
+                .iter()
+                .filter(|e| dead(e) && e.t_ms > established)
+                .count();
             let answered = witness[at + 1..].iter().any(|e| {
                 e.session_sent.as_deref() == Some(new_id.as_str())
                     && e.rpc_method.as_deref() != Some("initialize")
@@ -439,12 +464,18 @@ fn overall(results: &[BridgeScenario]) -> &'static str {
     }
 }
 
-/// Text a bridge wrote, safe for a terminal: control characters (other than newlines) escaped.
+/// Text a bridge wrote, safe for a terminal: control characters other than
+/// newlines escaped (so it cannot move the cursor, recolour or retitle it).
 fn escape_controls(text: &str) -> String {
-    text.split('\n')
-        .map(|l| l.escape_debug().to_string())
-        .collect::<Vec<_>>()
-        .join("\n")
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// At most `n` characters of `text`, with `…` when cut.
@@ -457,12 +488,31 @@ pub(crate) fn clip(text: &str, n: usize) -> String {
     s
 }
 
-fn render(command: &str, results: &[BridgeScenario], left_out: &[LeftOut], overall: &str) -> String {
+fn render(
+    command: &str,
+    results: &[BridgeScenario],
+    left_out: &[LeftOut],
+    overall: &str,
+) -> String {
     let paint = color::stdout();
     let mut s = format!("bridge: {}\n", escape_controls(command));
     let mut table = Table::new(
-        &["SCENARIO", "VERDICT", "FAILED CALLS", "RECOVERY MS", "HANDSHAKES", "NOTE"],
-        &[Align::Left, Align::Left, Align::Right, Align::Right, Align::Right, Align::Left],
+        &[
+            "SCENARIO",
+            "VERDICT",
+            "FAILED CALLS",
+            "RECOVERY MS",
+            "HANDSHAKES",
+            "NOTE",
+        ],
+        &[
+            Align::Left,
+            Align::Left,
+            Align::Right,
+            Align::Right,
+            Align::Right,
+            Align::Left,
+        ],
     );
     for x in results {
         let j = &x.judgement;
@@ -470,7 +520,9 @@ fn render(command: &str, results: &[BridgeScenario], left_out: &[LeftOut], overa
             x.name.to_string(),
             super::shown_verdict(paint, j, x.expected),
             j.failed_calls.to_string(),
-            j.recovery_ms.map(|m| m.to_string()).unwrap_or_else(|| "-".into()),
+            j.recovery_ms
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "-".into()),
             j.initialize_count.to_string(),
             escape_controls(&j.note),
         ]);
@@ -498,7 +550,8 @@ impl Signals {
         {
             use tokio::signal::unix::{signal, SignalKind};
             let catch = |kind: SignalKind, name: &str| {
-                signal(kind).map_err(|e| Error::io("catch", name, e, "check the machine's signal limits"))
+                signal(kind)
+                    .map_err(|e| Error::io("catch", name, e, "check the machine's signal limits"))
             };
             Ok(Signals {
                 int: catch(SignalKind::interrupt(), "SIGINT")?,
