@@ -428,3 +428,25 @@ fn an_interrupted_bridge_verify_leaves_no_process_behind() {
         assert_eq!(processes_left(sb.root()), vec![], "after {name}");
     }
 }
+
+#[test]
+fn a_bridge_verify_that_fails_or_panics_mid_run_leaves_no_process_behind() {
+    for (var, code_wanted) in [("MCPATCH_TEST_FAIL_AT", 2), ("MCPATCH_TEST_PANIC_AT", 101)] {
+        let sb = Sandbox::new();
+        let o = sb
+            .command(&[
+                "verify",
+                "--command",
+                &fixture("stops-answering"),
+                "--scenario",
+                "restart-persisted",
+            ])
+            .env(MARKER, sb.root())
+            .env(var, "bridge-ran")
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), code_wanted, "{var}: {}", stderr(&o));
+        // The bridge and the helper process it started at once are gone.
+        assert_eq!(processes_left(sb.root()), vec![], "{var}");
+    }
+}

@@ -26,6 +26,9 @@ use crate::table::{Align, Table};
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
+/// Test-only: panic at the named step (only `bridge-ran`), to prove that a
+/// panic unwinding through a run still kills and reaps the bridge.
+const PANIC_AT: &str = "MCPATCH_TEST_PANIC_AT";
 /// Lines of the bridge's stderr a BROKEN note quotes.
 const NOTE_STDERR_LINES: usize = 5;
 
@@ -234,6 +237,12 @@ async fn run_one(s: &Scenario, words: &[String], startup: Duration) -> Result<Br
     let (bridge, stdin, stdout) = child::Bridge::spawn(&argv, s.name.as_str(), version)?;
     let host = Arc::new(host::Host::new(stdin, stdout));
     let run = drive::run(s, &server, host.clone(), startup, version).await;
+    // The bridge still runs here: the fault tests fail or panic at this point
+    // to prove it is killed and reaped on those paths too.
+    crate::kill_point::reached("bridge-ran")?;
+    if std::env::var_os(PANIC_AT).is_some_and(|v| v == "bridge-ran") {
+        panic!("{PANIC_AT}=bridge-ran");
+    }
     let stderr = bridge.stderr.clone();
     // Was the end the bridge's own? Look before mcpatch closes its stdin.
     let ended_itself = matches!(run.stop, Some(drive::Stop::Closed(_)));
@@ -575,5 +584,250 @@ impl Signals {
             let _ = tokio::signal::ctrl_c().await;
             "SIGINT"
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(
+        t: u64,
+        rpc: &str,
+        sent: Option<&str>,
+        status: u16,
+        issued: Option<&str>,
+    ) -> WitnessEntry {
+        WitnessEntry {
+            seq: t,
+            t_ms: t,
+            answered_ms: t,
+            http_method: "POST".into(),
+            rpc_method: Some(rpc.into()),
+            session_sent: sent.map(str::to_string),
+            status,
+            session_issued: issued.map(str::to_string),
+            call_id: None,
+            executed: None,
+            call_ok: None,
+            note: None,
+        }
+    }
+
+    fn call(t: u64, sent: &str, id: &str, status: u16) -> WitnessEntry {
+        WitnessEntry {
+            call_id: Some(id.into()),
+            executed: Some(status == 200),
+            call_ok: (status == 200).then_some(true),
+            ..entry(t, "tools/call", Some(sent), status, None)
+        }
+    }
+
+    fn dropped_note(t: u64) -> WitnessEntry {
+        WitnessEntry {
+            http_method: "CONTROL".into(),
+            rpc_method: None,
+            note: Some("invalidate: dropped 1 session(s)".into()),
+            ..entry(t, "", None, 200, None)
+        }
+    }
+
+    /// A bridge that tests the connection with session p0, serves its host on
+    /// s1, loses it, starts s2 without the dead id and resends the call once
+    /// (no tools/list: its host never asked).
+    fn renegotiated() -> Vec<WitnessEntry> {
+        vec![
+            entry(0, "initialize", None, 200, Some("p0")),
+            entry(1, "initialize", None, 200, Some("s1")),
+            entry(2, "tools/list", Some("s1"), 200, None),
+            call(3, "s1", "c1", 200),
+            dropped_note(4),
+            call(5, "s1", "c2", 404),
+            entry(6, "initialize", None, 200, Some("s2")),
+            call(7, "s2", "c2", 200),
+            // The connection test's GET, reopened with its dead id.
+            WitnessEntry {
+                http_method: "GET".into(),
+                rpc_method: None,
+                ..entry(8, "", Some("p0"), 404, None)
+            },
+        ]
+    }
+
+    #[test]
+    fn the_verdict_starts_at_the_session_the_hosts_calls_went_through() {
+        let (scoped, before) = host_scope(renegotiated());
+        assert_eq!(before, 1);
+        assert_eq!(scoped.len(), 7);
+        assert_eq!(scoped[0].session_issued.as_deref(), Some("s1"));
+        assert!(scoped
+            .iter()
+            .all(|e| e.session_sent.as_deref() != Some("p0")));
+        // No call: nothing to scope by.
+        let w = vec![entry(0, "initialize", None, 200, Some("s1"))];
+        assert_eq!(host_scope(w).1, 0);
+    }
+
+    #[test]
+    fn a_bridge_recovers_without_relisting_tools_where_the_plugin_must_relist() {
+        let s = scenario::find(ScenarioName::Expired404);
+        let (witness, _) = host_scope(renegotiated());
+        let dropped = vec!["s1".to_string(), "p0".to_string()];
+        let counts = [
+            (
+                "c1".to_string(),
+                crate::verify::server::CallCount { sent: 1, ran: 1 },
+            ),
+            (
+                "c2".to_string(),
+                crate::verify::server::CallCount { sent: 2, ran: 1 },
+            ),
+        ]
+        .into_iter()
+        .collect();
+        let calls = vec![
+            scenario::HarnessCall {
+                call_id: "c1".into(),
+                name: "echo".into(),
+                ok: true,
+                error: None,
+                ms: 1,
+            },
+            scenario::HarnessCall {
+                call_id: "c2".into(),
+                name: "echo".into(),
+                ok: true,
+                error: None,
+                ms: 2,
+            },
+        ];
+        let ev = Evidence {
+            witness: &witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls: &calls,
+            policy: Policy::Short,
+            seamless: true,
+        };
+        let j = scenario::judge_with(&s, Expectation::Seamless, &ev, false);
+        assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
+        assert_eq!(
+            j.note,
+            "one fresh initialize without the dead id, calls succeeded"
+        );
+        let j = scenario::judge(&s, Expectation::Seamless, &ev);
+        assert_eq!((j.verdict, j.ok), ("STUCK", false));
+        assert_eq!(
+            j.note,
+            "a new session started but its tools were never listed again"
+        );
+    }
+
+    #[test]
+    fn the_404_checks_pass_on_renegotiation_and_fail_on_each_way_of_missing_it() {
+        let s = scenario::find(ScenarioName::Expired404);
+        let dropped = vec!["s1".to_string()];
+        let (witness, _) = host_scope(renegotiated());
+        let statuses = |w: &[WitnessEntry]| {
+            checks(&s, w, &dropped)
+                .iter()
+                .map(|c| (c.id, c.status, c.error_message.clone()))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            statuses(&witness),
+            [
+                (CHECK_RENEGOTIATE, "SUCCESS", None),
+                (CHECK_CONTINUES, "SUCCESS", None)
+            ]
+        );
+        // The dead id again after the new session: renegotiated, did not continue.
+        let mut again = witness.clone();
+        again.push(call(9, "s1", "c3", 404));
+        assert_eq!(
+            statuses(&again)[1],
+            (CHECK_CONTINUES, "FAILURE", Some("1 request(s) still carried the old session id after the new session was set up".into()))
+        );
+        // No new initialize: both fail.
+        let kept: Vec<WitnessEntry> = witness[..5].to_vec();
+        assert_eq!(
+            statuses(&kept),
+            [
+                (
+                    CHECK_RENEGOTIATE,
+                    "FAILURE",
+                    Some(
+                        "after the 404 the client never sent a new initialize without a session id"
+                            .into()
+                    )
+                ),
+                (
+                    CHECK_CONTINUES,
+                    "FAILURE",
+                    Some("there was no new session to continue on".into())
+                ),
+            ]
+        );
+        // A new session nothing was answered on.
+        let idle: Vec<WitnessEntry> = witness[..6].to_vec();
+        assert_eq!(
+            statuses(&idle)[1],
+            (
+                CHECK_CONTINUES,
+                "FAILURE",
+                Some("no request on the new session was answered".into())
+            )
+        );
+        // Scenarios whose server does not answer 404 carry no checks.
+        assert!(checks(
+            &scenario::find(ScenarioName::Expired400),
+            &witness,
+            &dropped
+        )
+        .is_empty());
+        assert!(checks(
+            &scenario::find(ScenarioName::RestartPersisted),
+            &witness,
+            &dropped
+        )
+        .is_empty());
+    }
+
+    #[test]
+    fn only_the_policy_scenario_is_left_out_for_bridges() {
+        let left: Vec<ScenarioName> = scenario::all()
+            .iter()
+            .filter(|s| left_out_why(s).is_some())
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(left, [ScenarioName::Forgetful]);
+    }
+
+    #[test]
+    fn a_bridge_that_ended_is_broken_with_its_stderr_on_one_line_and_escaped() {
+        let j = stopped(
+            &drive::Stop::Closed("the bridge's stdout ended while call c2 (echo) waited".into()),
+            &[],
+            &[],
+            Some("exit status: 3"),
+            "first\n\u{1b}]0;owned\u{7}last",
+        );
+        assert_eq!((j.verdict, j.ok), ("BROKEN", false));
+        assert_eq!(
+            j.note,
+            "the bridge's stdout ended while call c2 (echo) waited (exit status: 3); its stderr ended: first | \\u{1b}]0;owned\\u{7}last"
+        );
+        let j = stopped(
+            &drive::Stop::Hang("call c2 (echo) got no answer within 5000 ms".into()),
+            &[],
+            &[],
+            None,
+            "",
+        );
+        assert_eq!(j.verdict, "HANG");
+        assert_eq!(
+            j.note,
+            "call c2 (echo) got no answer within 5000 ms; the bridge was still running"
+        );
     }
 }
