@@ -225,6 +225,31 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share"
     );
     assert_eq!(v["error"], Value::Null);
+    // The README's example has the shape of this real run.
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let at = readme
+        .find("`verify --command ... --json` prints one object")
+        .expect("README shows verify --command --json");
+    let start = at + readme[at..].find("```json\n").unwrap() + 8;
+    let end = start + readme[start..].find("```").unwrap();
+    let example: Value = serde_json::from_str(&readme[start..end]).unwrap();
+    assert_eq!(
+        shape(&example),
+        shape(&v),
+        "README: {example:#}\nreal: {v:#}"
+    );
+}
+
+/// Keys, recursively (an array by its first element); values are not compared.
+fn shape(v: &Value) -> Value {
+    match v {
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (k.clone(), shape(v))).collect())
+        }
+        Value::Array(items) => Value::Array(items.first().map(shape).into_iter().collect()),
+        _ => Value::Null,
+    }
 }
 
 #[test]
