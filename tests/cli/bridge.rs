@@ -475,3 +475,37 @@ fn a_bridge_verify_that_fails_or_panics_mid_run_leaves_no_process_behind() {
         assert_eq!(processes_left(sb.root()), vec![], "{var}");
     }
 }
+
+#[test]
+fn a_bridge_silent_at_start_up_hangs_after_the_start_up_limit_and_one_that_exits_is_broken() {
+    let sb = Sandbox::new();
+    let silent = format!("{} -e 'setInterval(() => {{}}, 1 << 30)'", quoted(&node()));
+    let (o, v, took) = verify_bridge(
+        &sb,
+        &silent,
+        &["expired-404"],
+        &["--startup-timeout", "1.5"],
+    );
+    assert_eq!(code(&o), 1, "{v:#}");
+    let s = scenario(&v, "expired-404");
+    assert_eq!(s["verdict"], "HANG");
+    assert_eq!(
+        s["note"],
+        "no answer to initialize within 1.5 s (the start-up limit, --startup-timeout); the bridge was still running"
+    );
+    assert_eq!(v["startup_timeout_ms"], 1500);
+    assert!(took < Duration::from_secs(20), "took {took:?}");
+    assert_eq!(processes_left(sb.root()), vec![]);
+
+    let script = "process.stderr.write('cannot reach the server\\n'); process.exit(4)";
+    let command = format!("{} -e \"{script}\"", quoted(&node()));
+    let (o, v, _) = verify_bridge(&sb, &command, &["restart-persisted"], &[]);
+    assert_eq!(code(&o), 1, "{v:#}");
+    let s = scenario(&v, "restart-persisted");
+    assert_eq!(s["verdict"], "BROKEN");
+    assert_eq!(
+        s["note"],
+        "the bridge's stdout ended before it answered initialize (exit status: 4); its stderr ended: cannot reach the server"
+    );
+    assert_eq!(s["stderr"], "cannot reach the server");
+}

@@ -166,7 +166,7 @@ pub async fn handshake(
         .map_err(|e| match e {
             NoAnswer::Timeout => Stop::Hang(format!(
                 "no answer to initialize within {} s (the start-up limit, --startup-timeout)",
-                startup.as_secs()
+                startup.as_secs_f64()
             )),
             NoAnswer::Closed => {
                 Stop::Closed("the bridge's stdout ended before it answered initialize".into())
