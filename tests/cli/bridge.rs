@@ -483,7 +483,7 @@ fn a_bridge_silent_at_start_up_hangs_after_the_start_up_limit_and_one_that_exits
     let (o, v, took) = verify_bridge(
         &sb,
         &silent,
-        &["expired-404"],
+        &["expired-404", "restart-persisted"],
         &["--startup-timeout", "1.5"],
     );
     assert_eq!(code(&o), 1, "{v:#}");
@@ -494,6 +494,13 @@ fn a_bridge_silent_at_start_up_hangs_after_the_start_up_limit_and_one_that_exits
         "no answer to initialize within 1.5 s (the start-up limit, --startup-timeout); the bridge was still running"
     );
     assert_eq!(v["startup_timeout_ms"], 1500);
+    // Not started again for the next scenario: it would wait the whole limit again.
+    let s = scenario(&v, "restart-persisted");
+    assert_eq!(s["verdict"], "BROKEN");
+    assert_eq!(
+        s["note"],
+        "not run: the bridge did not get through its handshake in expired-404"
+    );
     assert!(took < Duration::from_secs(20), "took {took:?}");
     assert_eq!(processes_left(sb.root()), vec![]);
 

@@ -339,6 +339,7 @@ async fn witnessed(server: &FakeServer, matches: impl Fn(&str) -> bool) {
 
 /// End a run: close the bridge's stdin, give it [`EXIT_GRACE`] to exit, kill its group.
 pub async fn finish(host: &Host, bridge: Bridge) -> Option<std::process::ExitStatus> {
-    host.close().await;
+    // Bounded: a bridge that stopped reading could hold the pipe full.
+    let _ = tokio::time::timeout(EXIT_GRACE, host.close()).await;
     bridge.finish(EXIT_GRACE).await
 }

@@ -77,6 +77,34 @@ pub struct BridgeScenario {
     pub stderr_lines_dropped: usize,
     /// Lines on the bridge's stdout that were not JSON-RPC messages.
     pub stdout_noise: Vec<String>,
+    /// Whether the bridge got through its handshake (initialize, tools/list).
+    #[serde(skip)]
+    pub started: bool,
+}
+
+/// A scenario not run because the bridge could not start in scenario `first`.
+fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
+    BridgeScenario {
+        name: s.name,
+        expected: s.expectation(true),
+        judgement: Judgement {
+            verdict: "BROKEN",
+            ok: false,
+            recovery_ms: None,
+            trigger_ms: None,
+            failed_calls: 0,
+            initialize_count: 0,
+            trigger_error: None,
+            note: format!("not run: the bridge did not get through its handshake in {first}"),
+        },
+        checks: Vec::new(),
+        sessions_before_host: 0,
+        exit: None,
+        stderr: String::new(),
+        stderr_lines_dropped: 0,
+        stdout_noise: Vec::new(),
+        started: false,
+    }
 }
 
 /// A scenario not run against bridges, and why.
@@ -198,11 +226,20 @@ fn run_all(
         let mut signals = Signals::listen()?;
         let started = Instant::now();
         let total = chosen.len();
+        // A bridge that could not start once is not started again (each try may
+        // wait the whole start-up limit): the scenarios left say so.
+        let mut not_started: Option<ScenarioName> = None;
         for (i, s) in chosen.iter().enumerate() {
-            let one = tokio::select! {
-                r = run_one(s, words, opts.startup) => r?,
-                signal = signals.next() => return Err(Error::BridgeInterrupted { signal }),
+            let one = match not_started {
+                Some(first) => not_run(s, first),
+                None => tokio::select! {
+                    r = run_one(s, words, opts.startup) => r?,
+                    signal = signals.next() => return Err(Error::BridgeInterrupted { signal }),
+                },
             };
+            if !one.started && not_started.is_none() {
+                not_started = Some(s.name);
+            }
             if progress {
                 let j = &one.judgement;
                 let shown = super::shown_verdict(color::stderr(), j, one.expected);
@@ -290,6 +327,7 @@ async fn run_one(s: &Scenario, words: &[String], startup: Duration) -> Result<Br
         stderr: stderr_text,
         stderr_lines_dropped: dropped,
         stdout_noise: host.stray.lock().map(|s| s.clone()).unwrap_or_default(),
+        started: !run.tools.is_empty(),
     })
 }
 
