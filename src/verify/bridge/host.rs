@@ -172,7 +172,7 @@ async fn read_loop(
             keep_stray(&stray, text.to_string());
             continue;
         };
-        handle(&msg, &stdin, &pending, &stray).await;
+        handle(&msg, &stdin, &pending, &stray);
     }
     closed.store(true, Ordering::SeqCst);
     // Every request still waiting learns that no answer will come.
@@ -181,9 +181,9 @@ async fn read_loop(
     }
 }
 
-async fn handle(
+fn handle(
     msg: &Value,
-    stdin: &tokio::sync::Mutex<ChildStdin>,
+    stdin: &Arc<tokio::sync::Mutex<ChildStdin>>,
     pending: &Pending,
     stray: &Mutex<Vec<String>>,
 ) {
@@ -198,13 +198,17 @@ async fn handle(
                 _ => json!({"jsonrpc": "2.0", "id": id,
                     "error": {"code": -32601, "message": format!("method not found: {method}")}}),
             };
-            write_line(stdin, &reply).await;
+            // Written aside, so reading stdout never waits on a request being written.
+            let stdin = stdin.clone();
+            tokio::spawn(async move { write_line(&stdin, &reply).await });
         }
         // A notification (progress, list changed, a log message): nothing to do.
         (Some(_), None) => {}
         (None, Some(id)) => {
+            // mcpatch's ids are numbers; a bridge that turned one into text is forgiven.
             let sender = id
                 .as_u64()
+                .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
                 .and_then(|id| pending.lock().ok().and_then(|mut p| p.remove(&id)));
             match sender {
                 Some(tx) => {
