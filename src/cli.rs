@@ -114,6 +114,17 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Verify a stdio MCP bridge instead (e.g. 'npx -y mcp-remote@0.15.1'), quoted as
+        /// for a shell: the fake server's URL replaces {url} in an argument, else comes last.
+        #[arg(long, value_name = "CMD")]
+        command: Option<String>,
+        /// With --command: how long the bridge may take to answer its first initialize
+        /// (npx may download it first).
+        #[arg(long, value_name = "SECS", default_value = "60", value_parser = crate::probe::parse_timeout, requires = "command")]
+        startup_timeout: std::time::Duration,
+        /// With --command: print the bridge's stderr of each scenario (to stderr).
+        #[arg(long, short = 'v', requires = "command")]
+        verbose: bool,
     },
     /// Run the fake stateful MCP server alone, for any MCP client.
     Serve {

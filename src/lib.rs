@@ -91,6 +91,42 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             jobs,
             node,
             json,
+            command: Some(command),
+            startup_timeout,
+            verbose,
+        } => {
+            let flag = if !paths.paths.is_empty() {
+                Some("--path")
+            } else if paths.npm {
+                Some("--npm")
+            } else if backup.is_some() {
+                Some("--backup")
+            } else if jobs.is_some() {
+                Some("--jobs")
+            } else if node.node.is_some() {
+                Some("--node")
+            } else {
+                None
+            };
+            if let Some(flag) = flag {
+                return Err(crate::error::Error::BridgeConflict { flag });
+            }
+            verify::bridge::run(&verify::bridge::BridgeOptions {
+                command,
+                scenarios,
+                json,
+                startup: startup_timeout,
+                verbose,
+            })
+        }
+        Command::Verify {
+            paths,
+            backup,
+            scenarios,
+            jobs,
+            node,
+            json,
+            ..
         } => verify::run(
             &spec,
             &verify::VerifyOptions {

@@ -2,6 +2,7 @@
 //! installed client heals itself when a server drops its session — the real
 //! installed file, the real MCP SDK, real node, real HTTP servers.
 
+pub mod bridge;
 pub mod harness;
 pub mod scenario;
 pub mod server;

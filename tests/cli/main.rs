@@ -102,6 +102,7 @@ impl Sandbox {
             .env_remove("MCPATCH_SYSROOT")
             .env_remove("MCPATCH_TEST_KILL_AT")
             .env_remove("MCPATCH_TEST_FAIL_AT")
+            .env_remove("MCPATCH_TEST_PANIC_AT")
             .env_remove("MCPATCH_TEST_PAUSE_AT")
             .env_remove("MCPATCH_TEST_TRACE")
             .env_remove("MCPATCH_NODE_TIMEOUT");
@@ -283,6 +284,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 mod apply;
 mod automation;
 mod backups;
+mod bridge;
 mod evidence;
 mod harden;
 mod host;
