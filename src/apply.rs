@@ -260,16 +260,16 @@ fn apply_file(
     if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
-                Some(r) => eprintln!(
+                Some(r) => crate::errln!(
                     "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
                     file.display()
                 ),
-                None => eprintln!(
+                None => crate::errln!(
                     "{} is modified (not a revision mcpatch knows); the patch would change:",
                     file.display()
                 ),
             }
-            eprint!(
+            crate::err!(
                 "{}",
                 crate::diff::render_change(
                     &spec.file,

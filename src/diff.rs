@@ -108,18 +108,20 @@ pub fn paint_unified(text: &str, color: bool) -> String {
 
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
     let report = status::collect(spec, paths, env)?;
+    crate::output::end_on_closed_pipe();
     let paint = color::stdout();
     if report.installs.is_empty() {
-        println!(
+        crate::outln!(
             "no install found; the patch {} against {} is:",
-            spec.id, spec.file
+            spec.id,
+            spec.file
         );
-        print!("{}", paint_unified(&spec.diff, paint.on()));
+        crate::out!("{}", paint_unified(&spec.diff, paint.on()));
         return Ok(Outcome::Clean);
     }
     let mut outcome = Outcome::Clean;
     for install in &report.installs {
-        println!(
+        crate::outln!(
             "# {} ({})",
             install.file.display(),
             status::paint_state(paint, install.state)
@@ -136,23 +138,23 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
                 };
                 match staged {
                     Ok(staged) => {
-                        print!(
+                        crate::out!(
                             "{}",
                             render_change(&spec.file, &current, &staged, paint.on())
                         );
                     }
                     Err(e) => {
                         outcome = Outcome::Attention;
-                        println!("{e}");
+                        crate::outln!("{e}");
                     }
                 }
             }
-            State::Patched if install.revision.is_none() => println!(
+            State::Patched if install.revision.is_none() => crate::outln!(
                 "already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before"
             ),
-            State::Patched => println!("already patched; `mcpatch revert` restores the original"),
-            State::UpstreamFixed => println!("already routes session loss; nothing to patch"),
-            State::Unsupported => println!("unsupported: the patch cannot help this revision"),
+            State::Patched => crate::outln!("already patched; `mcpatch revert` restores the original"),
+            State::UpstreamFixed => crate::outln!("already routes session loss; nothing to patch"),
+            State::Unsupported => crate::outln!("unsupported: the patch cannot help this revision"),
         }
     }
     Ok(outcome)

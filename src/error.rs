@@ -216,7 +216,7 @@ impl Failures {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(e) if self.total > 1 => {
-                eprintln!("error: {e}");
+                crate::errln!("error: {e}");
                 self.failed += 1;
                 Ok(None)
             }

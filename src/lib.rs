@@ -47,12 +47,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Status { paths, json } => status::run(&spec, &paths.paths, json, &env),
         Command::Completions { shell } => {
-            clap_complete::generate(
-                shell,
-                &mut Cli::command(),
-                "mcpatch",
-                &mut std::io::stdout(),
-            );
+            // Made whole first: clap_complete panics on a stream it cannot write.
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "mcpatch", &mut script);
+            output::end_on_closed_pipe();
+            output::print_bytes(&script);
             Ok(Outcome::Clean)
         }
         Command::Apply {

@@ -115,7 +115,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
         return Err(failed.into_iter().next().expect("one error"));
     }
     for e in &failed {
-        eprintln!("{}", color::stderr().error(&e.to_string()));
+        crate::errln!("{}", color::stderr().error(&e.to_string()));
     }
     if !failed.is_empty() {
         return Err(Error::SomeUnreadable {

@@ -128,7 +128,7 @@ impl Drop for Transaction {
                     .stage(&self.before.bytes)
                     .and_then(PendingFile::persist);
                 if let Err(e) = restored {
-                    eprintln!("error: could not roll back {}: {e}", self.target.display());
+                    crate::errln!("error: could not roll back {}: {e}", self.target.display());
                     backup_needed = true;
                 }
             }

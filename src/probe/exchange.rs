@@ -113,7 +113,7 @@ fn redirect_policy(verbose: bool) -> reqwest::redirect::Policy {
             attempt.stop()
         } else {
             if verbose {
-                eprintln!("< {} redirect, followed to {to}", attempt.status().as_u16());
+                crate::errln!("< {} redirect, followed to {to}", attempt.status().as_u16());
             }
             attempt.follow()
         }
@@ -138,7 +138,7 @@ pub fn client(verbose: bool) -> Result<reqwest::Client> {
                 }
             }
             // node warns and goes on without them; so does the probe.
-            Err(e) => eprintln!(
+            Err(e) => crate::errln!(
                 "warning: ignoring NODE_EXTRA_CA_CERTS={}: {e}",
                 std::path::Path::new(&path).display()
             ),
@@ -230,17 +230,17 @@ impl<'a> Exchange<'a> {
     ) -> std::result::Result<Answer, NoAnswer> {
         let headers = self.headers(body.is_some(), session);
         if self.verbose {
-            eprintln!("> {method} {}", self.target.url);
+            crate::errln!("> {method} {}", self.target.url);
             for (name, value, secret) in &headers {
                 let shown = if *secret {
                     REDACTED.to_string()
                 } else {
                     value.to_str().unwrap_or("").to_string()
                 };
-                eprintln!("> {name}: {shown}");
+                crate::errln!("> {name}: {shown}");
             }
             if let Some(b) = &body {
-                eprintln!("> {b}");
+                crate::errln!("> {b}");
             }
         }
         let mut map = HeaderMap::new();
@@ -267,22 +267,22 @@ impl<'a> Exchange<'a> {
         if self.verbose {
             match &answer {
                 Ok(a) => {
-                    eprintln!(
+                    crate::errln!(
                         "< {} {} ({})",
                         a.status,
                         a.reason,
                         a.content_type.as_deref().unwrap_or("no content type")
                     );
                     if let Some(s) = &a.session_id {
-                        eprintln!("< {SESSION_HEADER}: {s}");
+                        crate::errln!("< {SESSION_HEADER}: {s}");
                     }
                     if !a.body.is_empty() {
                         let shown: String = a.body.chars().take(VERBOSE_BODY_CHARS).collect();
-                        eprintln!("< {}", shown.trim_end());
+                        crate::errln!("< {}", shown.trim_end());
                     }
                 }
-                Err(NoAnswer::TimedOut) => eprintln!("< no answer: the deadline passed"),
-                Err(NoAnswer::Failed { detail, .. }) => eprintln!("< no answer: {detail}"),
+                Err(NoAnswer::TimedOut) => crate::errln!("< no answer: the deadline passed"),
+                Err(NoAnswer::Failed { detail, .. }) => crate::errln!("< no answer: {detail}"),
             }
         }
         answer

@@ -74,12 +74,12 @@ pub fn run(spec: &PatchSpec, opts: &ProbeOptions) -> Result<Outcome> {
     let finding = runtime()?.block_on(probe(&predicate, &target, opts))?;
     let report = &finding.report;
     if opts.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(report).expect("the report serialises")
         );
     } else {
-        print!("{}", report::render(&finding, &target));
+        crate::out!("{}", report::render(&finding, &target));
     }
     match report.verdict {
         Verdict::Covered | Verdict::Stateless => Ok(Outcome::Clean),

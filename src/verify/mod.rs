@@ -152,9 +152,9 @@ fn verify_all(
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {
-        eprintln!("node {} ({})", node.version, node.path.display());
+        crate::errln!("node {} ({})", node.version, node.path.display());
         if !node.has_with_resolvers {
-            eprintln!(
+            crate::errln!(
                 "note: node {} lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim",
                 node.version
             );
@@ -169,7 +169,7 @@ fn verify_all(
     for install in &report.installs {
         if install.state == State::Unsupported {
             if !opts.json {
-                println!(
+                crate::outln!(
                     "skipped {}: unsupported (no reconnect supervisor)",
                     install.path.display()
                 );
@@ -203,7 +203,7 @@ fn verify_all(
             outcome = Outcome::Attention;
         }
         if !opts.json {
-            print!("{}", render(&result));
+            crate::out!("{}", render(&result));
         }
         results.push(result);
     }
@@ -406,7 +406,7 @@ async fn verify_install(
             finished += 1;
             if progress {
                 let shown = shown_verdict(color::stderr(), &j, expect);
-                eprintln!(
+                crate::errln!(
                     "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
                     scenario.name,
                     policy.as_str(),
@@ -640,12 +640,12 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
     rt.block_on(async move {
         let server = FakeServer::start(chosen.behaviour.clone(), port).await?;
         let base = format!("http://{}", server.addr());
-        println!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
-        println!("  MCP endpoint:  {}", server.url());
-        println!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
-        println!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
-        println!("  witness log:   curl {base}/control/witness");
-        println!("  quit:          Ctrl-C");
+        crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
+        crate::outln!("  MCP endpoint:  {}", server.url());
+        crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
+        crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
+        crate::outln!("  witness log:   curl {base}/control/witness");
+        crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();
         let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
         let mut stdin_open = true;
@@ -653,8 +653,8 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         loop {
             tokio::select! {
                 line = lines.next_line(), if stdin_open => match line {
-                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); println!("restarting on {}", server.addr()); }
-                    Ok(Some(_)) => { server.invalidate(); println!("dropped every session"); }
+                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); crate::outln!("restarting on {}", server.addr()); }
+                    Ok(Some(_)) => { server.invalidate(); crate::outln!("dropped every session"); }
                     _ => stdin_open = false,
                 },
                 _ = tokio::signal::ctrl_c() => break,
@@ -662,7 +662,7 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
             }
             for e in server.witness_since(next_seq) {
                 next_seq = e.seq + 1;
-                println!("{}", console_line(&e));
+                crate::outln!("{}", console_line(&e));
             }
             let _ = std::io::stdout().flush();
         }

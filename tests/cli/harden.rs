@@ -1140,3 +1140,77 @@ fn apply_and_revert_keep_setgid_and_the_owner_exactly() {
         );
     }
 }
+
+/// `/dev/full` opened for writing: every write fails with "no space left".
+fn full_device() -> File {
+    OpenOptions::new().write(true).open("/dev/full").unwrap()
+}
+
+#[test]
+fn a_closed_or_full_stdout_or_stderr_never_panics() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "a");
+    let p = client.to_str().unwrap();
+    let fake = super::probe::Fake::start(mcpatch::verify::server::LostSessionAnswer::NotFoundText);
+    let url = fake.url();
+    // A closed stdout: completions and diff print as they go and end by SIGPIPE (or finish first).
+    for args in [&["completions", "bash"][..], &["diff", "--path", p][..]] {
+        let o = sb
+            .command(args)
+            .stdout(closed_stdout())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(
+            o.status.signal() == Some(libc::SIGPIPE) || code(&o) == 0,
+            "{args:?}: {:?} {}",
+            o.status,
+            stderr(&o)
+        );
+        assert_eq!(stderr(&o), "", "{args:?}");
+    }
+    // A full stdout: the output is lost, so the run says so and exits 2.
+    for args in [
+        &["completions", "bash"][..],
+        &["probe", url.as_str()][..],
+        &["status", "--path", p][..],
+    ] {
+        let o = sb
+            .command(args)
+            .stdout(full_device())
+            .stderr(Stdio::piped())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 2, "{args:?}: {:?} {}", o.status, stderr(&o));
+        assert_eq!(
+            stderr(&o),
+            "error: cannot write to standard output: No space left on device (os error 28); the work goes on\n",
+            "{args:?}"
+        );
+    }
+    // A closed or full stderr: the run ends with its own exit code, quietly.
+    let missing = sb.root().join("missing");
+    for (args, want) in [
+        (vec!["status", "--path", missing.to_str().unwrap()], 2),
+        (vec!["probe", "-v", url.as_str()], 0),
+        (vec!["verify", "--path", p, "--scenario", "expired-404"], 1),
+    ] {
+        for closed in [true, false] {
+            let mut cmd = sb.command(&args);
+            cmd.stdout(Stdio::piped());
+            if closed {
+                cmd.stderr(closed_stdout());
+            } else {
+                cmd.stderr(full_device());
+            }
+            let o = cmd.output().unwrap();
+            assert_eq!(
+                code(&o),
+                want,
+                "{args:?} closed={closed}: {:?} {}",
+                o.status,
+                stdout(&o)
+            );
+        }
+    }
+}
