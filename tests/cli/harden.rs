@@ -1214,3 +1214,147 @@ fn a_closed_or_full_stdout_or_stderr_never_panics() {
         }
     }
 }
+
+/// `cmd` run under `umask 000`, as a careless shell or service might start it.
+fn with_umask_000(mut cmd: std::process::Command) -> std::process::Command {
+    // SAFETY: umask(2) is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::umask(0);
+            Ok(())
+        });
+    }
+    cmd
+}
+
+/// The folders in `dir` whose names start with `prefix`.
+fn named(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    found
+}
+
+/// Set `p`'s modification time (not following a link) a minute back.
+fn age(p: &Path) {
+    let st = std::process::Command::new("touch")
+        .args(["-h", "-d", "1 minute ago"])
+        .arg(p)
+        .status()
+        .unwrap();
+    assert!(st.success(), "touch {}", p.display());
+}
+
+#[test]
+fn scratch_folders_and_files_are_private_whatever_the_umask() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "a");
+    let p = client.to_str().unwrap();
+    let tmp = sb.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for (args, step, prefix, dirs, files) in [
+        (
+            &["apply", "--path", p][..],
+            "syntax-check",
+            "mcpatch-stage-",
+            &["lib"][..],
+            &["package.json", "lib/index.js"][..],
+        ),
+        (
+            &["verify", "--path", p, "--scenario", "expired-404"][..],
+            "harness-written",
+            "mcpatch-harness-",
+            &[][..],
+            &["harness.mjs"][..],
+        ),
+    ] {
+        // Killed there, so the folder is left as it was while node ran from it.
+        let mut cmd = with_umask_000(sb.command(args));
+        let o = cmd
+            .env("MCPATCH_TEST_KILL_AT", step)
+            .env("TMPDIR", &tmp)
+            .output()
+            .unwrap();
+        assert_eq!(
+            o.status.signal(),
+            Some(libc::SIGKILL),
+            "{step}: {}",
+            stderr(&o)
+        );
+        let found = named(&tmp, prefix);
+        assert_eq!(found.len(), 1, "{found:?}");
+        let scratch = &found[0];
+        assert_eq!(mode_of(scratch), 0o700, "{}", scratch.display());
+        for d in dirs {
+            assert_eq!(mode_of(&scratch.join(d)), 0o700, "{d}");
+        }
+        for f in files {
+            assert_eq!(mode_of(&scratch.join(f)), 0o600, "{f}");
+        }
+        std::fs::remove_dir_all(scratch).unwrap();
+    }
+    // A whole apply under umask 000: the backup folder is no wider than mcpatch makes it.
+    let mut cmd = with_umask_000(sb.command(&["apply", "--path", p]));
+    let o = cmd.env("TMPDIR", &tmp).output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = backup_ids(&sb).remove(0);
+    assert_eq!(mode_of(&sb.dsh_home().join(BACKUPS).join(&id)), 0o755);
+    assert_eq!(named(&tmp, "mcpatch-"), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn a_later_run_removes_the_scratch_folders_of_dead_runs_only() {
+    require_root("it gives a leftover folder to another uid");
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "a");
+    let p = client.to_str().unwrap();
+    let tmp = sb.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    // A run killed while node checked the staged file leaves its folder behind.
+    let o = sb
+        .command(&["apply", "--path", p])
+        .env("MCPATCH_TEST_KILL_AT", "syntax-check")
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.signal(), Some(libc::SIGKILL), "{}", stderr(&o));
+    let dead = named(&tmp, "mcpatch-stage-");
+    assert_eq!(dead.len(), 1);
+    let dead = dead[0].clone();
+    // A live run's folder (locked, as a run holds its own), another user's, a link.
+    let live = tmp.join("mcpatch-stage-live");
+    std::fs::create_dir(&live).unwrap();
+    let held = File::open(&live).unwrap();
+    held.lock().unwrap();
+    let theirs = tmp.join("mcpatch-stage-theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    std::os::unix::fs::lchown(&theirs, Some(STRANGER), Some(STRANGER)).unwrap();
+    let elsewhere = sb.root().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::write(elsewhere.join("keep"), "x").unwrap();
+    let link = tmp.join("mcpatch-stage-link");
+    std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+    // A folder just made, not yet locked by the run that made it.
+    let young = tmp.join("mcpatch-stage-young");
+    std::fs::create_dir(&young).unwrap();
+    for old in [&dead, &live, &theirs, &link] {
+        age(old);
+    }
+    let o = sb
+        .command(&["apply", "--path", p])
+        .env("TMPDIR", &tmp)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        named(&tmp, "mcpatch-stage-"),
+        vec![link.clone(), live.clone(), theirs.clone(), young.clone()],
+        "only the dead run's folder is removed"
+    );
+    assert!(elsewhere.join("keep").is_file());
+    drop(held);
+}
