@@ -74,7 +74,7 @@ fn apply_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{args}");
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
         }
     };
     let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)?;

@@ -123,7 +123,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
     for install in &report.installs {
         crate::outln!(
             "# {} ({})",
-            install.file.display(),
+            crate::output::path(&install.file),
             status::paint_state(paint, install.state)
         );
         match install.state {
@@ -145,7 +145,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Result<Out
                     }
                     Err(e) => {
                         outcome = Outcome::Attention;
-                        crate::outln!("{e}");
+                        crate::outln!("{}", crate::output::clean_lines(&e.to_string()));
                     }
                 }
             }

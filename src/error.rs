@@ -216,7 +216,7 @@ impl Failures {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(e) if self.total > 1 => {
-                crate::errln!("error: {e}");
+                crate::errln!("error: {}", crate::output::clean_lines(&e.to_string()));
                 self.failed += 1;
                 Ok(None)
             }

@@ -53,7 +53,7 @@ fn revert_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{args}");
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
         }
     };
     let root = backup::root(&env.dsh_home()?, spec);
@@ -324,27 +324,27 @@ pub fn list(spec: &PatchSpec, json: bool, env: &Environment) -> Result<Outcome> 
         return Ok(Outcome::Clean);
     }
     if backups.is_empty() && damaged.is_empty() {
-        outln!("no backups under {}", root.display());
+        outln!("no backups under {}", crate::output::path(&root));
         return Ok(Outcome::Clean);
     }
-    outln!("backups under {}:", root.display());
+    outln!("backups under {}:", crate::output::path(&root));
     // Newest first; a damaged backup says what is wrong in place of its file.
     let mut rows: Vec<Vec<String>> = backups
         .iter()
         .map(|b| {
             vec![
-                b.id.clone(),
-                b.manifest.version.clone().unwrap_or_else(|| "?".into()),
-                status::short_hash(&b.manifest.sha256_before),
-                b.manifest.original_path.display().to_string(),
+                crate::output::clean(&b.id).into_owned(),
+                crate::output::clean(b.manifest.version.as_deref().unwrap_or("?")).into_owned(),
+                crate::output::clean(&status::short_hash(&b.manifest.sha256_before)).into_owned(),
+                crate::output::path(&b.manifest.original_path),
             ]
         })
         .chain(damaged.iter().map(|d| {
             vec![
-                d.id.clone(),
+                crate::output::clean(&d.id).into_owned(),
                 "?".into(),
                 "?".into(),
-                format!("DAMAGED: {}", d.damaged),
+                format!("DAMAGED: {}", crate::output::clean(&d.damaged)),
             ]
         }))
         .collect();

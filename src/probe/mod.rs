@@ -71,7 +71,12 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn run(spec: &PatchSpec, opts: &ProbeOptions) -> Result<Outcome> {
     let predicate = Predicate::from_spec(spec)?;
     let target = Target::parse(&opts.url, &opts.headers)?;
-    let finding = runtime()?.block_on(probe(&predicate, &target, opts))?;
+    let rt = runtime()?;
+    let finding = rt.block_on(probe(&predicate, &target, opts));
+    // A lookup or read still blocking a thread (a resolver that never
+    // answers) must not hold the exit past the timeout: leave it behind.
+    rt.shutdown_background();
+    let finding = finding?;
     let report = &finding.report;
     if opts.json {
         crate::outln!(
@@ -228,7 +233,7 @@ fn open_failed(
 
 /// Open a session, probe how the server answers a lost one, and judge.
 async fn probe(predicate: &Predicate, target: &Target, opts: &ProbeOptions) -> Result<Finding> {
-    let mut x = Exchange::new(target, exchange::deadline(opts.timeout), opts.verbose)?;
+    let mut x = Exchange::new(target, exchange::deadline(opts.timeout), opts.verbose).await?;
     let mut report = ProbeReport {
         url: target.url.to_string(),
         protocol_version: None,

@@ -10,6 +10,7 @@ use super::predicate::Predicate;
 use super::target::Target;
 use crate::color::{self, Painter, Style};
 use crate::error::Error;
+use crate::output::clean;
 use crate::table::{Align, Table};
 
 /// What the patched client will make of this server's session loss.
@@ -295,7 +296,7 @@ pub fn judge_answers(
 pub fn render(finding: &Finding, target: &Target) -> String {
     let paint = color::stdout();
     let r = &finding.report;
-    let mut out = format!("probe {}\n", r.url);
+    let mut out = format!("probe {}\n", clean(&r.url));
     if !target.headers.is_empty() {
         out.push_str(&format!("headers: {}\n", target.header_names()));
     }
@@ -309,7 +310,10 @@ pub fn render(finding: &Finding, target: &Target) -> String {
         } else {
             "none issued"
         };
-        out.push_str(&format!("session: {session} (protocol {v}{tools})\n"));
+        out.push_str(&format!(
+            "session: {session} (protocol {}{tools})\n",
+            clean(v)
+        ));
     }
     if !r.answers.is_empty() {
         let mut t = Table::new(
@@ -319,7 +323,7 @@ pub fn render(finding: &Finding, target: &Target) -> String {
         for a in &r.answers {
             let answer = match &a.body {
                 Some(b) if b.trim().is_empty() => "(empty body)".to_string(),
-                Some(b) => one_line(b, 100),
+                Some(b) => clean(&one_line(b, 100)).into_owned(),
                 None => "no answer".to_string(),
             };
             t.row(vec![
@@ -338,7 +342,7 @@ pub fn render(finding: &Finding, target: &Target) -> String {
     }
     if let Some((summary, help)) = &finding.summary {
         out.push('\n');
-        out.push_str(&paint_verdict(paint, r.verdict, summary));
+        out.push_str(&paint_verdict(paint, r.verdict, &clean(summary)));
         out.push('\n');
         if let Some(h) = help {
             out.push_str(&format!("{} {h}\n", paint.paint(Style::BoldCyan, "help:")));

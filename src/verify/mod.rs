@@ -152,7 +152,11 @@ fn verify_all(
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {
-        crate::errln!("node {} ({})", node.version, node.path.display());
+        crate::errln!(
+            "node {} ({})",
+            crate::output::clean(&node.version),
+            crate::output::path(&node.path)
+        );
         if !node.has_with_resolvers {
             crate::errln!(
                 "note: node {} lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim",
@@ -171,7 +175,7 @@ fn verify_all(
             if !opts.json {
                 crate::outln!(
                     "skipped {}: unsupported (no reconnect supervisor)",
-                    install.path.display()
+                    crate::output::path(&install.path)
                 );
             }
             outcome = Outcome::Attention;
@@ -571,10 +575,14 @@ fn render(r: &InstallResult) -> String {
     let paint = color::stdout();
     let mut s = String::new();
     let what = match &r.backup {
-        Some(id) => format!("{} (backup {id}, the control)", r.path.display()),
+        Some(id) => format!(
+            "{} (backup {}, the control)",
+            crate::output::path(&r.path),
+            crate::output::clean(id)
+        ),
         None => format!(
             "{} ({})",
-            r.path.display(),
+            crate::output::path(&r.path),
             status::paint_state(paint, r.state)
         ),
     };
@@ -621,12 +629,12 @@ fn render(r: &InstallResult) -> String {
                 .map(|m| m.to_string())
                 .unwrap_or_else(|| "-".into()),
             j.initialize_count.to_string(),
-            j.note.clone(),
+            crate::output::clean(&j.note).into_owned(),
         ]);
     }
     s.push_str(&table.lines().concat());
     if let Some(note) = &r.note {
-        s.push_str(&format!("note: {note}\n"));
+        s.push_str(&format!("note: {}\n", crate::output::clean_lines(note)));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');
@@ -673,7 +681,7 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
 /// One witness entry for the terminal, with anything a client sent escaped so
 /// it cannot move the cursor, recolour or retitle the terminal.
 fn console_line(e: &server::WitnessEntry) -> String {
-    let clean = |s: &str| s.escape_debug().to_string();
+    let clean = |s: &str| crate::output::clean(s).into_owned();
     match &e.note {
         Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
         None => format!(

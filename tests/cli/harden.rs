@@ -1358,3 +1358,34 @@ fn a_later_run_removes_the_scratch_folders_of_dead_runs_only() {
     assert!(elsewhere.join("keep").is_file());
     drop(held);
 }
+
+#[test]
+fn folder_names_holding_escape_sequences_are_printed_escaped() {
+    let sb = Sandbox::new();
+    let name = "x\u{1b}]0;owned\u{7}\u{1b}[2Jy";
+    let client = sb.client_install("0.1.0-rc.8", name);
+    let p = client.to_str().unwrap();
+    let shown = "x\\u{1b}]0;owned\\u{7}\\u{1b}[2Jy";
+    let missing = format!("{p}/missing\u{1b}[2J");
+    for args in [
+        vec!["status", "--path", p],
+        vec!["diff", "--path", p],
+        vec!["apply", "--path", p],
+        vec!["backups"],
+        vec!["verify", "--path", p, "--scenario", "expired-404"],
+        vec!["revert", "--path", p],
+        vec!["status", "--path", &missing],
+    ] {
+        let o = sb.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert!(
+            !all.contains('\u{1b}') && !all.contains('\u{7}'),
+            "{args:?} printed an escape raw:\n{all}"
+        );
+        assert!(all.contains(shown), "{args:?}:\n{all}");
+    }
+    // JSON output stays JSON, with the name as serde escapes it.
+    let o = sb.run(&["status", "--json", "--path", p]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(v["installs"][0]["path"].as_str().unwrap().contains(name));
+}

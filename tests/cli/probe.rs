@@ -569,3 +569,165 @@ fn the_probes_port_of_the_predicate_agrees_with_the_patch_javascript_on_real_sdk
         cases.len()
     );
 }
+
+/// One request as [`Scripted`] saw it.
+pub(super) struct Seen {
+    pub method: String,
+    pub path: String,
+    pub session: Option<String>,
+    pub body: String,
+}
+
+/// A hand-written HTTP/1.1 server on 127.0.0.1 for answers the fake server
+/// never gives (hostile bytes, odd redirects, a plain web server): `answer`
+/// turns each request into the raw response sent back, one request per
+/// connection. It lives as long as the test process.
+pub(super) struct Scripted {
+    pub addr: std::net::SocketAddr,
+}
+
+impl Scripted {
+    pub(super) fn start(answer: impl Fn(&Seen) -> Vec<u8> + Send + 'static) -> Scripted {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                if reader.read_line(&mut first).is_err() {
+                    continue;
+                }
+                let mut parts = first.split_whitespace();
+                let method = parts.next().unwrap_or("").to_string();
+                let path = parts.next().unwrap_or("").to_string();
+                let mut length = 0;
+                let mut session = None;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':') {
+                        match name.trim().to_ascii_lowercase().as_str() {
+                            "content-length" => length = value.trim().parse().unwrap_or(0),
+                            "mcp-session-id" => session = Some(value.trim().to_string()),
+                            _ => {}
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let seen = Seen {
+                    method,
+                    path,
+                    session,
+                    body: String::from_utf8_lossy(&body).to_string(),
+                };
+                let _ = stream.write_all(&answer(&seen));
+            }
+        });
+        Scripted { addr }
+    }
+
+    pub(super) fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+}
+
+/// A raw HTTP response.
+pub(super) fn http(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// A server that works as MCP except that it says `protocol` and answers a
+/// session it does not know with 404 and `lost_body`; its session id is `session`.
+fn mcp_server(protocol: &'static str, session: String, lost_body: String) -> Scripted {
+    Scripted::start(move |req| {
+        let id = serde_json::from_str::<serde_json::Value>(&req.body)
+            .ok()
+            .and_then(|v| v.get("id").cloned());
+        if req.method == "DELETE" {
+            return http("200 OK", &[], b"");
+        }
+        if req.body.contains("\"initialize\"") {
+            let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": protocol, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
+            return http(
+                "200 OK",
+                &[
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", &session),
+                ],
+                result.to_string().as_bytes(),
+            );
+        }
+        if req.session.as_deref() != Some(session.as_str()) {
+            return http(
+                "404 Not Found",
+                &[("content-type", "text/plain")],
+                lost_body.as_bytes(),
+            );
+        }
+        if id.is_none() {
+            return http("202 Accepted", &[], b"");
+        }
+        let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
+        http(
+            "200 OK",
+            &[("content-type", "application/json")],
+            result.to_string().as_bytes(),
+        )
+    })
+}
+
+#[test]
+fn a_servers_escape_sequences_never_reach_the_terminal() {
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[32mcovered:\u{9b}";
+    let protocol: &'static str = Box::leak(format!("2025-11-25{hostile}").into_boxed_str());
+    let server = mcp_server(
+        protocol,
+        "abc".into(),
+        format!("Not Found: Session not found {hostile}"),
+    );
+    let url = server.url();
+    let sb = Sandbox::new();
+    for args in [
+        vec!["probe", url.as_str()],
+        vec!["probe", "-v", url.as_str()],
+    ] {
+        let o = sb.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 0, "{args:?}: {all}");
+        for raw in ['\u{1b}', '\u{7}', '\u{9b}'] {
+            assert!(!all.contains(raw), "{args:?} printed {raw:?} raw:\n{all}");
+        }
+        assert!(
+            stdout(&o).contains("(protocol 2025-11-25\\u{1b}]0;owned\\u{7}\\u{1b}[2J"),
+            "{}",
+            stdout(&o)
+        );
+        assert!(
+            stdout(&o).contains("Session not found \\u{1b}]0;owned"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    // JSON stays JSON: serde escapes control characters its own way.
+    let o = sb.run(&["probe", "--json", &url]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["protocol_version"], protocol);
+    assert!(!stdout(&o).contains('\u{1b}'));
+}
