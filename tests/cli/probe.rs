@@ -731,3 +731,123 @@ fn a_servers_escape_sequences_never_reach_the_terminal() {
     assert_eq!(v["protocol_version"], protocol);
     assert!(!stdout(&o).contains('\u{1b}'));
 }
+
+/// `cmd` (program, arguments, environment) run by `program` with `args` before it.
+fn through(program: &str, args: &[&std::ffi::OsStr], cmd: std::process::Command) -> std::process::Command {
+    let mut c = std::process::Command::new(program);
+    c.args(args).arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c
+}
+
+/// Run `cmd`, killing it if it has not ended after `limit`; returns its output and how long it took.
+fn bounded(mut cmd: std::process::Command, limit: std::time::Duration) -> (Output, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}: {}{}",
+                stdout(&o),
+                stderr(&o)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    (o, started.elapsed())
+}
+
+#[test]
+fn probe_timeout_covers_a_name_lookup_that_never_ends() {
+    super::harden::require_root(
+        "it binds 127.0.0.1:53 and mounts its own resolv.conf in a private mount namespace",
+    );
+    // A name server on 127.0.0.1 that takes every query and never answers.
+    let _silent = std::net::UdpSocket::bind("127.0.0.1:53")
+        .expect("127.0.0.1:53 must be free for this test's silent name server");
+    let sb = Sandbox::new();
+    let conf = sb.root().join("resolv.conf");
+    std::fs::write(&conf, "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n").unwrap();
+    let url = "http://mcpatch-probe-test.invalid/mcp";
+    let tool = |name: &str| {
+        which::which(name)
+            .unwrap_or_else(|_| panic!("{name} (util-linux) is needed: apt-get install util-linux"))
+    };
+    let (unshare, mount) = (tool("unshare"), tool("mount"));
+    let cmd = through(
+        unshare.to_str().unwrap(),
+        &[
+            "-m".as_ref(),
+            "/bin/sh".as_ref(),
+            "-c".as_ref(),
+            r#""$0" --bind "$1" /etc/resolv.conf && shift && exec "$@""#.as_ref(),
+            mount.as_os_str(),
+            conf.as_os_str(),
+        ],
+        sb.command(&["probe", "--timeout", "1", url]),
+    );
+    let (o, took) = bounded(cmd, std::time::Duration::from_secs(90));
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("error: cannot probe {url}: no answer to initialize within 1 s\nhelp: check that the server is running, or give it longer with --timeout SECS\n")
+    );
+    assert!(took < std::time::Duration::from_secs(5), "took {took:?} with --timeout 1");
+}
+
+#[test]
+fn node_extra_ca_certs_is_read_only_from_a_small_regular_file_within_the_timeout() {
+    let fake = Fake::start(LostSessionAnswer::NotFoundJsonRpc);
+    let url = fake.url();
+    let sb = Sandbox::new();
+    let fifo = sb.root().join("ca.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let huge = sb.root().join("huge.pem");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    for (ca, why) in [
+        ("/dev/zero".to_string(), "/dev/zero is a device, not a regular file".to_string()),
+        (
+            fifo.display().to_string(),
+            format!("{} is a FIFO, not a regular file", fifo.display()),
+        ),
+        (huge.display().to_string(), format!("{} is larger than", huge.display())),
+    ] {
+        let mut cmd = sb.command(&["probe", "--timeout", "5", &url]);
+        cmd.env("NODE_EXTRA_CA_CERTS", &ca);
+        // Bounded memory, so a probe that reads it whole fails instead of eating the machine.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 2 << 30,
+                    rlim_max: 2 << 30,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &limit);
+                Ok(())
+            });
+        }
+        let (o, _) = bounded(cmd, std::time::Duration::from_secs(30));
+        assert_eq!(code(&o), 0, "{ca}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!("warning: ignoring NODE_EXTRA_CA_CERTS={ca}: {why}")),
+            "{err}"
+        );
+    }
+}
