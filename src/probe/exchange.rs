@@ -96,8 +96,9 @@ fn within_origin(from: &Url, to: &Url) -> bool {
 }
 
 /// Redirects as the SDK follows them for POST and DELETE: 307 and 308 only,
-/// within the origin, never adding credentials, at most five.
-fn redirect_policy(verbose: bool) -> reqwest::redirect::Policy {
+/// within the origin, never adding credentials, at most five. `-v` shows
+/// where to, header values scrubbed from it.
+fn redirect_policy(verbose: bool, target: Target) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
         let keeps_method = matches!(attempt.status().as_u16(), 307 | 308);
         let Some(from) = attempt.previous().last() else {
@@ -117,7 +118,7 @@ fn redirect_policy(verbose: bool) -> reqwest::redirect::Policy {
                 crate::errln!(
                     "< {} redirect, followed to {}",
                     attempt.status().as_u16(),
-                    clean(to.as_str())
+                    clean(&target.scrub(to.as_str()))
                 );
             }
             attempt.follow()
@@ -148,10 +149,10 @@ async fn read_ca_file(
 
 /// The HTTP client: rustls with the bundled Mozilla roots plus the PEM file in
 /// `NODE_EXTRA_CA_CERTS`, the roots node's fetch trusts, read within `deadline`.
-pub async fn client(verbose: bool, deadline: Instant) -> Result<reqwest::Client> {
+pub async fn client(verbose: bool, deadline: Instant, target: &Target) -> Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .no_proxy()
-        .redirect(redirect_policy(verbose))
+        .redirect(redirect_policy(verbose, target.clone()))
         .user_agent(concat!("mcpatch-probe/", env!("CARGO_PKG_VERSION")));
     if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
         let certs = read_ca_file(path.clone().into(), deadline)
@@ -193,7 +194,7 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 impl<'a> Exchange<'a> {
     pub async fn new(target: &'a Target, deadline: Instant, verbose: bool) -> Result<Self> {
         Ok(Exchange {
-            client: client(verbose, deadline).await?,
+            client: client(verbose, deadline, target).await?,
             target,
             deadline,
             verbose,
@@ -262,7 +263,8 @@ impl<'a> Exchange<'a> {
                 let shown = if *secret {
                     REDACTED.to_string()
                 } else {
-                    value.to_str().unwrap_or("").to_string()
+                    // A session id may echo a header value.
+                    self.target.scrub(value.to_str().unwrap_or(""))
                 };
                 crate::errln!("> {name}: {}", clean(&shown));
             }
@@ -301,7 +303,7 @@ impl<'a> Exchange<'a> {
                         clean(a.content_type.as_deref().unwrap_or("no content type"))
                     );
                     if let Some(s) = &a.session_id {
-                        crate::errln!("< {SESSION_HEADER}: {}", clean(s));
+                        crate::errln!("< {SESSION_HEADER}: {}", clean(&self.target.scrub(s)));
                     }
                     if !a.body.is_empty() {
                         let shown: String = a.body.chars().take(VERBOSE_BODY_CHARS).collect();

@@ -733,7 +733,11 @@ fn a_servers_escape_sequences_never_reach_the_terminal() {
 }
 
 /// `cmd` (program, arguments, environment) run by `program` with `args` before it.
-fn through(program: &str, args: &[&std::ffi::OsStr], cmd: std::process::Command) -> std::process::Command {
+fn through(
+    program: &str,
+    args: &[&std::ffi::OsStr],
+    cmd: std::process::Command,
+) -> std::process::Command {
     let mut c = std::process::Command::new(program);
     c.args(args).arg(cmd.get_program()).args(cmd.get_args());
     for (k, v) in cmd.get_envs() {
@@ -746,7 +750,10 @@ fn through(program: &str, args: &[&std::ffi::OsStr], cmd: std::process::Command)
 }
 
 /// Run `cmd`, killing it if it has not ended after `limit`; returns its output and how long it took.
-fn bounded(mut cmd: std::process::Command, limit: std::time::Duration) -> (Output, std::time::Duration) {
+fn bounded(
+    mut cmd: std::process::Command,
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
     let started = std::time::Instant::now();
     let mut child = cmd
         .stdout(std::process::Stdio::piped())
@@ -779,7 +786,11 @@ fn probe_timeout_covers_a_name_lookup_that_never_ends() {
         .expect("127.0.0.1:53 must be free for this test's silent name server");
     let sb = Sandbox::new();
     let conf = sb.root().join("resolv.conf");
-    std::fs::write(&conf, "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n").unwrap();
+    std::fs::write(
+        &conf,
+        "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n",
+    )
+    .unwrap();
     let url = "http://mcpatch-probe-test.invalid/mcp";
     let tool = |name: &str| {
         which::which(name)
@@ -804,7 +815,10 @@ fn probe_timeout_covers_a_name_lookup_that_never_ends() {
         stderr(&o),
         format!("error: cannot probe {url}: no answer to initialize within 1 s\nhelp: check that the server is running, or give it longer with --timeout SECS\n")
     );
-    assert!(took < std::time::Duration::from_secs(5), "took {took:?} with --timeout 1");
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "took {took:?} with --timeout 1"
+    );
 }
 
 #[test]
@@ -821,12 +835,18 @@ fn node_extra_ca_certs_is_read_only_from_a_small_regular_file_within_the_timeout
         .set_len(64 << 20)
         .unwrap();
     for (ca, why) in [
-        ("/dev/zero".to_string(), "/dev/zero is a device, not a regular file".to_string()),
+        (
+            "/dev/zero".to_string(),
+            "/dev/zero is a device, not a regular file".to_string(),
+        ),
         (
             fifo.display().to_string(),
             format!("{} is a FIFO, not a regular file", fifo.display()),
         ),
-        (huge.display().to_string(), format!("{} is larger than", huge.display())),
+        (
+            huge.display().to_string(),
+            format!("{} is larger than", huge.display()),
+        ),
     ] {
         let mut cmd = sb.command(&["probe", "--timeout", "5", &url]);
         cmd.env("NODE_EXTRA_CA_CERTS", &ca);
@@ -846,8 +866,68 @@ fn node_extra_ca_certs_is_read_only_from_a_small_regular_file_within_the_timeout
         assert_eq!(code(&o), 0, "{ca}: {}", stderr(&o));
         let err = stderr(&o);
         assert!(
-            err.starts_with(&format!("warning: ignoring NODE_EXTRA_CA_CERTS={ca}: {why}")),
+            err.starts_with(&format!(
+                "warning: ignoring NODE_EXTRA_CA_CERTS={ca}: {why}"
+            )),
             "{err}"
         );
+    }
+}
+
+#[test]
+fn a_header_value_echoed_in_a_redirect_a_session_id_or_encoded_in_a_body_is_redacted() {
+    let word = r#"k3y/v4l"ue=s3cr3t"#;
+    let encoded = "k3y%2Fv4l%22ue%3Ds3cr3t";
+    let server = Scripted::start(move |req| {
+        if req.path == "/mcp" {
+            let to = format!("/mcp2?key={encoded}");
+            return http("307 Temporary Redirect", &[("location", &to)], b"");
+        }
+        let id = serde_json::from_str::<serde_json::Value>(&req.body)
+            .ok()
+            .and_then(|v| v.get("id").cloned());
+        if req.method == "DELETE" {
+            return http("200 OK", &[], b"");
+        }
+        if req.body.contains("\"initialize\"") {
+            let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
+            return http(
+                "200 OK",
+                &[("content-type", "application/json"), ("mcp-session-id", word)],
+                result.to_string().as_bytes(),
+            );
+        }
+        if req.session.as_deref() != Some(word) {
+            let body = format!(
+                r#"{{"error":"Session not found for key k3y\/v4l\"ue=s3cr3t","seen":"{encoded}","lower":"k3y%2fv4l%22ue%3ds3cr3t"}}"#
+            );
+            return http("404 Not Found", &[("content-type", "application/json")], body.as_bytes());
+        }
+        if id.is_none() {
+            return http("202 Accepted", &[], b"");
+        }
+        let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
+        http("200 OK", &[("content-type", "application/json")], result.to_string().as_bytes())
+    });
+    let url = server.url();
+    let header = format!("Authorization: Bearer {word}");
+    let sb = Sandbox::new();
+    for args in [
+        vec!["probe", "-v", url.as_str(), "--header", &header],
+        vec!["probe", "-v", "--json", url.as_str(), "--header", &header],
+    ] {
+        let o = sb.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 0, "{args:?}: {all}");
+        for part in ["s3cr3t", "v4l", "k3y"] {
+            assert!(!all.contains(part), "{args:?} printed {part:?}:\n{all}");
+        }
+        assert!(
+            all.contains("< 307 redirect, followed to http://127.0.0.1:"),
+            "{all}"
+        );
+        assert!(all.contains("/mcp2?key=[redacted]\n"), "{all}");
+        assert!(all.contains("< mcp-session-id: [redacted]\n"), "{all}");
     }
 }
