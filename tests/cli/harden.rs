@@ -1389,3 +1389,90 @@ fn folder_names_holding_escape_sequences_are_printed_escaped() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert!(v["installs"][0]["path"].as_str().unwrap().contains(name));
 }
+
+/// Whether process `pid` still runs (a zombie waiting to be reaped does not).
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|s| s.rsplit_once(") ").map(|(_, rest)| !rest.starts_with('Z')))
+        .unwrap_or(false)
+}
+
+#[test]
+fn status_npm_stops_npm_and_what_it_started_at_its_limit_and_keeps_little_of_its_output() {
+    let sb = Sandbox::new();
+    let yes = which::which("yes").expect("yes (coreutils) is needed");
+    let npm = sb.root().join("bin/npm");
+    let pid_file = sb.root().join("child.pid");
+    // npm answers at once, but leaves a child streaming into its stdout forever.
+    std::fs::write(
+        &npm,
+        format!(
+            "#!/bin/sh\n{} 0123456789abcdef0123456789abcdef &\necho $! > {}\necho {}/npm-root\n",
+            yes.display(),
+            pid_file.display(),
+            sb.root().display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mut cmd = sb.command(&["status", "--npm"]);
+    // Bounded memory, so a run that keeps all of the output fails instead of eating the machine.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 2 << 30,
+                rlim_max: 2 << 30,
+            };
+            libc::setrlimit(libc::RLIMIT_AS, &limit);
+            Ok(())
+        });
+    }
+    let (o, took) = super::probe::bounded(cmd, std::time::Duration::from_secs(60));
+    assert!(
+        stdout(&o).contains(&format!(
+            "`{}/bin/npm root -g` (failed: no answer within 5 s)",
+            sb.root().display()
+        )),
+        "{:?}: {}{}",
+        o.status,
+        stdout(&o),
+        stderr(&o)
+    );
+    assert!(took < std::time::Duration::from_secs(15), "took {took:?}");
+    let child: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let gone_by = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while running(child) && std::time::Instant::now() < gone_by {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    if running(child) {
+        unsafe { libc::kill(child as i32, libc::SIGKILL) };
+        panic!("npm's child {child} was left running");
+    }
+    // An npm that prints far more than a folder's name: refused, not kept.
+    let head = which::which("head").expect("head (coreutils) is needed");
+    std::fs::write(
+        &npm,
+        format!(
+            "#!/bin/sh
+{} /x | {} -c 10000000
+",
+            yes.display(),
+            head.display()
+        ),
+    )
+    .unwrap();
+    let o = sb.run(&["status", "--npm"]);
+    assert!(
+        stdout(&o).contains(&format!(
+            "`{}/bin/npm root -g` (failed: it printed more than 64 KiB)",
+            sb.root().display()
+        )),
+        "{}",
+        stdout(&o)
+    );
+}

@@ -750,7 +750,7 @@ fn through(
 }
 
 /// Run `cmd`, killing it if it has not ended after `limit`; returns its output and how long it took.
-fn bounded(
+pub(super) fn bounded(
     mut cmd: std::process::Command,
     limit: std::time::Duration,
 ) -> (Output, std::time::Duration) {
@@ -894,7 +894,10 @@ fn a_header_value_echoed_in_a_redirect_a_session_id_or_encoded_in_a_body_is_reda
                 "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
             return http(
                 "200 OK",
-                &[("content-type", "application/json"), ("mcp-session-id", word)],
+                &[
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", word),
+                ],
                 result.to_string().as_bytes(),
             );
         }
@@ -902,13 +905,21 @@ fn a_header_value_echoed_in_a_redirect_a_session_id_or_encoded_in_a_body_is_reda
             let body = format!(
                 r#"{{"error":"Session not found for key k3y\/v4l\"ue=s3cr3t","seen":"{encoded}","lower":"k3y%2fv4l%22ue%3ds3cr3t"}}"#
             );
-            return http("404 Not Found", &[("content-type", "application/json")], body.as_bytes());
+            return http(
+                "404 Not Found",
+                &[("content-type", "application/json")],
+                body.as_bytes(),
+            );
         }
         if id.is_none() {
             return http("202 Accepted", &[], b"");
         }
         let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
-        http("200 OK", &[("content-type", "application/json")], result.to_string().as_bytes())
+        http(
+            "200 OK",
+            &[("content-type", "application/json")],
+            result.to_string().as_bytes(),
+        )
     });
     let url = server.url();
     let header = format!("Authorization: Bearer {word}");
