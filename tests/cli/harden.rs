@@ -1408,10 +1408,10 @@ fn status_npm_stops_npm_and_what_it_started_at_its_limit_and_keeps_little_of_its
     std::fs::write(
         &npm,
         format!(
-            "#!/bin/sh\n{} 0123456789abcdef0123456789abcdef &\necho $! > {}\necho {}/npm-root\n",
+            "#!/bin/sh\necho {}/npm-root\n{} 0123456789abcdef0123456789abcdef &\necho $! > {}\n",
+            sb.root().display(),
             yes.display(),
-            pid_file.display(),
-            sb.root().display()
+            pid_file.display()
         ),
     )
     .unwrap();
