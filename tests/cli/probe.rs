@@ -192,7 +192,7 @@ unknown-session-ping  {status}  no  {words}
 delete-own-session  200  no  (empty body)
 deleted-session-tools-list  {status}  no  {words}
 
-not covered: to tools/list with a session id it never issued, the server answered HTTP {status} \"{words}\": {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
+not-covered: to tools/list with a session id it never issued, the server answered HTTP {status} \"{words}\": {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
 help: make the server, or the proxy in front of it, answer 404 to a session it does not know, as the MCP spec says
 "
             ).as_bytes())
@@ -216,7 +216,13 @@ fn probe_of_a_port_where_nothing_listens_exits_2_with_a_hint() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let o = sb.run(&["probe", &url]);
     assert_eq!(code(&o), 2);
-    assert_eq!(stdout(&o), format!("probe {url}\n"));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!(
+            "probe {url}\n\nunreachable: error sending request for url ({url})"
+        )),
+        "{out}"
+    );
     let err = stderr(&o);
     assert!(
         err.starts_with(&format!("error: cannot probe {url}: ")),
@@ -267,7 +273,7 @@ fn probe_gives_up_at_the_timeout_on_a_server_that_never_answers() {
     let o = sb.run(&["probe", &url, "--timeout", "0"]);
     assert_eq!(code(&o), 2);
     assert!(
-        stderr(&o).contains("invalid value '0' for '--timeout <SECS>': \"0\" is not a number of seconds between 0 and 86400 (e.g. 10 or 2.5)"),
+        stderr(&o).contains("invalid value '0' for '--timeout <SECS>': \"0\" must be a number of seconds more than 0 and at most 86400 (e.g. 10 or 2.5)"),
         "{}",
         stderr(&o)
     );
@@ -941,4 +947,101 @@ fn a_header_value_echoed_in_a_redirect_a_session_id_or_encoded_in_a_body_is_reda
         assert!(all.contains("/mcp2?key=[redacted]\n"), "{all}");
         assert!(all.contains("< mcp-session-id: [redacted]\n"), "{all}");
     }
+}
+
+#[test]
+fn probe_of_a_plain_web_server_says_not_an_mcp_endpoint_with_the_verdict_word() {
+    let page = |status: &'static str| {
+        Scripted::start(move |_| {
+            http(
+                status,
+                &[("content-type", "text/html;charset=utf-8")],
+                b"<html><body><h1>Error</h1></body></html>",
+            )
+        })
+    };
+    for (status, help) in [
+        (
+            "501 Not Implemented",
+            "this server does not implement POST here: it is a web server, not a Streamable HTTP endpoint; use the URL from the DSH config (servers often serve /mcp)",
+        ),
+        (
+            "405 Method Not Allowed",
+            "this URL does not take POST: it is not a Streamable HTTP endpoint (an SSE-only server has no session the patch handles)",
+        ),
+        (
+            "404 Not Found",
+            "no MCP endpoint at this path: use the URL from the DSH config (servers often serve /mcp)",
+        ),
+    ] {
+        let server = page(status);
+        let url = server.url();
+        let code_only = &status[..3];
+        let sb = Sandbox::new();
+        let o = sb.run(&["probe", &url]);
+        assert_eq!(code(&o), 2, "{status}: {}{}", stdout(&o), stderr(&o));
+        let why = format!(
+            "not an MCP endpoint: initialize answered HTTP {code_only} \"<html><body><h1>Error</h1></body></html>\""
+        );
+        assert_eq!(
+            shown(&sb, &o.stdout),
+            sb.normalize(
+                format!(
+                    "probe {url}\n\nCASE  STATUS  SESSION LOST  ANSWER\ninitialize  {code_only}  no  <html><body><h1>Error</h1></body></html>\n\nunreachable: {why}\n"
+                )
+                .as_bytes()
+            )
+            .replace(&server.addr.port().to_string(), "[PORT]")
+        );
+        assert_eq!(
+            stderr(&o),
+            format!("error: cannot probe {url}: {why}\nhelp: {help}\n")
+        );
+        let (exit, v, _) = probe_json(&sb, &[&url]);
+        assert_eq!(exit, 2);
+        assert_eq!(v["verdict"], "unreachable");
+    }
+}
+
+#[test]
+fn probe_text_fits_the_terminal_width_and_is_whole_into_a_pipe() {
+    let fake = Fake::start(LostSessionAnswer::NotFoundJsonRpc);
+    let url = fake.url();
+    let sb = Sandbox::new();
+    for columns in [80usize, 60, 40] {
+        let o = sb
+            .cmd(&["probe", &url])
+            .env("COLUMNS", columns.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out = stdout(&o);
+        for line in out.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{} columns > {columns}: {line:?}\n{out}",
+                line.chars().count()
+            );
+        }
+        let last_paragraph = out.rsplit("\n\n").next().unwrap();
+        assert!(
+            last_paragraph.starts_with("covered: to tools/list"),
+            "{out}"
+        );
+        // Nothing is lost: the lines put together are the whole verdict.
+        assert!(
+            last_paragraph
+                .replace('\n', " ")
+                .ends_with("reconnects with a fresh session "),
+            "{out}"
+        );
+    }
+    // Into a pipe: one line each, whatever their length.
+    let o = sb.run(&["probe", &url]);
+    let out = stdout(&o);
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("covered: to tools/list") && last.len() > 120,
+        "{out}"
+    );
 }
