@@ -242,16 +242,57 @@ fn as_root_a_backups_folder_that_others_own_or_can_write_is_refused() {
     assert_eq!(sha256_file(&file), ORIGINAL);
 }
 
-/// `cmd` run as the uid and gid [`STRANGER`], with no supplementary groups.
-fn as_stranger(cmd: std::process::Command) -> std::process::Command {
+/// `cmd` (made by `sb`) run as the uid and gid [`STRANGER`], with no
+/// supplementary groups. The checkout may be one [`STRANGER`] cannot enter
+/// (a clone under a mode-700 home), so the mcpatch binary and node are
+/// reached through the sandbox: hard-linked there (copied across file
+/// systems), and PATH points at them.
+fn as_stranger(sb: &Sandbox, cmd: std::process::Command) -> std::process::Command {
     require_root("it runs mcpatch as another uid with setpriv");
+    let tools = sb.root().join("stranger-tools");
+    let mcpatch = tools.join("mcpatch");
+    let node_dir = tools.join("node-bin");
+    if !mcpatch.exists() {
+        std::fs::create_dir_all(&node_dir).unwrap();
+        for (from, to) in [
+            (
+                PathBuf::from(assert_cmd::cargo::cargo_bin("mcpatch")),
+                mcpatch.clone(),
+            ),
+            (node22_dir().join("node"), node_dir.join("node")),
+        ] {
+            if std::fs::hard_link(&from, &to).is_err() {
+                std::fs::copy(&from, &to).unwrap();
+            }
+            assert!(
+                to.metadata().unwrap().mode() & 0o005 == 0o005,
+                "{} must be readable and runnable by others",
+                from.display()
+            );
+        }
+        for d in [sb.root(), &tools, &node_dir] {
+            std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    let mut c = std::process::Command::new(&mcpatch);
+    c.args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c.env(
+        "PATH",
+        std::env::join_paths([sb.root().join("bin"), node_dir]).unwrap(),
+    );
     through_setpriv(
         &[
             format!("--reuid={STRANGER}"),
             format!("--regid={STRANGER}"),
             "--clear-groups".into(),
         ],
-        cmd,
+        c,
     )
 }
 
@@ -278,7 +319,7 @@ fn a_user_without_root_patches_and_reverts_an_install_they_own() {
     let p = client.to_str().unwrap();
     give_sandbox_to_stranger(&sb);
 
-    let o = as_stranger(sb.command(&["apply", "--path", p]))
+    let o = as_stranger(&sb, sb.command(&["apply", "--path", p]))
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
@@ -302,7 +343,7 @@ fn a_user_without_root_patches_and_reverts_an_install_they_own() {
     }
     assert_eq!(file.metadata().unwrap().uid(), STRANGER);
 
-    let o = as_stranger(sb.command(&["revert", "--path", p]))
+    let o = as_stranger(&sb, sb.command(&["revert", "--path", p]))
         .output()
         .unwrap();
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
@@ -323,7 +364,7 @@ fn a_dsh_home_the_user_cannot_write_fails_the_dry_run_as_it_fails_the_real_run()
         if dry_run {
             args.push("--dry-run");
         }
-        let o = as_stranger(sb.command(&args)).output().unwrap();
+        let o = as_stranger(&sb, sb.command(&args)).output().unwrap();
         assert_eq!(code(&o), 2, "{args:?}: {}", stdout(&o));
         assert_eq!(
             sb.normalize(&o.stderr),
