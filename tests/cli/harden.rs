@@ -1517,3 +1517,27 @@ fn status_npm_stops_npm_and_what_it_started_at_its_limit_and_keeps_little_of_its
         stdout(&o)
     );
 }
+
+#[test]
+fn the_security_model_names_every_command_that_runs_the_installs_code() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let start = readme
+        .find("\n## Security model\n")
+        .expect("a Security model section");
+    let section = &readme[start + 1..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
+    for named in [
+        "`apply`'s load check",
+        "`apply --dry-run` runs too",
+        "every `verify` run",
+        "`verify --backup`",
+        "as root under sudo",
+    ] {
+        assert!(
+            flat.contains(named),
+            "the Security model does not say {named:?}:\n{section}"
+        );
+    }
+}
