@@ -255,10 +255,7 @@ fn as_stranger(sb: &Sandbox, cmd: std::process::Command) -> std::process::Comman
     if !mcpatch.exists() {
         std::fs::create_dir_all(&node_dir).unwrap();
         for (from, to) in [
-            (
-                PathBuf::from(assert_cmd::cargo::cargo_bin("mcpatch")),
-                mcpatch.clone(),
-            ),
+            (assert_cmd::cargo::cargo_bin("mcpatch"), mcpatch.clone()),
             (node22_dir().join("node"), node_dir.join("node")),
         ] {
             if std::fs::hard_link(&from, &to).is_err() {
