@@ -262,11 +262,11 @@ fn apply_file(
             match upgrade_from {
                 Some(r) => crate::errln!(
                     "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
-                    file.display()
+                    crate::output::path(file)
                 ),
                 None => crate::errln!(
                     "{} is modified (not a revision mcpatch knows); the patch would change:",
-                    file.display()
+                    crate::output::path(file)
                 ),
             }
             crate::err!(

@@ -54,9 +54,11 @@ pub fn render_change(file: &str, current: &str, new: &str, color: bool) -> Strin
                 // Runs of words with the same emphasis, the sign leading the first.
                 let mut runs: Vec<(bool, String)> = vec![(false, sign.to_string())];
                 for (emphasized, value) in change.iter_strings_lossy() {
+                    // The install's text is outside text: its control characters escaped.
                     let text = value.strip_suffix('\n').unwrap_or(&value);
+                    let text = crate::output::clean(text);
                     match runs.last_mut() {
-                        Some((e, run)) if *e == emphasized => run.push_str(text),
+                        Some((e, run)) if *e == emphasized => run.push_str(&text),
                         _ => runs.push((emphasized, text.to_string())),
                     }
                 }

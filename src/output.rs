@@ -119,10 +119,10 @@ pub fn finish(code: u8) -> std::process::ExitCode {
 }
 
 /// Whether `c` must not reach a terminal as it is: a control character (ESC,
-/// CR, BEL, DEL, the C1 set) or one that reorders or hides text (bidi
-/// overrides and isolates, zero-width marks).
+/// CR, BEL, DEL, the C1 set; a tab only moves the cursor on, and is kept) or
+/// one that reorders or hides text (bidi overrides and isolates, zero-width marks).
 fn unsafe_on_terminal(c: char) -> bool {
-    c.is_control()
+    (c.is_control() && c != '\t')
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
@@ -171,6 +171,7 @@ mod tests {
             "a\\u{1b}]52;c;ZXZpbA==\\u{7}b\\u{1b}[2J\\r\\n\\u{9b}31m é \"q\""
         );
         assert_eq!(clean("x\u{202e}gpj.exe"), "x\\u{202e}gpj.exe");
+        assert_eq!(clean("a\tb"), "a\tb", "a tab only moves the cursor on");
         assert!(matches!(clean("/usr/lib/node_modules"), Cow::Borrowed(_)));
         assert_eq!(
             clean_lines("bad \u{1b}[32mname\nhelp: fix\r"),

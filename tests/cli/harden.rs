@@ -1422,6 +1422,11 @@ fn folder_names_holding_escape_sequences_are_printed_escaped() {
         );
         assert!(all.contains(shown), "{args:?}:\n{all}");
     }
+    // An install's own text in a diff (a planted file) is escaped too; tabs are kept.
+    assert_eq!(
+        mcpatch::diff::render_change("lib/index.js", "x\u{1b}[2J\tz\n", "y\n", false),
+        "--- a/lib/index.js\n+++ b/lib/index.js\n@@ -1 +1 @@\n-x\\u{1b}[2J\tz\n+y\n"
+    );
     // JSON output stays JSON, with the name as serde escapes it.
     let o = sb.run(&["status", "--json", "--path", p]);
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
