@@ -79,7 +79,7 @@ fn apply_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{args}");
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
         }
     };
     let status::Collected { report, failed } = status::collect_all(spec, &opts.paths, env)
@@ -300,16 +300,16 @@ fn apply_file(
     if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
-                Some(r) => eprintln!(
+                Some(r) => crate::errln!(
                     "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
-                    file.display()
+                    crate::output::path(file)
                 ),
-                None => eprintln!(
+                None => crate::errln!(
                     "{} is modified (not a revision mcpatch knows); the patch would change:",
-                    file.display()
+                    crate::output::path(file)
                 ),
             }
-            eprint!(
+            crate::err!(
                 "{}",
                 crate::diff::render_change(
                     &spec.file,

@@ -299,10 +299,12 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
         mcpatch_version: env!("CARGO_PKG_VERSION").to_string(),
         created: humantime::format_rfc3339_seconds(now).to_string(),
     };
-    let aside = tempfile::Builder::new()
-        .prefix(".incomplete-")
-        .tempdir_in(root)
-        .map_err(unwritable)?;
+    let mut aside = tempfile::Builder::new();
+    aside.prefix(".incomplete-");
+    // The backup folder's mode whatever the umask (never group or other write).
+    #[cfg(unix)]
+    aside.permissions(std::os::unix::fs::PermissionsExt::from_mode(DIR_MODE));
+    let aside = aside.tempdir_in(root).map_err(unwritable)?;
     // The saved copy keeps the original's permission bits, never setuid,
     // setgid or write access for others (the manifest records the full mode).
     let saved_mode = new.mode.map(|m| m & 0o755).unwrap_or(0o644);

@@ -151,7 +151,7 @@ pub enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
-        /// Give up after this many seconds, all requests together.
+        /// Give up after this many seconds (more than 0, at most 86400), the name lookup and all requests together.
         #[arg(long, value_name = "SECS", default_value = "10", value_parser = crate::probe::parse_timeout)]
         timeout: std::time::Duration,
         /// Print every request sent and every answer (to stderr).

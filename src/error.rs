@@ -245,7 +245,7 @@ impl Failures {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(e) if self.total > 1 => {
-                eprintln!("error: {e}");
+                crate::errln!("error: {}", crate::output::clean_lines(&e.to_string()));
                 self.failed += 1;
                 Ok(None)
             }

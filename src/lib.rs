@@ -47,7 +47,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Status { paths, json } => status::run(&spec, &paths.paths, json, &env),
         Command::Completions { shell } => {
-            out!("{}", cli::completions(shell));
+            // Made whole first: clap_complete panics on a stream it cannot write.
+            output::end_on_closed_pipe();
+            output::print_bytes(cli::completions(shell).as_bytes());
             Ok(Outcome::Clean)
         }
         Command::Apply {

@@ -53,7 +53,7 @@ fn revert_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{args}");
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
         }
     };
     let root = backup::root(&env.dsh_home()?, spec);
@@ -357,7 +357,7 @@ struct Listed<'a> {
 fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usize>) -> String {
     let mut s = String::new();
     let root_shown = |lead: &str, end: &str| {
-        let text = root.display().to_string();
+        let text = crate::output::path(root);
         match columns {
             Some(c) => shorten_middle(&text, c.saturating_sub(lead.len() + end.len())),
             None => text,
@@ -378,17 +378,18 @@ fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usi
     entries.sort_by(|a, b| b.id.cmp(a.id));
     let version = |e: &Listed| {
         e.manifest
-            .and_then(|m| m.version.clone())
+            .and_then(|m| m.version.as_deref())
+            .map(|v| crate::output::clean(v).into_owned())
             .unwrap_or_else(|| "?".into())
     };
     let hash = |e: &Listed| {
         e.manifest
-            .map(|m| status::short_hash(&m.sha256_before))
+            .map(|m| crate::output::clean(&status::short_hash(&m.sha256_before)).into_owned())
             .unwrap_or_else(|| "?".into())
     };
     let file = |e: &Listed| match (&e.damaged, e.manifest) {
-        (Some(why), _) => format!("DAMAGED: {why}"),
-        (None, Some(m)) => m.original_path.display().to_string(),
+        (Some(why), _) => format!("DAMAGED: {}", crate::output::clean(why)),
+        (None, Some(m)) => crate::output::path(&m.original_path),
         (None, None) => "?".into(),
     };
     let mut wide = Table::new(
@@ -400,8 +401,9 @@ fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usi
         &[Align::Left, Align::Left, Align::Left],
     );
     for e in &entries {
-        wide.row(vec![e.id.to_string(), version(e), hash(e), file(e)]);
-        narrow.row(vec![e.id.to_string(), version(e), hash(e)]);
+        let id = crate::output::clean(e.id).into_owned();
+        wide.row(vec![id.clone(), version(e), hash(e), file(e)]);
+        narrow.row(vec![id, version(e), hash(e)]);
     }
     match columns {
         Some(c) if wide.width() > c => {

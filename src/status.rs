@@ -201,7 +201,8 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
         crate::out!("{}", render_table(&report));
     }
     for e in &each {
-        eprintln!("{}", color::stderr().error(&e.to_string()));
+        let message = crate::output::clean_lines(&e.to_string()).into_owned();
+        crate::errln!("{}", color::stderr().error(&message));
     }
     match error {
         Some(e) => Err(e),
@@ -256,7 +257,7 @@ pub fn render_table_within(
     if report.installs.is_empty() {
         s.push_str("no @deepseek-ai/dsh-mcp-client install found; looked in:\n");
         for w in &report.searched {
-            s.push_str(&hanging("  - ", w, columns));
+            s.push_str(&hanging("  - ", &crate::output::clean(w), columns));
         }
         s.push_str(&hanging(
             &format!("{help} "),
@@ -265,7 +266,11 @@ pub fn render_table_within(
         ));
         return s;
     }
-    let version = |i: &Install| i.version.clone().unwrap_or_else(|| "?".into());
+    let version = |i: &Install| {
+        i.version
+            .as_deref()
+            .map_or("?".into(), |v| crate::output::clean(v).into_owned())
+    };
     let mut wide = Table::new(
         &["PATH", "VERSION", "STATE", "NEXT STEP"],
         &[Align::Left, Align::Left, Align::Left, Align::Left],
@@ -277,7 +282,7 @@ pub fn render_table_within(
     for i in &report.installs {
         let state = paint_state(paint, i.state);
         wide.row(vec![
-            i.path.display().to_string(),
+            crate::output::path(&i.path),
             version(i),
             state.clone(),
             i.next_step.to_string(),
@@ -294,7 +299,7 @@ pub fn render_table_within(
             let lines = narrow.lines_within(Some(c.saturating_sub(4)));
             let mut rows = vec![format!("PATH\n{}", indent(lines[0].clone()))];
             for (install, line) in report.installs.iter().zip(&lines[1..]) {
-                let path = shorten_middle(&install.path.display().to_string(), c);
+                let path = shorten_middle(&crate::output::path(&install.path), c);
                 rows.push(format!("{path}\n{}", indent(line.clone())));
             }
             rows
@@ -317,7 +322,7 @@ pub fn render_table_within(
         s.push_str(&hanging("    sha256 ", &detail, columns));
         for other in &install.same_file_as {
             let lead = "    same file as ";
-            let other = other.display().to_string();
+            let other = crate::output::path(other);
             let other = match columns {
                 Some(c) => shorten_middle(&other, c.saturating_sub(lead.len())),
                 None => other,
@@ -325,7 +330,7 @@ pub fn render_table_within(
             s.push_str(&format!("{lead}{other}\n"));
         }
         if let Some(note) = &install.note {
-            s.push_str(&hanging("    note: ", note, columns));
+            s.push_str(&hanging("    note: ", &crate::output::clean(note), columns));
         }
         if let Some(defect) = &install.host_defect {
             s.push_str(&render_host_defect(defect, columns));

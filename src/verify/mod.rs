@@ -157,9 +157,13 @@ fn verify_all(
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {
-        eprintln!("node {} ({})", node.version, node.path.display());
+        crate::errln!(
+            "node {} ({})",
+            crate::output::clean(&node.version),
+            crate::output::path(&node.path)
+        );
         if !node.has_with_resolvers {
-            eprintln!(
+            crate::errln!(
                 "note: node {} lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim",
                 node.version
             );
@@ -174,9 +178,9 @@ fn verify_all(
     for install in &report.installs {
         if install.state == State::Unsupported {
             if !opts.json {
-                println!(
+                crate::outln!(
                     "skipped {}: unsupported (no reconnect supervisor)",
-                    install.path.display()
+                    crate::output::path(&install.path)
                 );
             }
             outcome = Outcome::Attention;
@@ -208,7 +212,7 @@ fn verify_all(
             outcome = Outcome::Attention;
         }
         if !opts.json {
-            print!("{}", render(&result));
+            crate::out!("{}", render(&result));
         }
         results.push(result);
     }
@@ -447,7 +451,7 @@ async fn verify_install(
             finished += 1;
             if progress {
                 let shown = shown_verdict(color::stderr(), &j, expect);
-                eprintln!(
+                crate::errln!(
                     "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
                     scenario.name,
                     policy.as_str(),
@@ -622,9 +626,12 @@ fn render(r: &InstallResult) -> String {
 /// scenario on a line of its own (name and verdict) above its figures and note.
 fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> String {
     let mut s = String::new();
-    let path = r.path.display().to_string();
+    let path = crate::output::path(&r.path);
     let (what, after) = match &r.backup {
-        Some(id) => (path, format!(" (backup {id}, the control)")),
+        Some(id) => (
+            path,
+            format!(" (backup {}, the control)", crate::output::clean(id)),
+        ),
         None => (path, format!(" ({})", status::paint_state(paint, r.state))),
     };
     let what = match columns {
@@ -686,7 +693,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             j.failed_calls.to_string(),
             recovery(j),
             j.initialize_count.to_string(),
-            j.note.clone(),
+            crate::output::clean(&j.note).into_owned(),
         ]);
     }
     match columns {
@@ -723,7 +730,11 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         _ => s.push_str(&table.lines_within(columns).concat()),
     }
     if let Some(note) = &r.note {
-        s.push_str(&hanging("note: ", note, columns));
+        s.push_str(&hanging(
+            "note: ",
+            &crate::output::clean_lines(note),
+            columns,
+        ));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');
@@ -737,12 +748,12 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
     rt.block_on(async move {
         let server = FakeServer::start(chosen.behaviour.clone(), port).await?;
         let base = format!("http://{}", server.addr());
-        println!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
-        println!("  MCP endpoint:  {}", server.url());
-        println!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
-        println!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
-        println!("  witness log:   curl {base}/control/witness");
-        println!("  quit:          Ctrl-C");
+        crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
+        crate::outln!("  MCP endpoint:  {}", server.url());
+        crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
+        crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
+        crate::outln!("  witness log:   curl {base}/control/witness");
+        crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();
         let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
         let mut stdin_open = true;
@@ -750,8 +761,8 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         loop {
             tokio::select! {
                 line = lines.next_line(), if stdin_open => match line {
-                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); println!("restarting on {}", server.addr()); }
-                    Ok(Some(_)) => { server.invalidate(); println!("dropped every session"); }
+                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); crate::outln!("restarting on {}", server.addr()); }
+                    Ok(Some(_)) => { server.invalidate(); crate::outln!("dropped every session"); }
                     _ => stdin_open = false,
                 },
                 _ = tokio::signal::ctrl_c() => break,
@@ -759,7 +770,7 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
             }
             for e in server.witness_since(next_seq) {
                 next_seq = e.seq + 1;
-                println!("{}", console_line(&e));
+                crate::outln!("{}", console_line(&e));
             }
             let _ = std::io::stdout().flush();
         }
@@ -770,7 +781,7 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
 /// One witness entry for the terminal, with anything a client sent escaped so
 /// it cannot move the cursor, recolour or retitle the terminal.
 fn console_line(e: &server::WitnessEntry) -> String {
-    let clean = |s: &str| s.escape_debug().to_string();
+    let clean = |s: &str| crate::output::clean(s).into_owned();
     match &e.note {
         Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
         None => format!(

@@ -54,6 +54,8 @@ fn killed_at(sb: &Sandbox, args: &[&str], step: &str) -> Output {
     let o = sb
         .cmd(args)
         .env("MCPATCH_TEST_KILL_AT", step)
+        // A killed run leaves its scratch folder: in the sandbox, removed with it.
+        .env("TMPDIR", sb.root())
         .output()
         .unwrap();
     assert_eq!(

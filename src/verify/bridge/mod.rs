@@ -243,7 +243,7 @@ fn run_all(
             if progress {
                 let j = &one.judgement;
                 let shown = super::shown_verdict(color::stderr(), j, one.expected);
-                eprintln!(
+                crate::errln!(
                     "[{}/{total}] {}: {shown} at {:.1} s",
                     i + 1,
                     s.name,
@@ -251,11 +251,11 @@ fn run_all(
                 );
             }
             if opts.verbose {
-                eprintln!("--- stderr of the bridge ({}) ---", s.name);
+                crate::errln!("--- stderr of the bridge ({}) ---", s.name);
                 if !one.stderr.is_empty() {
-                    eprintln!("{}", escape_controls(&one.stderr));
+                    crate::errln!("{}", crate::output::clean_lines(&one.stderr));
                 }
-                eprintln!("--- end ---");
+                crate::errln!("--- end ---");
             }
             results.push(one);
         }
@@ -377,7 +377,7 @@ fn stopped(
             } else {
                 format!(
                     "its stderr ended: {}",
-                    escape_controls(stderr_tail).replace('\n', " | ")
+                    crate::output::clean_lines(stderr_tail).replace('\n', " | ")
                 )
             };
             ("BROKEN", format!("{what}{how}; {tail}"))
@@ -511,20 +511,6 @@ fn overall(results: &[BridgeScenario]) -> &'static str {
     }
 }
 
-/// Text a bridge wrote, safe for a terminal: control characters other than
-/// newlines escaped (so it cannot move the cursor, recolour or retitle it).
-fn escape_controls(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect()
-}
-
 /// At most `n` characters of `text`, with `…` when cut.
 pub(crate) fn clip(text: &str, n: usize) -> String {
     if text.chars().count() <= n {
@@ -542,7 +528,7 @@ fn render(
     overall: &str,
 ) -> String {
     let paint = color::stdout();
-    let mut s = format!("bridge: {}\n", escape_controls(command));
+    let mut s = format!("bridge: {}\n", crate::output::clean(command));
     let mut table = Table::new(
         &[
             "SCENARIO",
@@ -571,7 +557,7 @@ fn render(
                 .map(|m| m.to_string())
                 .unwrap_or_else(|| "-".into()),
             j.initialize_count.to_string(),
-            escape_controls(&j.note),
+            crate::output::clean_lines(&j.note).into_owned(),
         ]);
     }
     s.push_str(&table.lines().concat());
