@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, NewBackup};
-use crate::classify::{self, sha256_hex, State};
+use crate::classify::{self, sha256_hex, Install, State};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::identity;
@@ -18,9 +18,11 @@ use crate::node::{self, Node};
 use crate::outln;
 use crate::registry::PatchSpec;
 use crate::replace;
+use crate::running::{self, ProcessTable};
 use crate::stage;
 use crate::status;
 use crate::transaction::{Transaction, APPLY_CHANGED_HELP};
+use crate::verify::{self, GateReport};
 
 /// What apply's rollback does, as the re-hash error says it.
 const APPLY_UNDONE: &str = "the original was restored";
@@ -34,7 +36,50 @@ pub struct ApplyOptions {
     pub node: Option<PathBuf>,
     /// Print one JSON report ([`ChangeReport`]) instead of text.
     pub json: bool,
+    /// For unattended runs: nothing when nothing changes, one line per change
+    /// on stdout, one line per refusal on stderr.
+    pub quiet: bool,
+    /// Write a revision mcpatch does not know without verifying the patched copy first.
+    pub no_verify: bool,
 }
+
+/// How a revision mcpatch does not know was checked before it was written.
+enum Gate {
+    /// A known revision: the patched result is the one mcpatch verified.
+    Known,
+    /// Verified on the staged copy, and it passed.
+    Passed(GateReport),
+    /// Written without verify (`--no-verify`).
+    Skipped,
+}
+
+impl Gate {
+    /// What to say about it under the install's line, if anything.
+    fn line(&self) -> Option<String> {
+        match self {
+            Gate::Known => None,
+            Gate::Passed(r) => Some(format!(
+                "verified before writing (a revision mcpatch does not know): the patched copy was {} in all {} scenario runs, as the current patch revision must be (node {})",
+                r.overall,
+                r.scenarios.len(),
+                r.node_version
+            )),
+            Gate::Skipped => Some(NOT_VERIFIED.to_string()),
+        }
+    }
+
+    /// The same in a few words, for `--quiet`.
+    fn short(&self) -> &'static str {
+        match self {
+            Gate::Known => "",
+            Gate::Passed(_) => ", verified first (a revision mcpatch does not know)",
+            Gate::Skipped => ", NOT verified (--no-verify; a revision mcpatch does not know)",
+        }
+    }
+}
+
+/// What apply says when `--no-verify` let an unknown revision through.
+const NOT_VERIFIED: &str = "not verified (--no-verify): a revision mcpatch does not know was written without proof that it recovers; check it with `mcpatch verify`";
 
 /// What happened to one file.
 enum FileResult {
@@ -43,13 +88,20 @@ enum FileResult {
         sha256: String,
         /// The earlier patch revision it was upgraded from, if any.
         upgraded_from: Option<u32>,
+        gate: Gate,
     },
     WouldPatch {
         upgrade_from: Option<u32>,
+        gate: Gate,
     },
     AlreadyPatched,
     NothingToDo(&'static str),
     Refused(String),
+    /// An unknown revision whose patched copy did not pass verify.
+    FailedVerify {
+        why: String,
+        report: GateReport,
+    },
 }
 
 pub fn run(spec: &PatchSpec, opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
@@ -71,9 +123,14 @@ fn apply_all(
     env: &Environment,
     report_out: &mut ChangeReport,
 ) -> Result<Outcome> {
-    // Human lines go to stdout only without --json.
+    // Human lines go to stdout only without --json; --quiet keeps one line per change.
     let say = |args: std::fmt::Arguments<'_>| {
-        if !opts.json {
+        if !opts.json && !opts.quiet {
+            outln!("{args}");
+        }
+    };
+    let say_quiet = |args: std::fmt::Arguments<'_>| {
+        if !opts.json && opts.quiet {
             outln!("{args}");
         }
     };
@@ -83,7 +140,7 @@ fn apply_all(
         .installs
         .extend(report.errors.iter().map(InstallChange::unreadable));
     if report.installs.is_empty() && failed.is_empty() {
-        if !opts.json {
+        if !opts.json && !opts.quiet {
             crate::out!("{}", status::render_table(&report));
         }
         return Ok(Outcome::Clean);
@@ -110,7 +167,7 @@ fn apply_all(
     kill_point::reached("locked")?;
     let mut outcome = Outcome::Clean;
     let mut changed = false;
-    let targets: Vec<(PathBuf, PathBuf, String, State)> = report
+    let targets: Vec<(PathBuf, PathBuf, String, &Install)> = report
         .installs
         .iter()
         .flat_map(|install| {
@@ -126,7 +183,7 @@ fn apply_all(
                         Some(v) => format!("{} ({v})", dir.display()),
                         None => dir.display().to_string(),
                     };
-                    (file, dir, label, install.state)
+                    (file, dir, label, install)
                 })
         })
         .collect();
@@ -134,11 +191,12 @@ fn apply_all(
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
-    for (file, package_dir, label, state_before) in &targets {
+    let processes = ProcessTable::scan();
+    for (file, package_dir, label, install) in &targets {
         report_out
             .installs
-            .push(InstallChange::new(package_dir, file, Some(*state_before)));
-        let result = apply_file(spec, node.as_ref(), &root, package_dir, file, opts);
+            .push(InstallChange::new(package_dir, file, Some(install.state)));
+        let result = apply_file(spec, node.as_ref(), &root, install, package_dir, file, opts);
         let entry = report_out.installs.last_mut().expect("just pushed");
         if let Err(e) = &result {
             entry.error = Some(e.to_string());
@@ -153,6 +211,7 @@ fn apply_all(
                 backup_id,
                 sha256,
                 upgraded_from,
+                gate,
             } => {
                 changed = true;
                 entry.changed = true;
@@ -165,8 +224,23 @@ fn apply_all(
                     "{what}\n    sha256 now {}, original saved as backup {backup_id}",
                     status::short_hash(&sha256)
                 ));
+                if let Some(line) = gate.line() {
+                    say(format_args!("    {line}"));
+                }
+                let running = processes.running(package_dir, file);
+                for line in running::lines(&running) {
+                    say(format_args!("    {line}"));
+                }
+                say_quiet(format_args!(
+                    "{what}: backup {backup_id}{}{}",
+                    gate.short(),
+                    running::short(&running)
+                ));
+                if let Gate::Passed(r) = gate {
+                    entry.verify = Some(r);
+                }
             }
-            FileResult::WouldPatch { upgrade_from } => {
+            FileResult::WouldPatch { upgrade_from, gate } => {
                 entry.changed = true;
                 entry.state_after = Some(State::Patched);
                 let what = match upgrade_from {
@@ -175,19 +249,49 @@ fn apply_all(
                 };
                 say(format_args!(
                     "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
-                ))
+                ));
+                if let Some(line) = gate.line() {
+                    say(format_args!("    {line}"));
+                }
+                say_quiet(format_args!(
+                    "dry run: {label} would be {what}{}",
+                    gate.short()
+                ));
+                if let Gate::Passed(r) = gate {
+                    entry.verify = Some(r);
+                }
             }
             FileResult::AlreadyPatched => {
-                say(format_args!("already patched: {label}; nothing to do"))
+                say(format_args!("already patched: {label}; nothing to do"));
+                for line in running::lines(&processes.running(package_dir, file)) {
+                    say(format_args!("    {line}"));
+                }
             }
             FileResult::NothingToDo(why) => say(format_args!("{why}: {label}; nothing to do")),
             FileResult::Refused(why) => {
                 outcome = Outcome::Attention;
                 say(format_args!("refused: {label}\n    {why}"));
+                if opts.quiet && !opts.json {
+                    eprintln!("refused: {label}: {}", why.replace('\n', " "));
+                }
                 entry.error = Some(format!("refused: {why}"));
+            }
+            FileResult::FailedVerify { why, report } => {
+                outcome = Outcome::Attention;
+                let verdicts = report.failing_lines();
+                say(format_args!("refused: {label}\n    {why}"));
+                for line in &verdicts {
+                    say(format_args!("    {line}"));
+                }
+                if opts.quiet && !opts.json {
+                    eprintln!("refused: {label}: {why}");
+                }
+                entry.error = Some(format!("refused: {why}\n{}", verdicts.join("\n")));
+                entry.verify = Some(report);
             }
         }
     }
+    report_out.fill_running(&processes);
     if changed {
         say(format_args!(
             "restart DSH so it loads the patched client; check it with `mcpatch verify`"
@@ -201,6 +305,7 @@ fn apply_file(
     spec: &PatchSpec,
     node: Option<&Node>,
     backup_root: &Path,
+    install: &Install,
     package_dir: &Path,
     file: &Path,
     opts: &ApplyOptions,
@@ -308,6 +413,34 @@ fn apply_file(
     let node = &node;
     stage::syntax_check(node, &staged, package_dir, &spec.file)?;
     kill_point::reached("syntax-checked")?;
+    // A result mcpatch never verified is written only after it recovers as
+    // the current patch revision must, checked before anything else touches
+    // the install.
+    let gate = if known_base {
+        Gate::Known
+    } else if opts.no_verify {
+        Gate::Skipped
+    } else {
+        let progress = !opts.json && !opts.quiet;
+        if progress {
+            eprintln!(
+                "{} is a revision mcpatch does not know: verifying the patched copy before writing it",
+                file.display()
+            );
+        }
+        let report =
+            verify::verify_staged_strict(spec, node, install, file, staged.as_bytes(), progress)?;
+        if !report.passed {
+            return Ok(FileResult::FailedVerify {
+                why: format!(
+                    "sha256 {before} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: {}); the install is untouched",
+                    report.overall
+                ),
+                report,
+            });
+        }
+        Gate::Passed(report)
+    };
 
     // What the backup keeps: the original (for an upgrade, the one recovered above).
     let original_bytes = original.as_bytes().to_vec();
@@ -318,7 +451,7 @@ fn apply_file(
         stage::load_check(node, pending.path())?;
         drop(pending);
         tx.commit();
-        return Ok(FileResult::WouldPatch { upgrade_from });
+        return Ok(FileResult::WouldPatch { upgrade_from, gate });
     }
     let made = backup::create(
         backup_root,
@@ -349,5 +482,6 @@ fn apply_file(
         backup_id: made.id,
         sha256: now,
         upgraded_from: upgrade_from,
+        gate,
     })
 }

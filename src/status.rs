@@ -1,9 +1,10 @@
 //! `mcpatch status`: find and classify every install, print a table or JSON.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::backup;
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
@@ -11,6 +12,7 @@ use crate::exit_code::Outcome;
 use crate::locate::{self, Environment, LocateReport};
 use crate::path_json;
 use crate::registry::PatchSpec;
+use crate::running::{self, ProcessTable, RunningProcess, RunningReport};
 use crate::table::{hanging, hanging_list, shorten_middle, Align, Table};
 use crate::width;
 
@@ -22,6 +24,80 @@ pub struct StatusReport {
     pub searched: Vec<String>,
     /// Installs found but not readable, each with its error.
     pub errors: Vec<Unreadable>,
+    /// What `status` adds per install (same order as `installs`; empty
+    /// where it was not looked up): a dropped patch, old code still running.
+    #[serde(skip)]
+    pub aftermath: Vec<Aftermath>,
+}
+
+/// What happened to an install since mcpatch last changed it.
+#[derive(Debug, Clone, Default)]
+pub struct Aftermath {
+    pub dropped: Option<Dropped>,
+    pub running: Option<RunningReport>,
+}
+
+/// mcpatch patched this very path (the backup says so), and the file no
+/// longer carries the patch: an upgrade or reinstall put an original back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    /// The backup that apply made (`mcpatch backups`).
+    pub backup: String,
+    /// When it was patched, RFC 3339 UTC.
+    pub patched_at: String,
+}
+
+/// The `status --json` document: each install with `dropped` and `running`.
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    installs: Vec<InstallJson<'a>>,
+    searched: &'a [String],
+    errors: &'a [Unreadable],
+}
+
+#[derive(Serialize)]
+struct InstallJson<'a> {
+    #[serde(flatten)]
+    install: &'a Install,
+    /// The patch mcpatch put on this path and an upgrade or reinstall took off, else null.
+    dropped: Option<&'a Dropped>,
+    /// Processes that started before the file last changed; null where mcpatch cannot tell.
+    running: Option<&'a [RunningProcess]>,
+}
+
+/// Whether mcpatch's patch on this install was dropped: the newest backup of
+/// its path was made by `apply` and not reverted since, and the file no
+/// longer carries the patch.
+fn dropped(root: Option<&Path>, spec: &PatchSpec, install: &Install) -> Option<Dropped> {
+    if matches!(install.state, State::Patched | State::Outdated) {
+        return None;
+    }
+    let newest = backup::newest_of(root?, &install.file)?;
+    if backup::is_reverted(&newest) {
+        return None;
+    }
+    let (bytes, _) = classify::hash_file(&install.file).ok()?;
+    if String::from_utf8_lossy(&bytes).contains(spec.patch_marker.as_str()) {
+        return None;
+    }
+    Some(Dropped {
+        backup: newest.id,
+        patched_at: newest.manifest.created,
+    })
+}
+
+/// Fill `report.aftermath`: each install's dropped patch and running processes.
+pub fn look_after(spec: &PatchSpec, report: &mut StatusReport, env: &Environment) {
+    let root = env.dsh_home().ok().map(|h| backup::root(&h, spec));
+    let table = (!report.installs.is_empty()).then(ProcessTable::scan);
+    report.aftermath = report
+        .installs
+        .iter()
+        .map(|i| Aftermath {
+            dropped: dropped(root.as_deref(), spec, i),
+            running: table.as_ref().map(|t| t.running(&i.path, &i.file)),
+        })
+        .collect();
 }
 
 /// An install that was found but could not be read or classified.
@@ -83,6 +159,7 @@ pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Re
             installs: classified,
             searched,
             errors,
+            aftermath: Vec::new(),
         },
         failed,
     })
@@ -102,10 +179,31 @@ pub fn outcome(report: &StatusReport) -> Outcome {
 }
 
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -> Result<Outcome> {
-    let Collected { report, failed } = collect_all(spec, paths, env)?;
+    let Collected {
+        mut report,
+        failed,
+    } = collect_all(spec, paths, env)?;
+    look_after(spec, &mut report, env);
     if json {
+        let doc = StatusJson {
+            installs: report
+                .installs
+                .iter()
+                .zip(&report.aftermath)
+                .map(|(install, a)| InstallJson {
+                    install,
+                    dropped: a.dropped.as_ref(),
+                    running: a
+                        .running
+                        .as_ref()
+                        .and_then(|r| r.processes.as_deref()),
+                })
+                .collect(),
+            searched: &report.searched,
+            errors: &report.errors,
+        };
         // Paths are text by path_json, so the report always serializes.
-        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         crate::outln!("{text}");
     } else if !report.installs.is_empty() || failed.is_empty() {
         crate::out!("{}", render_table(&report));
@@ -210,7 +308,7 @@ pub fn render_table_within(
         _ => wide.lines(),
     };
     s.push_str(&rows[0]);
-    for (row, install) in rows[1..].iter().zip(&report.installs) {
+    for (n, (row, install)) in rows[1..].iter().zip(&report.installs).enumerate() {
         s.push_str(row);
         let mut detail = short_hash(&install.sha256);
         if let Some(rev) = install.revision {
@@ -234,6 +332,22 @@ pub fn render_table_within(
         }
         if let Some(note) = &install.note {
             s.push_str(&hanging("    note: ", note, columns));
+        }
+        let after = report.aftermath.get(n);
+        if let Some(d) = after.and_then(|a| a.dropped.as_ref()) {
+            s.push_str(&hanging(
+                "    dropped: ",
+                &format!(
+                    "mcpatch patched this file at {} (backup {}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)",
+                    d.patched_at, d.backup
+                ),
+                columns,
+            ));
+        }
+        if let Some(r) = after.and_then(|a| a.running.as_ref()) {
+            for line in running::lines(r) {
+                s.push_str(&hanging("    ", &line, columns));
+            }
         }
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();
