@@ -59,7 +59,7 @@ impl Gate {
         match self {
             Gate::Known => None,
             Gate::Passed(r) => Some(format!(
-                "verified before writing (a revision mcpatch does not know): the patched copy was {} in all {} scenario runs, as the current patch revision must be (node {})",
+                "verified first (a revision mcpatch does not know): the patched copy was {} in all {} scenario runs, as the current patch revision must be (node {})",
                 r.overall,
                 r.scenarios.len(),
                 r.node_version
@@ -413,14 +413,20 @@ fn apply_file(
     let node = &node;
     stage::syntax_check(node, &staged, package_dir, &spec.file)?;
     kill_point::reached("syntax-checked")?;
+    // What the backup keeps: the original (for an upgrade, the one recovered above).
+    let original_bytes = original.as_bytes().to_vec();
+    let mut tx = Transaction::begin(file, snapshot, APPLY_UNDONE, APPLY_CHANGED_HELP);
     // A result mcpatch never verified is written only after it recovers as
     // the current patch revision must, checked before anything else touches
-    // the install.
+    // the install (a copy that does not even load fails the load check first).
     let gate = if known_base {
         Gate::Known
     } else if opts.no_verify {
         Gate::Skipped
     } else {
+        let pending = tx.stage(staged.as_bytes())?;
+        stage::load_check(node, pending.path())?;
+        drop(pending);
         let progress = !opts.json && !opts.quiet;
         if progress {
             eprintln!(
@@ -441,10 +447,6 @@ fn apply_file(
         }
         Gate::Passed(report)
     };
-
-    // What the backup keeps: the original (for an upgrade, the one recovered above).
-    let original_bytes = original.as_bytes().to_vec();
-    let mut tx = Transaction::begin(file, snapshot, APPLY_UNDONE, APPLY_CHANGED_HELP);
     if opts.dry_run {
         // The load check still runs from inside the install, then the temp file goes.
         let pending = tx.stage(staged.as_bytes())?;

@@ -283,6 +283,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 mod apply;
 mod automation;
 mod backups;
+mod dropped;
 mod evidence;
 mod harden;
 mod locate;
@@ -292,6 +293,7 @@ mod probe;
 mod readme;
 mod real_servers;
 mod refusals;
+mod running;
 mod seamless;
 mod server;
 mod server_limits;
