@@ -460,13 +460,6 @@ pub fn pick<'a>(backups: &'a [Backup], file: &Path, id: Option<&str>) -> Option<
     }
 }
 
-/// The newest backup of an install's file under `root`, if any: how `status`
-/// tells that mcpatch patched this very path.
-pub fn newest_of(root: &Path, file: &Path) -> Option<Backup> {
-    let backups = list(root).ok()?;
-    pick(&backups, file, None).cloned()
-}
-
 /// The file a revert leaves in the newest backup of the file it restores: the
 /// patch made with that backup (or an earlier one) was taken out on purpose.
 pub const REVERTED: &str = "reverted.json";

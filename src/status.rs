@@ -1,10 +1,10 @@
 //! `mcpatch status`: find and classify every install, print a table or JSON.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::backup;
+use crate::backup::{self, Backup};
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
@@ -68,12 +68,12 @@ struct InstallJson<'a> {
 /// Whether mcpatch's patch on this install was dropped: the newest backup of
 /// its path was made by `apply` and not reverted since, and the file no
 /// longer carries the patch.
-fn dropped(root: Option<&Path>, spec: &PatchSpec, install: &Install) -> Option<Dropped> {
+fn dropped(backups: &[Backup], spec: &PatchSpec, install: &Install) -> Option<Dropped> {
     if matches!(install.state, State::Patched | State::Outdated) {
         return None;
     }
-    let newest = backup::newest_of(root?, &install.file)?;
-    if backup::is_reverted(&newest) {
+    let newest = backup::pick(backups, &install.file, None)?;
+    if backup::is_reverted(newest) {
         return None;
     }
     let (bytes, _) = classify::hash_file(&install.file).ok()?;
@@ -81,21 +81,29 @@ fn dropped(root: Option<&Path>, spec: &PatchSpec, install: &Install) -> Option<D
         return None;
     }
     Some(Dropped {
-        backup: newest.id,
-        patched_at: newest.manifest.created,
+        backup: newest.id.clone(),
+        patched_at: newest.manifest.created.clone(),
     })
 }
 
 /// Fill `report.aftermath`: each install's dropped patch and running processes.
 pub fn look_after(spec: &PatchSpec, report: &mut StatusReport, env: &Environment) {
-    let root = env.dsh_home().ok().map(|h| backup::root(&h, spec));
-    let table = (!report.installs.is_empty()).then(ProcessTable::scan);
+    if report.installs.is_empty() {
+        return;
+    }
+    // Read once: the backups (an unreadable folder shows no dropped patch) and the processes.
+    let backups = env
+        .dsh_home()
+        .ok()
+        .and_then(|h| backup::list(&backup::root(&h, spec)).ok())
+        .unwrap_or_default();
+    let table = ProcessTable::scan();
     report.aftermath = report
         .installs
         .iter()
         .map(|i| Aftermath {
-            dropped: dropped(root.as_deref(), spec, i),
-            running: table.as_ref().map(|t| t.running(&i.path, &i.file)),
+            dropped: dropped(&backups, spec, i),
+            running: Some(table.running(&i.path, &i.file)),
         })
         .collect();
 }
