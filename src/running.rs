@@ -88,7 +88,11 @@ impl ProcessTable {
         let me = std::process::id();
         let mut procs = Vec::new();
         for entry in entries.flatten() {
-            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            let Some(pid) = entry
+                .file_name()
+                .to_str()
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
                 continue;
             };
             if pid == me {
@@ -158,9 +162,9 @@ impl ProcessTable {
                     .entry((p.pid, arg.to_string()))
                     .or_insert_with(|| resolve(p.pid, arg));
                 let given = Path::new(arg);
-                roots
-                    .iter()
-                    .any(|r| given.starts_with(r) || path.as_ref().is_some_and(|x| x.starts_with(r)))
+                roots.iter().any(|r| {
+                    given.starts_with(r) || path.as_ref().is_some_and(|x| x.starts_with(r))
+                })
             });
             if !runs {
                 continue;
@@ -192,7 +196,10 @@ impl ProcessTable {
         let ticks: u64 = rest.split_whitespace().nth(19)?.parse().ok()?;
         let tps = self.ticks_per_second.max(1);
         let nanos = (ticks % tps) * (1_000_000_000 / tps);
-        Some(boot + std::time::Duration::from_secs(ticks / tps) + std::time::Duration::from_nanos(nanos))
+        Some(
+            boot + std::time::Duration::from_secs(ticks / tps)
+                + std::time::Duration::from_nanos(nanos),
+        )
     }
 }
 
@@ -244,7 +251,9 @@ fn resolve(pid: u32, arg: &str) -> Option<PathBuf> {
     let full = if path.is_absolute() {
         path.to_path_buf()
     } else {
-        std::fs::read_link(format!("/proc/{pid}/cwd")).ok()?.join(path)
+        std::fs::read_link(format!("/proc/{pid}/cwd"))
+            .ok()?
+            .join(path)
     };
     std::fs::canonicalize(full).ok()
 }
@@ -369,7 +378,12 @@ mod tests {
     #[test]
     fn control_characters_in_a_command_line_are_escaped() {
         assert_eq!(
-            escape_command(&args(&["node", "/x/dsh\u{1b}]0;owned\u{7}", "a\"b\\c\n", "\u{202e}"])),
+            escape_command(&args(&[
+                "node",
+                "/x/dsh\u{1b}]0;owned\u{7}",
+                "a\"b\\c\n",
+                "\u{202e}"
+            ])),
             "node /x/dsh\\u{1b}]0;owned\\u{7} a\"b\\c\\n \\u{202e}"
         );
     }
@@ -377,11 +391,25 @@ mod tests {
     #[test]
     fn node_runs_its_script_and_the_files_its_options_load() {
         assert_eq!(
-            loaded_files(&args(&["node", "--require", "/a.js", "--inspect", "/b/dsh", "web", "/c"])),
+            loaded_files(&args(&[
+                "node",
+                "--require",
+                "/a.js",
+                "--inspect",
+                "/b/dsh",
+                "web",
+                "/c"
+            ])),
             ["node", "/a.js", "/b/dsh"]
         );
         assert_eq!(
-            loaded_files(&args(&["/usr/bin/node", "--import=/i.mjs", "--", "s.js", "x"])),
+            loaded_files(&args(&[
+                "/usr/bin/node",
+                "--import=/i.mjs",
+                "--",
+                "s.js",
+                "x"
+            ])),
             ["/usr/bin/node", "/i.mjs", "s.js"]
         );
         // Another program only runs itself: an editor naming the file does not run it.

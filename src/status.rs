@@ -187,10 +187,7 @@ pub fn outcome(report: &StatusReport) -> Outcome {
 }
 
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -> Result<Outcome> {
-    let Collected {
-        mut report,
-        failed,
-    } = collect_all(spec, paths, env)?;
+    let Collected { mut report, failed } = collect_all(spec, paths, env)?;
     look_after(spec, &mut report, env);
     if json {
         let doc = StatusJson {
@@ -201,10 +198,7 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
                 .map(|(install, a)| InstallJson {
                     install,
                     dropped: a.dropped.as_ref(),
-                    running: a
-                        .running
-                        .as_ref()
-                        .and_then(|r| r.processes.as_deref()),
+                    running: a.running.as_ref().and_then(|r| r.processes.as_deref()),
                 })
                 .collect(),
             searched: &report.searched,

@@ -401,7 +401,9 @@ fn the_readme_apply_json_example_has_the_shape_of_a_real_run() {
 
 /// The contrib/ file at `rel`.
 fn contrib(rel: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("contrib").join(rel);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("contrib")
+        .join(rel);
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
@@ -420,7 +422,10 @@ fn apply_yes_quiet_is_silent_when_nothing_changes_and_says_one_line_per_change()
     let sb = Sandbox::new();
     // Nothing installed: nothing to say.
     let o = sb.run(&["apply", "--yes", "--quiet"]);
-    assert_eq!((code(&o), stdout(&o), stderr(&o)), (0, String::new(), String::new()));
+    assert_eq!(
+        (code(&o), stdout(&o), stderr(&o)),
+        (0, String::new(), String::new())
+    );
 
     let (a, b) = two_installs(&sb);
     let all = sb.root().to_str().unwrap();
@@ -456,7 +461,10 @@ fn apply_yes_quiet_is_silent_when_nothing_changes_and_says_one_line_per_change()
     );
     // Run again, as a path unit or cron does after every change: silent.
     let o = sb.run(&["apply", "--yes", "--quiet", "--path", all]);
-    assert_eq!((code(&o), stdout(&o), stderr(&o)), (0, String::new(), String::new()));
+    assert_eq!(
+        (code(&o), stdout(&o), stderr(&o)),
+        (0, String::new(), String::new())
+    );
     // An unsupported install is refused: one line on stderr, exit 1.
     sb.client_install("0.0.1-rc.1", "c");
     let o = sb.run(&["apply", "--yes", "--quiet", "--path", all]);
@@ -480,7 +488,10 @@ fn the_shipped_unit_files_pass_systemd_analyze_verify_and_run_apply_yes_quiet() 
         .find_map(|l| l.strip_prefix("ExecStart="))
         .expect("the service has an ExecStart");
     assert_eq!(mcpatch_args(exec), ["apply", "--yes", "--quiet"]);
-    assert!(path_unit.contains("\nUnit=mcpatch.service\n"), "{path_unit}");
+    assert!(
+        path_unit.contains("\nUnit=mcpatch.service\n"),
+        "{path_unit}"
+    );
     assert!(
         path_unit.contains("\nPathChanged=/usr/local/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"),
         "{path_unit}"
@@ -521,7 +532,10 @@ fn the_shipped_unit_files_pass_systemd_analyze_verify_and_run_apply_yes_quiet() 
         format!("patched {A} (0.1.0-rc.8): backup {}\n", backup_ids(&sb)[0])
     );
     let o = sb.run(&args);
-    assert_eq!((code(&o), stdout(&o), stderr(&o)), (0, String::new(), String::new()));
+    assert_eq!(
+        (code(&o), stdout(&o), stderr(&o)),
+        (0, String::new(), String::new())
+    );
 }
 
 #[test]
@@ -552,7 +566,10 @@ fn the_shipped_cron_line_runs_apply_yes_quiet_as_root_and_the_readme_shows_it() 
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     assert!(readme.contains(lines[0]), "README shows the cron line");
     for unit in ["systemd/mcpatch.path", "systemd/mcpatch.service"] {
-        for line in contrib(unit).lines().filter(|l| l.contains('=') && !l.starts_with('#')) {
+        for line in contrib(unit)
+            .lines()
+            .filter(|l| l.contains('=') && !l.starts_with('#'))
+        {
             assert!(readme.contains(line), "README shows {unit}'s {line:?}");
         }
     }

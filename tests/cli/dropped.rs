@@ -34,11 +34,17 @@ fn an_original_put_back_over_a_patched_file_is_a_dropped_patch() {
     let client = sb.client_install("0.1.0-rc.8", "g");
     let p = client.to_str().unwrap();
     let file = client.join("lib/index.js");
-    assert_eq!(status_json(&sb, &["--path", p])["installs"][0]["dropped"], Value::Null);
+    assert_eq!(
+        status_json(&sb, &["--path", p])["installs"][0]["dropped"],
+        Value::Null
+    );
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
     let id = backup_ids(&sb).remove(0);
     let patched_at = created_of(&sb, &id);
-    assert_eq!(status_json(&sb, &["--path", p])["installs"][0]["dropped"], Value::Null);
+    assert_eq!(
+        status_json(&sb, &["--path", p])["installs"][0]["dropped"],
+        Value::Null
+    );
 
     reinstall_original(&file);
     let o = sb.run(&["status", "--path", p]);
@@ -64,7 +70,10 @@ fn an_original_put_back_over_a_patched_file_is_a_dropped_patch() {
 
     // Patched again: nothing is dropped.
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
-    assert_eq!(status_json(&sb, &["--path", p])["installs"][0]["dropped"], Value::Null);
+    assert_eq!(
+        status_json(&sb, &["--path", p])["installs"][0]["dropped"],
+        Value::Null
+    );
 }
 
 #[test]

@@ -490,7 +490,10 @@ mod unknown_revisions {
                 short(&patched)
             )
         );
-        assert_eq!(status_json(&sb, &["--path", p])["installs"][0]["state"], "patched");
+        assert_eq!(
+            status_json(&sb, &["--path", p])["installs"][0]["state"],
+            "patched"
+        );
         assert_eq!(leftovers(&client), Vec::<String>::new());
     }
 

@@ -63,11 +63,7 @@ fn global_dsh_that_runs(sb: &Sandbox) -> PathBuf {
     let bin = sb
         .root()
         .join("prefix/lib/node_modules/@deepseek-ai/dsh/lib/bin.js");
-    std::fs::write(
-        &bin,
-        "#!/usr/bin/env node\nsetInterval(() => {}, 1000);\n",
-    )
-    .unwrap();
+    std::fs::write(&bin, "#!/usr/bin/env node\nsetInterval(() => {}, 1000);\n").unwrap();
     client
 }
 
@@ -179,9 +175,7 @@ fn control_characters_in_a_running_command_line_are_escaped() {
     let text = sb.normalize(&o.stdout);
     assert!(!text.contains('\u{1b}'), "{text:?}");
     assert!(
-        text.contains(&format!(
-            ": node [SANDBOX]/bin/dsh \\u{{1b}}]0;owned\\u{{7}}\\u{{1b}}[2J\n"
-        )),
+        text.contains(": node [SANDBOX]/bin/dsh \\u{1b}]0;owned\\u{7}\\u{1b}[2J\n"),
         "pid {}: {text}",
         planted.pid()
     );
