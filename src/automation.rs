@@ -60,7 +60,8 @@ impl InstallChange {
             state_after: state_before,
             backup: None,
             error: None,
-            running: Some(Vec::new()),
+            // Filled by fill_running once the run is done with every file.
+            running: None,
             verify: None,
         }
     }

@@ -178,11 +178,9 @@ fn revert_all(
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
                 ));
-                let running = processes.running(package_dir, file);
-                for line in running::lines(&running) {
+                for line in running::lines(&processes.running(package_dir, file)) {
                     say(format_args!("    {line}"));
                 }
-                entry.running = running.processes;
             }
             Reverted::AlreadyOriginal => say(format_args!(
                 "{} is already the original; nothing to do",
@@ -195,6 +193,7 @@ fn revert_all(
             }
         }
     }
+    report_out.fill_running(&processes);
     if let (Some(id), false) = (&opts.backup, matched_named) {
         if let Some(named) = backups.iter().find(|b| &b.id == id) {
             return Err(Error::BackupOfAnotherInstall {
