@@ -3,7 +3,7 @@
 //! | code | meaning |
 //! |------|---------|
 //! | 0 | nothing needs attention: no install affected, every patch or revert done, every verify scenario met its expectation |
-//! | 1 | something needs attention: an install is affected or modified, an install was refused (modified without `--yes`, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation (STUCK, wrongful recycle) |
+//! | 1 | something needs attention: an install is affected or modified, an install was refused (modified without `--yes`, a revision mcpatch does not know whose patched copy failed verify, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation (STUCK, wrongful recycle) |
 //! | 2 | error: bad input, I/O failure, a check that failed; see [`ERROR`] for what it means when several installs are handled |
 
 use std::process::ExitCode;
@@ -18,7 +18,7 @@ pub const ATTENTION: u8 = 1;
 pub const ERROR: u8 = 2;
 
 /// The exit codes of `apply`, `revert` and `verify`, as their `--help` says them.
-pub const CHANGE_HELP: &str = "Exit codes: 0 done, nothing needs attention; 1 attention: an install was refused (modified without --yes, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.";
+pub const CHANGE_HELP: &str = "Exit codes: 0 done, nothing needs attention; 1 attention: an install was refused (modified without --yes, a revision mcpatch does not know whose patched copy failed verify, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.";
 
 /// How a command that did not fail ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

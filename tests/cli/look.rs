@@ -286,7 +286,7 @@ Options:
       --color <WHEN>     When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]
   -h, --help             Print help
 
-Exit codes: 0 done, nothing needs attention; 1 attention: an install was refused (modified without --yes, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.
+Exit codes: 0 done, nothing needs attention; 1 attention: an install was refused (modified without --yes, a revision mcpatch does not know whose patched copy failed verify, unsupported), a patched install has no backup to revert from, or a verify scenario did not meet its expectation; 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.
 ", names.replace(' ', ", "))
     );
 
