@@ -215,7 +215,13 @@ fn loaded_files(args: &[String]) -> Vec<&str> {
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or_default();
-    if !matches!(name, "node" | "nodejs") && !name.starts_with("node2") {
+    // node, nodejs, or a versioned name such as node22.
+    let is_node = name == "nodejs"
+        || name.strip_prefix("node").is_some_and(|v| {
+            v.chars()
+                .all(|c| c.is_ascii_digit() || c == '.' || c == '-')
+        });
+    if !is_node {
         return out;
     }
     let mut rest = args[1..].iter();
@@ -411,6 +417,10 @@ mod tests {
                 "x"
             ])),
             ["/usr/bin/node", "/i.mjs", "s.js"]
+        );
+        assert_eq!(
+            loaded_files(&args(&["/opt/node22", "/b/x.js"])),
+            ["/opt/node22", "/b/x.js"]
         );
         // Another program only runs itself: an editor naming the file does not run it.
         assert_eq!(

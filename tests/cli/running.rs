@@ -180,3 +180,34 @@ fn control_characters_in_a_running_command_line_are_escaped() {
         planted.pid()
     );
 }
+
+#[test]
+fn node_running_a_file_of_a_client_outside_a_host_is_listed_with_its_own_restart_advice() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    let script = client.join("keep.mjs");
+    std::fs::write(&script, "setInterval(() => {}, 1000);\n").unwrap();
+    let node = node22_dir().join("node");
+    let user = start(
+        &sb,
+        &node,
+        &[script.to_str().unwrap()],
+        node.to_str().unwrap(),
+    );
+    std::thread::sleep(Duration::from_millis(300));
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = sb.normalize(&o.stdout);
+    assert!(
+        text.contains(&format!(
+            "  pid {} since {}: {} [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/keep.mjs\n  restart them: stop each of these processes and start it again\n",
+            user.pid(),
+            status_json(&sb, &["--path", p])["installs"][0]["running"][0]["started"]
+                .as_str()
+                .unwrap(),
+            node.display()
+        )),
+        "{text}"
+    );
+}
