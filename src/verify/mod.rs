@@ -360,6 +360,8 @@ pub fn verify_staged_strict(
         _copy: Some(copy),
     };
     let scenarios = select(&[]);
+    // Dropped last, after the runtime: apply goes on after the gate and must stay stoppable.
+    let _defaults = SignalDefaults::save();
     let rt = runtime()?;
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     let result = rt.block_on(async {
@@ -537,6 +539,49 @@ async fn verify_install(
         note: install_note(target, overall),
         scenarios: results,
     })
+}
+
+/// What SIGINT and SIGTERM did before [`Interrupts`] listened to them, put back
+/// on drop: tokio never gives a signal back, so without this a Ctrl-C or a
+/// SIGTERM after the gate would be swallowed for the rest of `apply`. (A second
+/// gate in the same run then does not catch them: they end mcpatch as they
+/// would anywhere else in `apply`, and the next run removes its copy.)
+struct SignalDefaults {
+    #[cfg(unix)]
+    saved: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalDefaults {
+    fn save() -> Self {
+        #[cfg(unix)]
+        {
+            let saved = [libc::SIGINT, libc::SIGTERM]
+                .into_iter()
+                .filter_map(|sig| {
+                    // SAFETY: a zeroed sigaction is a valid value to read the current action into.
+                    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                    // SAFETY: reads the current action into a value we own; installs nothing.
+                    let read = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+                    (read == 0).then_some((sig, old))
+                })
+                .collect();
+            SignalDefaults { saved }
+        }
+        #[cfg(not(unix))]
+        SignalDefaults {}
+    }
+}
+
+impl Drop for SignalDefaults {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        for (sig, action) in &self.saved {
+            // SAFETY: puts back an action read from the kernel by `save`.
+            unsafe {
+                libc::sigaction(*sig, action, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// SIGINT and SIGTERM, caught from the moment they are listened to.

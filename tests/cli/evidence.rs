@@ -497,6 +497,70 @@ mod unknown_revisions {
         assert_eq!(leftovers(&client), Vec::<String>::new());
     }
 
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn after_the_gate_apply_still_stops_on_sigterm() {
+        use std::io::BufRead;
+        let sb = Sandbox::new();
+        let client = sb.client_install("0.1.0-rc.8", "g");
+        let file = client.join("lib/index.js");
+        let edited = edit_file(&file, |t| t + "\n// local edit\n");
+        let pause = tempfile::tempdir().unwrap();
+        mkfifo(&pause.path().join("reached"));
+        mkfifo(&pause.path().join("resume"));
+        let reached = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(pause.path().join("reached"))
+            .unwrap();
+        let mut child = sb
+            .command(&[
+                "apply",
+                "--yes",
+                "--quiet",
+                "--path",
+                client.to_str().unwrap(),
+            ])
+            .env("MCPATCH_TEST_PAUSE_AT", "backed-up")
+            .env("MCPATCH_TEST_PAUSE_DIR", pause.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The gate passed (it runs before the backup), and the run waits at the backup.
+        let mut line = String::new();
+        std::io::BufReader::new(reached)
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "backed-up\n");
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("SIGTERM after the gate was swallowed: apply went on waiting");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        assert_eq!(sha256_file(&file), edited, "untouched");
+    }
+
     #[test]
     fn an_unknown_revision_whose_patched_copy_does_not_recover_is_refused_untouched() {
         let sb = Sandbox::new();
