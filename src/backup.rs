@@ -529,6 +529,47 @@ pub fn pick<'a>(backups: &'a [Backup], file: &Path, id: Option<&str>) -> Option<
     }
 }
 
+/// The file a revert leaves in the newest backup of the file it restores: the
+/// patch made with that backup (or an earlier one) was taken out on purpose.
+pub const REVERTED: &str = "reverted.json";
+
+/// Record in `newest` (the file's newest backup) that the file was reverted
+/// (restored from backup `restored`, or found to be the original already), so
+/// `status` does not call the original a dropped patch. Written private,
+/// never through a link.
+pub fn mark_reverted(newest: &Backup, restored: &str) -> Result<()> {
+    let path = newest.dir.join(REVERTED);
+    let text = serde_json::json!({
+        "reverted_at": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        "restored": restored,
+    })
+    .to_string();
+    let unwritable = |source| Error::BackupUnwritable {
+        dir: newest.dir.clone(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut f = options.open(&path).map_err(unwritable)?;
+    f.write_all(text.as_bytes()).map_err(unwritable)?;
+    f.sync_all().map_err(unwritable)
+}
+
+/// Take back [`mark_reverted`] when the revert it announced did not happen.
+pub fn unmark_reverted(newest: &Backup) {
+    let _ = std::fs::remove_file(newest.dir.join(REVERTED));
+}
+
+/// Whether the patch made with this backup was reverted since.
+pub fn is_reverted(backup: &Backup) -> bool {
+    std::fs::symlink_metadata(backup.dir.join(REVERTED)).is_ok()
+}
+
 fn same_path(a: &Path, b: &Path) -> bool {
     a == b
         || matches!((std::fs::canonicalize(a), std::fs::canonicalize(b)), (Ok(x), Ok(y)) if x == y)

@@ -53,9 +53,18 @@ pub enum Command {
         /// Stage and check everything, change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Patch modified installs without asking.
+        /// Patch modified installs without asking (a revision mcpatch does not
+        /// know only after its patched copy passes verify).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// For unattended runs (cron, a systemd path unit): print nothing when
+        /// nothing changes, one line per change, one line per refusal on stderr.
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        /// Write a revision mcpatch does not know without first verifying its
+        /// patched copy with the current revision's expectations.
+        #[arg(long)]
+        no_verify: bool,
         #[command(flatten)]
         node: NodeArg,
         /// Print one JSON report instead of text: per install `changed`,

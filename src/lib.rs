@@ -25,6 +25,7 @@ pub mod probe;
 pub mod registry;
 pub mod replace;
 pub mod revert;
+pub mod running;
 pub mod small_file;
 pub mod stage;
 pub mod status;
@@ -56,6 +57,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             paths,
             dry_run,
             yes,
+            quiet,
+            no_verify,
             node,
             json,
         } => apply::run(
@@ -66,6 +69,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 yes,
                 node: node.node,
                 json,
+                quiet,
+                no_verify,
             },
             &env,
         ),

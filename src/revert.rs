@@ -17,6 +17,7 @@ use crate::outln;
 use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 use crate::replace;
+use crate::running;
 use crate::status;
 use crate::table::{hanging, shorten_middle, Align, Table};
 use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
@@ -111,6 +112,7 @@ fn revert_all(
         })
         .collect();
     let mut failures = Failures::new(targets.len() + failed.len(), "restored");
+    let processes = running::ProcessTable::scan();
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
@@ -162,7 +164,8 @@ fn revert_all(
             continue;
         };
         matched_named = true;
-        let result = revert_file(spec, file, chosen, opts.yes);
+        let newest = backup::pick(&backups, file, None).unwrap_or(chosen);
+        let result = revert_file(spec, file, chosen, newest, opts.yes);
         if let Err(e) = &result {
             entry.error = Some(e.to_string());
             entry.state_after = automation::state_now(spec, file);
@@ -182,6 +185,9 @@ fn revert_all(
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
                 ));
+                for line in running::lines(&processes.running(package_dir, file)) {
+                    say(format_args!("    {line}"));
+                }
             }
             Reverted::AlreadyOriginal => say(format_args!(
                 "{} is already the original; nothing to do",
@@ -194,6 +200,7 @@ fn revert_all(
             }
         }
     }
+    report_out.fill_running(&processes);
     if let (Some(id), false) = (&opts.backup, matched_named) {
         if let Some(named) = backups.iter().find(|b| &b.id == id) {
             return Err(Error::BackupOfAnotherInstall {
@@ -247,7 +254,15 @@ fn damaged_newer_than<'a>(
         .find(|d| chosen.is_none_or(|c| d.id > c.id))
 }
 
-fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Result<Reverted> {
+/// Restore `file` from `chosen`; `newest` (the file's newest backup) records
+/// that the patch was taken out on purpose.
+fn revert_file(
+    spec: &PatchSpec,
+    file: &Path,
+    chosen: &Backup,
+    newest: &Backup,
+    yes: bool,
+) -> Result<Reverted> {
     let saved = backup::read_checked(chosen, spec)?;
     // read_checked proved the saved bytes hash to the manifest's sha256_before.
     let saved_hash = chosen.manifest.sha256_before.clone();
@@ -259,6 +274,7 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
     let snapshot = identity::read(file)?;
     let current = snapshot.sha256.clone();
     if current == saved_hash {
+        backup::mark_reverted(newest, &chosen.id)?;
         return Ok(Reverted::AlreadyOriginal);
     }
     if !yes {
@@ -279,9 +295,13 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
     let mut tx = Transaction::begin(file, snapshot, REVERT_UNDONE, REVERT_CHANGED_HELP);
     let pending = tx.stage(&saved)?;
     kill_point::reached("temp-written")?;
+    backup::mark_reverted(newest, &chosen.id)?;
     // Checks the file is still the one read above, renames, then re-hashes.
-    tx.replace(pending)?;
-    tx.confirm(&saved_hash)?;
+    let done = tx.replace(pending).and_then(|()| tx.confirm(&saved_hash));
+    if let Err(e) = done {
+        backup::unmark_reverted(newest);
+        return Err(e);
+    }
     tx.commit();
     Ok(Reverted::Restored)
 }

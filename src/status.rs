@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::backup;
+use crate::backup::{self, Backup};
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
@@ -13,6 +13,7 @@ use crate::host_check;
 use crate::locate::{self, Environment, LocateReport};
 use crate::path_json;
 use crate::registry::PatchSpec;
+use crate::running::{self, ProcessTable, RunningProcess, RunningReport};
 use crate::table::{hanging, hanging_list, shorten_middle, Align, Table};
 use crate::width;
 
@@ -27,6 +28,90 @@ pub struct StatusReport {
     /// What stopped `status` (a bad `--path`, an unreadable install), as on
     /// stderr, else null: with `--json` an error is still one JSON object.
     pub error: Option<String>,
+    /// What `status` adds per install (same order as `installs`; empty
+    /// where it was not looked up): a dropped patch, old code still running.
+    #[serde(skip)]
+    pub aftermath: Vec<Aftermath>,
+}
+
+/// What happened to an install since mcpatch last changed it.
+#[derive(Debug, Clone, Default)]
+pub struct Aftermath {
+    pub dropped: Option<Dropped>,
+    pub running: Option<RunningReport>,
+}
+
+/// mcpatch patched this very path (the backup says so), and the file no
+/// longer carries the patch: an upgrade or reinstall put an original back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    /// The backup that apply made (`mcpatch backups`).
+    pub backup: String,
+    /// When it was patched, RFC 3339 UTC.
+    pub patched_at: String,
+}
+
+/// The `status --json` document: each install with `dropped` and `running`.
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    installs: Vec<InstallJson<'a>>,
+    searched: &'a [String],
+    errors: &'a [Unreadable],
+    /// What stopped `status`, else null (as `StatusReport::error`).
+    error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct InstallJson<'a> {
+    #[serde(flatten)]
+    install: &'a Install,
+    /// The patch mcpatch put on this path and an upgrade or reinstall took off, else null.
+    dropped: Option<&'a Dropped>,
+    /// Processes that started before the file last changed; null where mcpatch cannot tell.
+    running: Option<&'a [RunningProcess]>,
+}
+
+/// Whether mcpatch's patch on this install was dropped: the newest backup of
+/// its path was made by `apply` and not reverted since, and the file no
+/// longer carries the patch.
+fn dropped(backups: &[Backup], spec: &PatchSpec, install: &Install) -> Option<Dropped> {
+    if matches!(install.state, State::Patched | State::Outdated) {
+        return None;
+    }
+    let newest = backup::pick(backups, &install.file, None)?;
+    if backup::is_reverted(newest) {
+        return None;
+    }
+    let (bytes, _) = classify::hash_file(&install.file).ok()?;
+    if String::from_utf8_lossy(&bytes).contains(spec.patch_marker.as_str()) {
+        return None;
+    }
+    Some(Dropped {
+        backup: newest.id.clone(),
+        patched_at: newest.manifest.created.clone(),
+    })
+}
+
+/// Fill `report.aftermath`: each install's dropped patch and running processes.
+pub fn look_after(spec: &PatchSpec, report: &mut StatusReport, env: &Environment) {
+    if report.installs.is_empty() {
+        return;
+    }
+    // Read once: the backups (an unreadable folder shows no dropped patch) and the processes.
+    let backups = env
+        .dsh_home()
+        .ok()
+        .and_then(|h| backup::list(&backup::root(&h, spec)).ok())
+        .unwrap_or_default();
+    let table = ProcessTable::scan();
+    report.aftermath = report
+        .installs
+        .iter()
+        .map(|i| Aftermath {
+            dropped: dropped(&backups, spec, i),
+            running: Some(table.running(&i.path, &i.file)),
+        })
+        .collect();
 }
 
 /// An install that was found but could not be read or classified.
@@ -94,6 +179,7 @@ pub fn collect_all(spec: &PatchSpec, paths: &[PathBuf], env: &Environment) -> Re
             searched,
             errors,
             error: None,
+            aftermath: Vec::new(),
         },
         failed,
     })
@@ -163,8 +249,28 @@ pub fn searched_before(paths: &[PathBuf], e: &Error) -> Vec<String> {
 
 pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -> Result<Outcome> {
     let print_json = |report: &StatusReport| {
+        let doc = StatusJson {
+            installs: report
+                .installs
+                .iter()
+                .enumerate()
+                .map(|(n, install)| {
+                    let a = report.aftermath.get(n);
+                    InstallJson {
+                        install,
+                        dropped: a.and_then(|a| a.dropped.as_ref()),
+                        running: a
+                            .and_then(|a| a.running.as_ref())
+                            .and_then(|r| r.processes.as_deref()),
+                    }
+                })
+                .collect(),
+            searched: &report.searched,
+            errors: &report.errors,
+            error: report.error.as_deref(),
+        };
         // Paths are text by path_json, so the report always serializes.
-        let text = serde_json::to_string_pretty(report).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         crate::outln!("{text}");
     };
     let Collected { mut report, failed } = match collect_all(spec, paths, env) {
@@ -176,11 +282,13 @@ pub fn run(spec: &PatchSpec, paths: &[PathBuf], json: bool, env: &Environment) -
                     searched: searched_before(paths, &e),
                     errors: Vec::new(),
                     error: Some(e.to_string()),
+                    aftermath: Vec::new(),
                 });
             }
             return Err(e);
         }
     };
+    look_after(spec, &mut report, env);
     let total = report.installs.len() + failed.len();
     // The error the run ends with; with several, each is printed first.
     let (each, error) = if failed.len() == 1 && total == 1 {
@@ -307,7 +415,7 @@ pub fn render_table_within(
         _ => wide.lines(),
     };
     s.push_str(&rows[0]);
-    for (row, install) in rows[1..].iter().zip(&report.installs) {
+    for (n, (row, install)) in rows[1..].iter().zip(&report.installs).enumerate() {
         s.push_str(row);
         let mut detail = short_hash(&install.sha256);
         if let Some(rev) = install.revision {
@@ -334,6 +442,22 @@ pub fn render_table_within(
         }
         if let Some(defect) = &install.host_defect {
             s.push_str(&render_host_defect(defect, columns));
+        }
+        let after = report.aftermath.get(n);
+        if let Some(d) = after.and_then(|a| a.dropped.as_ref()) {
+            s.push_str(&hanging(
+                "    dropped: ",
+                &format!(
+                    "mcpatch patched this file at {} (backup {}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)",
+                    d.patched_at, d.backup
+                ),
+                columns,
+            ));
+        }
+        if let Some(r) = after.and_then(|a| a.running.as_ref()) {
+            for line in running::lines(r) {
+                s.push_str(&hanging("    ", &line, columns));
+            }
         }
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();

@@ -191,7 +191,7 @@ fn verify_all(
                 // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
                 let result = rt.block_on(async {
                     tokio::select! {
-                        r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress) => r,
+                        r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress, false) => r,
                         signal = interrupts.next() => Err(Error::Interrupted { signal }),
                     }
                 });
@@ -329,6 +329,110 @@ fn remove_dead_copies(dir: &std::path::Path) {
     }
 }
 
+/// `bytes` written beside `file` as a locked `.mcpatch-verify-*.js`, so node
+/// loads it with the install's imports; removed when dropped.
+fn copy_beside(file: &std::path::Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
+    if let Some(dir) = file.parent() {
+        remove_dead_copies(dir);
+    }
+    let mut temp = crate::replace::temp_beside(file, COPY_PREFIX)?;
+    temp.as_file().try_lock().map_err(|e| {
+        Error::io(
+            "lock",
+            temp.path(),
+            std::io::Error::other(e.to_string()),
+            "check that the install's folder is on a local disk",
+        )
+    })?;
+    temp.write_all(bytes)
+        .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
+    Ok(temp)
+}
+
+/// What the gate `apply` puts a revision mcpatch does not know through found
+/// ([`verify_staged_strict`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct GateReport {
+    /// Whether every scenario met the current patch revision's expectations.
+    pub passed: bool,
+    /// As `verify` reports it: SEAMLESS when it passed, else STUCK or FAILED.
+    pub overall: &'static str,
+    pub node_version: String,
+    pub scenarios: Vec<ScenarioResult>,
+}
+
+impl GateReport {
+    /// One line per scenario that did not meet its expectation.
+    pub fn failing_lines(&self) -> Vec<String> {
+        self.scenarios
+            .iter()
+            .filter(|x| !x.judgement.ok)
+            .map(|x| {
+                let policy = if x.policy == "default" {
+                    " (default policy)"
+                } else {
+                    ""
+                };
+                let j = &x.judgement;
+                format!(
+                    "{}{policy}: {} (expected {}): {}",
+                    x.name,
+                    j.verdict,
+                    x.expected.verdict(),
+                    j.note
+                )
+            })
+            .collect()
+    }
+}
+
+/// The gate `apply` puts a revision mcpatch does not know through, before
+/// anything touches the install: the patched copy `staged` of `file` (an
+/// install's `lib/index.js`) is written beside it as a locked
+/// `.mcpatch-verify-*.js` (so its imports resolve from the install, as
+/// `verify --backup` loads a backup) and removed afterwards, and every
+/// scenario runs on it with the current patch revision's strict expectations
+/// (every recovery scenario SEAMLESS) whatever the copy classifies as.
+pub fn verify_staged_strict(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    file: &std::path::Path,
+    staged: &[u8],
+    progress: bool,
+) -> Result<GateReport> {
+    let sha256 = classify::sha256_hex(staged);
+    let (state, _, _) = classify::classify_bytes(spec, staged, &sha256);
+    let copy = copy_beside(file, staged)?;
+    let target = Target {
+        load: copy.path().to_path_buf(),
+        file: file.to_path_buf(),
+        backup: None,
+        sha256,
+        state,
+        _copy: Some(copy),
+    };
+    let scenarios = select(&[]);
+    // Dropped last, after the runtime: apply goes on after the gate and must stay stoppable.
+    let _defaults = SignalDefaults::save();
+    let rt = runtime()?;
+    let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
+    let result = rt.block_on(async {
+        tokio::select! {
+            r = verify_install(node, install, &target, &scenarios, None, progress, true) => r,
+            signal = interrupts.next() => Err(Error::Interrupted { signal }),
+        }
+    });
+    drop(target);
+    let result = result?;
+    Ok(GateReport {
+        passed: result.scenarios.iter().all(|s| s.judgement.ok),
+        overall: result.overall,
+        node_version: result.node_version,
+        scenarios: result.scenarios,
+    })
+}
+
 impl Target {
     fn for_install(
         spec: &PatchSpec,
@@ -355,20 +459,7 @@ impl Target {
             .ok_or_else(|| no_backup(&install.file, named, &root))?;
         let bytes = backup::read_checked(chosen, spec)?;
         let (state, _, _) = classify::classify_bytes(spec, &bytes, &chosen.manifest.sha256_before);
-        if let Some(dir) = install.file.parent() {
-            remove_dead_copies(dir);
-        }
-        let mut temp = crate::replace::temp_beside(&install.file, COPY_PREFIX)?;
-        temp.as_file().try_lock().map_err(|e| {
-            Error::io(
-                "lock",
-                temp.path(),
-                std::io::Error::other(e.to_string()),
-                "check that the install's folder is on a local disk",
-            )
-        })?;
-        temp.write_all(&bytes)
-            .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
+        let temp = copy_beside(&install.file, &bytes)?;
         Ok(Target {
             load: temp.path().to_path_buf(),
             file: chosen.dir.join(backup::SAVED_FILE),
@@ -392,6 +483,7 @@ async fn verify_install(
     scenarios: &[Scenario],
     jobs: Option<usize>,
     progress: bool,
+    strict: bool,
 ) -> Result<InstallResult> {
     let mut runs: Vec<(&Scenario, Policy)> = scenarios.iter().map(|s| (s, Policy::Short)).collect();
     if let Some(first) = scenarios
@@ -413,7 +505,8 @@ async fn verify_install(
             url: server.url(),
         })
         .collect();
-    let seamless = target.is_current_patch();
+    // `strict`: the current patch revision's expectations, whatever is loaded.
+    let seamless = strict || target.is_current_patch();
     let total = runs.len();
     let started = Instant::now();
     let mut judged: Vec<Option<Judgement>> = vec![None; total];
@@ -491,6 +584,49 @@ async fn verify_install(
         note: install_note(target, overall),
         scenarios: results,
     })
+}
+
+/// What SIGINT, SIGTERM and SIGHUP did before [`Interrupts`] listened to them, put back
+/// on drop: tokio never gives a signal back, so without this a Ctrl-C, a
+/// SIGTERM or a SIGHUP after the gate would be swallowed for the rest of `apply`. (A second
+/// gate in the same run then does not catch them: they end mcpatch as they
+/// would anywhere else in `apply`, and the next run removes its copy.)
+struct SignalDefaults {
+    #[cfg(unix)]
+    saved: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalDefaults {
+    fn save() -> Self {
+        #[cfg(unix)]
+        {
+            let saved = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+                .into_iter()
+                .filter_map(|sig| {
+                    // SAFETY: a zeroed sigaction is a valid value to read the current action into.
+                    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                    // SAFETY: reads the current action into a value we own; installs nothing.
+                    let read = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+                    (read == 0).then_some((sig, old))
+                })
+                .collect();
+            SignalDefaults { saved }
+        }
+        #[cfg(not(unix))]
+        SignalDefaults {}
+    }
+}
+
+impl Drop for SignalDefaults {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        for (sig, action) in &self.saved {
+            // SAFETY: puts back an action read from the kernel by `save`.
+            unsafe {
+                libc::sigaction(*sig, action, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed), caught from the moment
