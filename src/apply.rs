@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, NewBackup};
-use crate::classify::{self, sha256_hex, State};
+use crate::classify::{self, sha256_hex, Install, State};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::identity;
@@ -18,9 +18,11 @@ use crate::node::{self, Node};
 use crate::outln;
 use crate::registry::{self, PatchSpec};
 use crate::replace;
+use crate::running::{self, ProcessTable};
 use crate::stage;
 use crate::status;
 use crate::transaction::{Transaction, APPLY_CHANGED_HELP};
+use crate::verify::{self, GateReport};
 
 /// What apply's rollback does, as the re-hash error says it.
 const APPLY_UNDONE: &str = "the original was restored";
@@ -34,7 +36,50 @@ pub struct ApplyOptions {
     pub node: Option<PathBuf>,
     /// Print one JSON report ([`ChangeReport`]) instead of text.
     pub json: bool,
+    /// For unattended runs: nothing when nothing changes, one line per change
+    /// on stdout, one line per refusal on stderr.
+    pub quiet: bool,
+    /// Write a revision mcpatch does not know without verifying the patched copy first.
+    pub no_verify: bool,
 }
+
+/// How a revision mcpatch does not know was checked before it was written.
+enum Gate {
+    /// A known revision: the patched result is the one mcpatch verified.
+    Known,
+    /// Verified on the staged copy, and it passed.
+    Passed(GateReport),
+    /// Written without verify (`--no-verify`).
+    Skipped,
+}
+
+impl Gate {
+    /// What to say about it under the install's line, if anything.
+    fn line(&self) -> Option<String> {
+        match self {
+            Gate::Known => None,
+            Gate::Passed(r) => Some(format!(
+                "verified first (a revision mcpatch does not know): the patched copy was {} in all {} scenario runs, as the current patch revision must be (node {})",
+                r.overall,
+                r.scenarios.len(),
+                r.node_version
+            )),
+            Gate::Skipped => Some(NOT_VERIFIED.to_string()),
+        }
+    }
+
+    /// The same in a few words, for `--quiet`.
+    fn short(&self) -> &'static str {
+        match self {
+            Gate::Known => "",
+            Gate::Passed(_) => ", verified first (a revision mcpatch does not know)",
+            Gate::Skipped => ", NOT verified (--no-verify; a revision mcpatch does not know)",
+        }
+    }
+}
+
+/// What apply says when `--no-verify` let an unknown revision through.
+const NOT_VERIFIED: &str = "not verified (--no-verify): a revision mcpatch does not know was written without proof that it recovers; check it with `mcpatch verify`";
 
 /// What happened to one file.
 enum FileResult {
@@ -48,13 +93,20 @@ enum FileResult {
         known_base: bool,
         /// Whether that backup was already there (made by an earlier apply).
         reused: bool,
+        gate: Gate,
     },
     WouldPatch {
         upgrade_from: Option<u32>,
+        gate: Gate,
     },
     AlreadyPatched,
     NothingToDo(&'static str),
     Refused(String),
+    /// An unknown revision whose patched copy did not pass verify.
+    FailedVerify {
+        why: String,
+        report: GateReport,
+    },
 }
 
 pub fn run(targets: &[&PatchSpec], opts: &ApplyOptions, env: &Environment) -> Result<Outcome> {
@@ -76,10 +128,15 @@ fn apply_all(
     env: &Environment,
     report_out: &mut ChangeReport,
 ) -> Result<Outcome> {
-    // Human lines go to stdout only without --json.
+    // Human lines go to stdout only without --json; --quiet keeps one line per change.
     let say = |args: std::fmt::Arguments<'_>| {
-        if !opts.json {
-            outln!("{args}");
+        if !opts.json && !opts.quiet {
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
+        }
+    };
+    let say_quiet = |args: std::fmt::Arguments<'_>| {
+        if !opts.json && opts.quiet {
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
         }
     };
     let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
@@ -89,7 +146,7 @@ fn apply_all(
         .installs
         .extend(report.errors.iter().map(InstallChange::unreadable));
     if report.installs.is_empty() && failed.is_empty() {
-        if !opts.json {
+        if !opts.json && !opts.quiet {
             crate::out!("{}", status::render_table(&report));
         }
         return Ok(Outcome::Clean);
@@ -112,6 +169,7 @@ fn apply_all(
     let mut failed = failed.into_iter();
     // One backups folder and lock per target, taken before its first install.
     let mut locked: Option<(&str, PathBuf, Option<lock::WriteLock>)> = None;
+    let processes = ProcessTable::scan();
     for item in &items {
         let spec = registry::find(targets, item.target);
         if locked.as_ref().is_none_or(|(t, _, _)| *t != spec.target) {
@@ -146,7 +204,15 @@ fn apply_all(
         let result = if let Some(why) = &item.unfound {
             Ok(FileResult::Refused(format!("unsupported: {why}")))
         } else {
-            apply_file(spec, node.as_ref(), root, package_dir, file, opts)
+            apply_file(
+                spec,
+                node.as_ref(),
+                root,
+                item.install,
+                package_dir,
+                file,
+                opts,
+            )
         };
         let entry = report_out.installs.last_mut().expect("just pushed");
         if let Err(e) = &result {
@@ -164,6 +230,7 @@ fn apply_all(
                 upgraded_from,
                 known_base,
                 reused,
+                gate,
             } => {
                 if !changed_targets.iter().any(|t| t.target == spec.target) {
                     changed_targets.push(spec);
@@ -193,8 +260,23 @@ fn apply_all(
                     "{what}\n    sha256 now {}, {kept} {saved} backup {backup_id}",
                     status::short_hash(&sha256)
                 ));
+                if let Some(line) = gate.line() {
+                    say(format_args!("    {line}"));
+                }
+                let running = processes.running(package_dir, file);
+                for line in running::lines(&running) {
+                    say(format_args!("    {line}"));
+                }
+                say_quiet(format_args!(
+                    "{what}: backup {backup_id}{}{}",
+                    gate.short(),
+                    running::short(&running)
+                ));
+                if let Gate::Passed(r) = gate {
+                    entry.verify = Some(r);
+                }
             }
-            FileResult::WouldPatch { upgrade_from } => {
+            FileResult::WouldPatch { upgrade_from, gate } => {
                 entry.changed = true;
                 entry.state_after = Some(State::Patched);
                 let what = match upgrade_from {
@@ -203,20 +285,52 @@ fn apply_all(
                 };
                 say(format_args!(
                     "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
-                ))
+                ));
+                if let Some(line) = gate.line() {
+                    say(format_args!("    {line}"));
+                }
+                say_quiet(format_args!(
+                    "dry run: {label} would be {what}{}",
+                    gate.short()
+                ));
+                if let Gate::Passed(r) = gate {
+                    entry.verify = Some(r);
+                }
             }
             FileResult::AlreadyPatched => {
-                say(format_args!("already patched: {label}; nothing to do"))
+                say(format_args!("already patched: {label}; nothing to do"));
+                for line in running::lines(&processes.running(package_dir, file)) {
+                    say(format_args!("    {line}"));
+                }
             }
             FileResult::NothingToDo(why) => say(format_args!("{why}: {label}; nothing to do")),
             FileResult::Refused(why) => {
                 outcome = Outcome::Attention;
                 say(format_args!("refused: {label}\n    {why}"));
+                if opts.quiet && !opts.json {
+                    let line = format!("refused: {label}: {}", why.replace('\n', " "));
+                    crate::errln!("{}", crate::output::clean(&line));
+                }
                 entry.error = Some(format!("refused: {why}"));
+            }
+            FileResult::FailedVerify { why, report } => {
+                outcome = Outcome::Attention;
+                let verdicts = report.failing_lines();
+                say(format_args!("refused: {label}\n    {why}"));
+                for line in &verdicts {
+                    say(format_args!("    {line}"));
+                }
+                if opts.quiet && !opts.json {
+                    let line = format!("refused: {label}: {why}");
+                    crate::errln!("{}", crate::output::clean(&line));
+                }
+                entry.error = Some(format!("refused: {why}\n{}", verdicts.join("\n")));
+                entry.verify = Some(report);
             }
         }
     }
     drop(locked);
+    report_out.fill_running(&processes);
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
@@ -253,6 +367,7 @@ fn apply_file(
     spec: &PatchSpec,
     node: Option<&Node>,
     backup_root: &Path,
+    install: &Install,
     package_dir: &Path,
     file: &Path,
     opts: &ApplyOptions,
@@ -319,16 +434,16 @@ fn apply_file(
     if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
-                Some(r) => eprintln!(
+                Some(r) => crate::errln!(
                     "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
-                    file.display()
+                    crate::output::path(file)
                 ),
-                None => eprintln!(
+                None => crate::errln!(
                     "{} is modified (not a revision mcpatch knows); the patch would change:",
-                    file.display()
+                    crate::output::path(file)
                 ),
             }
-            eprint!(
+            crate::err!(
                 "{}",
                 crate::diff::render_change(
                     &relative,
@@ -367,17 +482,52 @@ fn apply_file(
     let node = &node;
     stage::syntax_check(node, &staged, package_dir, &relative)?;
     kill_point::reached("syntax-checked")?;
-
     // What the backup keeps: the original (for an upgrade, the one recovered above).
     let original_bytes = original.as_bytes().to_vec();
     let mut tx = Transaction::begin(file, snapshot, APPLY_UNDONE, APPLY_CHANGED_HELP);
+    // A result mcpatch never verified is written only after it recovers as
+    // the current patch revision must, checked before anything else touches
+    // the install (a copy that does not even load fails the load check first).
+    let gate = if known_base {
+        Gate::Known
+    } else if opts.no_verify {
+        Gate::Skipped
+    } else if spec.driver != crate::target::Driver::PluginApi {
+        return Ok(FileResult::Refused(format!(
+            "sha256 {before} is not a revision mcpatch knows, and mcpatch cannot verify a patched copy of {} before writing it; rerun with --no-verify to write it unverified; the install is untouched",
+            spec.target
+        )));
+    } else {
+        let pending = tx.stage(staged.as_bytes())?;
+        stage::load_check(node, pending.path(), &spec.exports)?;
+        drop(pending);
+        let progress = !opts.json && !opts.quiet;
+        if progress {
+            crate::errln!(
+                "{} is a revision mcpatch does not know: verifying the patched copy before writing it",
+                crate::output::path(file)
+            );
+        }
+        let report =
+            verify::verify_staged_strict(spec, node, install, file, staged.as_bytes(), progress)?;
+        if !report.passed {
+            return Ok(FileResult::FailedVerify {
+                why: format!(
+                    "sha256 {before} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: {}); the install is untouched",
+                    report.overall
+                ),
+                report,
+            });
+        }
+        Gate::Passed(report)
+    };
     if opts.dry_run {
         // The load check still runs from inside the install, then the temp file goes.
         let pending = tx.stage(staged.as_bytes())?;
         stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
         tx.commit();
-        return Ok(FileResult::WouldPatch { upgrade_from });
+        return Ok(FileResult::WouldPatch { upgrade_from, gate });
     }
     let (made, reused) = backup::save(
         backup_root,
@@ -413,5 +563,6 @@ fn apply_file(
         upgraded_from: upgrade_from,
         known_base,
         reused,
+        gate,
     })
 }

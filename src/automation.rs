@@ -13,7 +13,9 @@ use crate::exit_code::Outcome;
 use crate::outln;
 use crate::path_json;
 use crate::registry::PatchSpec;
+use crate::running::{ProcessTable, RunningProcess};
 use crate::status::Unreadable;
+use crate::verify::GateReport;
 
 /// What one run did to one install (one path: a file shared by several
 /// package folders has one entry per folder).
@@ -39,6 +41,14 @@ pub struct InstallChange {
     /// Why the install was not brought where the command takes it (refused,
     /// no backup, or the error that stopped it), else null.
     pub error: Option<String>,
+    /// The processes that started before the file last changed and so still
+    /// run the code it held before (pid, started, command); null where
+    /// mcpatch cannot tell (no /proc).
+    pub running: Option<Vec<RunningProcess>>,
+    /// `apply` only, for a revision mcpatch does not know: the verify run on
+    /// the patched copy before it was written (absent otherwise).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<GateReport>,
 }
 
 impl InstallChange {
@@ -58,6 +68,9 @@ impl InstallChange {
             state_after: state_before,
             backup: None,
             error: None,
+            // Filled by fill_running once the run is done with every file.
+            running: None,
+            verify: None,
         }
     }
 
@@ -89,6 +102,14 @@ pub struct ChangeReport {
 }
 
 impl ChangeReport {
+    /// Fill each install's `running` from one read of the process table
+    /// (call when every file is as this run leaves it).
+    pub fn fill_running(&mut self, table: &ProcessTable) {
+        for i in &mut self.installs {
+            i.running = table.running(&i.path, &i.file).processes;
+        }
+    }
+
     /// Print the report for `result`, the command's own result, and hand it back.
     pub fn finish(mut self, result: Result<Outcome>) -> Result<Outcome> {
         self.changed = self.installs.iter().any(|i| i.changed);

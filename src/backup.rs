@@ -299,10 +299,12 @@ pub fn create(root: &Path, spec: &PatchSpec, new: NewBackup<'_>) -> Result<Backu
         mcpatch_version: env!("CARGO_PKG_VERSION").to_string(),
         created: humantime::format_rfc3339_seconds(now).to_string(),
     };
-    let aside = tempfile::Builder::new()
-        .prefix(".incomplete-")
-        .tempdir_in(root)
-        .map_err(unwritable)?;
+    let mut aside = tempfile::Builder::new();
+    aside.prefix(".incomplete-");
+    // The backup folder's mode whatever the umask (never group or other write).
+    #[cfg(unix)]
+    aside.permissions(std::os::unix::fs::PermissionsExt::from_mode(DIR_MODE));
+    let aside = aside.tempdir_in(root).map_err(unwritable)?;
     // The saved copy keeps the original's permission bits, never setuid,
     // setgid or write access for others (the manifest records the full mode).
     let saved_mode = new.mode.map(|m| m & 0o755).unwrap_or(0o644);
@@ -525,6 +527,47 @@ pub fn pick<'a>(backups: &'a [Backup], file: &Path, id: Option<&str>) -> Option<
         Some(id) => backups.iter().find(|b| b.id == id).filter(same),
         None => backups.iter().rev().find(same),
     }
+}
+
+/// The file a revert leaves in the newest backup of the file it restores: the
+/// patch made with that backup (or an earlier one) was taken out on purpose.
+pub const REVERTED: &str = "reverted.json";
+
+/// Record in `newest` (the file's newest backup) that the file was reverted
+/// (restored from backup `restored`, or found to be the original already), so
+/// `status` does not call the original a dropped patch. Written private,
+/// never through a link.
+pub fn mark_reverted(newest: &Backup, restored: &str) -> Result<()> {
+    let path = newest.dir.join(REVERTED);
+    let text = serde_json::json!({
+        "reverted_at": humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+        "restored": restored,
+    })
+    .to_string();
+    let unwritable = |source| Error::BackupUnwritable {
+        dir: newest.dir.clone(),
+        source,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+    }
+    let mut f = options.open(&path).map_err(unwritable)?;
+    f.write_all(text.as_bytes()).map_err(unwritable)?;
+    f.sync_all().map_err(unwritable)
+}
+
+/// Take back [`mark_reverted`] when the revert it announced did not happen.
+pub fn unmark_reverted(newest: &Backup) {
+    let _ = std::fs::remove_file(newest.dir.join(REVERTED));
+}
+
+/// Whether the patch made with this backup was reverted since.
+pub fn is_reverted(backup: &Backup) -> bool {
+    std::fs::symlink_metadata(backup.dir.join(REVERTED)).is_ok()
 }
 
 fn same_path(a: &Path, b: &Path) -> bool {

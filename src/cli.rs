@@ -57,9 +57,18 @@ pub enum Command {
         /// Stage and check everything, change nothing.
         #[arg(long)]
         dry_run: bool,
-        /// Patch modified installs without asking.
+        /// Patch modified installs without asking (a revision mcpatch does not
+        /// know only after its patched copy passes verify).
         #[arg(long, short = 'y')]
         yes: bool,
+        /// For unattended runs (cron, a systemd path unit): print nothing when
+        /// nothing changes, one line per change, one line per refusal on stderr.
+        #[arg(long, short = 'q')]
+        quiet: bool,
+        /// Write a revision mcpatch does not know without first verifying its
+        /// patched copy with the current revision's expectations.
+        #[arg(long)]
+        no_verify: bool,
         #[command(flatten)]
         node: NodeArg,
         /// Print one JSON report instead of text: per install `changed`,
@@ -118,6 +127,17 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// Verify a stdio MCP bridge instead (e.g. 'npx -y mcp-remote@0.15.1'), quoted as
+        /// for a shell: the fake server's URL replaces {url} in an argument, else comes last.
+        #[arg(long, value_name = "CMD")]
+        command: Option<String>,
+        /// With --command: how long the bridge may take to answer its first initialize
+        /// (npx may download it first).
+        #[arg(long, value_name = "SECS", default_value = "60", value_parser = crate::probe::parse_timeout, requires = "command")]
+        startup_timeout: std::time::Duration,
+        /// With --command: print the bridge's stderr of each scenario (to stderr).
+        #[arg(long, short = 'v', requires = "command")]
+        verbose: bool,
     },
     /// Run the fake stateful MCP server alone, for any MCP client.
     Serve {
@@ -144,7 +164,7 @@ pub enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
-        /// Give up after this many seconds, all requests together.
+        /// Give up after this many seconds (more than 0, at most 86400), the name lookup and all requests together.
         #[arg(long, value_name = "SECS", default_value = "10", value_parser = crate::probe::parse_timeout)]
         timeout: std::time::Duration,
         /// Print every request sent and every answer (to stderr).

@@ -55,9 +55,11 @@ pub fn render_change(file: &str, current: &str, new: &str, color: bool) -> Strin
                 // Runs of words with the same emphasis, the sign leading the first.
                 let mut runs: Vec<(bool, String)> = vec![(false, sign.to_string())];
                 for (emphasized, value) in change.iter_strings_lossy() {
+                    // The install's text is outside text: its control characters escaped.
                     let text = value.strip_suffix('\n').unwrap_or(&value);
+                    let text = crate::output::clean(text);
                     match runs.last_mut() {
-                        Some((e, run)) if *e == emphasized => run.push_str(text),
+                        Some((e, run)) if *e == emphasized => run.push_str(&text),
                         _ => runs.push((emphasized, text.to_string())),
                     }
                 }
@@ -111,14 +113,16 @@ pub fn paint_unified(text: &str, color: bool) -> String {
 /// there is a change to show, as `diff(1)` and `git diff --exit-code` say.
 pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
     let report = status::collect(targets, paths, env)?;
+    crate::output::end_on_closed_pipe();
     let paint = color::stdout();
     if report.installs.is_empty() {
         for spec in targets {
-            println!(
+            crate::outln!(
                 "no install found; the patch {} against {} is:",
-                spec.id, spec.file
+                spec.id,
+                spec.file
             );
-            print!("{}", paint_unified(&spec.diff, paint.on()));
+            crate::out!("{}", paint_unified(&spec.diff, paint.on()));
         }
         return Ok(Outcome::Clean);
     }
@@ -131,9 +135,9 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
             .unwrap_or(&install.file)
             .to_string_lossy()
             .into_owned();
-        println!(
+        crate::outln!(
             "# {} ({})",
-            install.file.display(),
+            crate::output::path(&install.file),
             status::paint_state(paint, install.state)
         );
         match install.state {
@@ -148,7 +152,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
                 };
                 match staged {
                     Ok(staged) => {
-                        print!(
+                        crate::out!(
                             "{}",
                             render_change(&relative, &current, &staged, paint.on())
                         );
@@ -165,17 +169,17 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
                             ),
                             Err(_) => e,
                         };
-                        println!("{e}");
+                        crate::outln!("{}", crate::output::clean_lines(&e.to_string()));
                     }
                 }
             }
-            State::Patched if install.revision.is_none() => println!(
+            State::Patched if install.revision.is_none() => crate::outln!(
                 "already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before"
             ),
-            State::Patched => println!("already patched; `mcpatch revert` restores the original"),
-            State::UpstreamFixed => println!("already routes session loss; nothing to patch"),
+            State::Patched => crate::outln!("already patched; `mcpatch revert` restores the original"),
+            State::UpstreamFixed => crate::outln!("already routes session loss; nothing to patch"),
             State::Affected | State::Modified | State::Outdated | State::Unsupported => {
-                println!("unsupported: the patch cannot help this revision")
+                crate::outln!("unsupported: the patch cannot help this revision")
             }
         }
     }

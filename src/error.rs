@@ -99,6 +99,25 @@ pub enum Error {
     #[error("interrupted by {signal}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check")]
     Interrupted { signal: &'static str },
 
+    #[error("cannot run the bridge command {command:?}: {problem}\nhelp: pass --command one command line, quoted as for a shell, e.g. --command 'npx -y mcp-remote@0.15.1'")]
+    BridgeCommand { command: String, problem: String },
+
+    #[error("cannot start the bridge {program:?}: {source}\nhelp: check that the program exists and is executable (a name is looked up on PATH; no shell runs it)")]
+    BridgeSpawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("interrupted by {signal}: the check stopped; the bridge, every process it started and the fake server were stopped\nhelp: run `mcpatch verify --command ...` again to finish the check")]
+    BridgeInterrupted { signal: &'static str },
+
+    #[error("no scenario to run against a bridge:\n{}help: leave out --scenario, or name a scenario a bridge can run", left_out.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
+    BridgeNothingToRun { left_out: Vec<String> },
+
+    #[error("--command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of DSH's installed plugin: run one or the other")]
+    BridgeConflict { flag: &'static str },
+
     #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n{}help: if DSH is installed elsewhere, pass its folder with --path", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
     NothingToVerify { searched: Vec<String> },
 
@@ -232,7 +251,7 @@ impl Failures {
         match result {
             Ok(value) => Ok(Some(value)),
             Err(e) if self.total > 1 => {
-                eprintln!("error: {e}");
+                crate::errln!("error: {}", crate::output::clean_lines(&e.to_string()));
                 self.failed += 1;
                 Ok(None)
             }

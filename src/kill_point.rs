@@ -55,7 +55,7 @@ pub fn reached(step: &'static str) -> Result<()> {
 /// Trace an event (a folder created, renamed or synced) when the tests asked for a trace.
 pub fn note(event: fmt::Arguments<'_>) {
     if std::env::var_os(TRACE).is_some_and(|v| v == "1") {
-        eprintln!("trace: {event}");
+        crate::errln!("trace: {event}");
     }
 }
 

@@ -26,6 +26,7 @@ pub mod probe;
 pub mod registry;
 pub mod replace;
 pub mod revert;
+pub mod running;
 pub mod small_file;
 pub mod stage;
 pub mod status;
@@ -49,13 +50,17 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     match cli.command {
         Command::Status { paths, json } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {
-            out!("{}", cli::completions(shell));
+            // Made whole first: clap_complete panics on a stream it cannot write.
+            output::end_on_closed_pipe();
+            output::print_bytes(cli::completions(shell).as_bytes());
             Ok(Outcome::Clean)
         }
         Command::Apply {
             paths,
             dry_run,
             yes,
+            quiet,
+            no_verify,
             node,
             json,
         } => apply::run(
@@ -66,6 +71,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 yes,
                 node: node.node,
                 json,
+                quiet,
+                no_verify,
             },
             &env,
         ),
@@ -93,6 +100,42 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             jobs,
             node,
             json,
+            command: Some(command),
+            startup_timeout,
+            verbose,
+        } => {
+            let flag = if !paths.paths.is_empty() {
+                Some("--path")
+            } else if paths.npm {
+                Some("--npm")
+            } else if backup.is_some() {
+                Some("--backup")
+            } else if jobs.is_some() {
+                Some("--jobs")
+            } else if node.node.is_some() {
+                Some("--node")
+            } else {
+                None
+            };
+            if let Some(flag) = flag {
+                return Err(crate::error::Error::BridgeConflict { flag });
+            }
+            verify::bridge::run(&verify::bridge::BridgeOptions {
+                command,
+                scenarios,
+                json,
+                startup: startup_timeout,
+                verbose,
+            })
+        }
+        Command::Verify {
+            paths,
+            backup,
+            scenarios,
+            jobs,
+            node,
+            json,
+            ..
         } => verify::run(
             &targets,
             &verify::VerifyOptions {

@@ -99,7 +99,7 @@ fn wait_for(file: &File, path: &Path, what: &str) -> Result<()> {
     match file.try_lock() {
         Ok(()) => Ok(()),
         Err(std::fs::TryLockError::WouldBlock) => {
-            eprintln!("waiting for another mcpatch {what}");
+            crate::errln!("waiting for another mcpatch {}", crate::output::clean(what));
             file.lock()
                 .map_err(|e| Error::io("lock", path, e, LOCK_HELP))
         }

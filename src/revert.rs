@@ -17,6 +17,7 @@ use crate::outln;
 use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 use crate::replace;
+use crate::running;
 use crate::status;
 use crate::table::{hanging, shorten_middle, Align, Table};
 use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
@@ -66,7 +67,7 @@ fn revert_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{args}");
+            outln!("{}", crate::output::clean_lines(&args.to_string()));
         }
     };
     let home = env.dsh_home()?;
@@ -126,6 +127,7 @@ fn revert_all(
     let mut matched_named = false;
     let items = status::each_file(&report.installs);
     let mut failures = Failures::new(items.len() + failed.len(), "restored");
+    let processes = running::ProcessTable::scan();
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }
@@ -187,7 +189,8 @@ fn revert_all(
             continue;
         };
         matched_named = true;
-        let result = revert_file(spec, file, chosen, opts.yes);
+        let newest = backup::pick(&backups, file, None).unwrap_or(chosen);
+        let result = revert_file(spec, file, chosen, newest, opts.yes);
         if let Err(e) = &result {
             entry.error = Some(e.to_string());
             entry.state_after = automation::state_now(spec, file);
@@ -209,6 +212,9 @@ fn revert_all(
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
                 ));
+                for line in running::lines(&processes.running(package_dir, file)) {
+                    say(format_args!("    {line}"));
+                }
             }
             Reverted::AlreadyOriginal => say(format_args!(
                 "{} is already the original; nothing to do",
@@ -221,6 +227,7 @@ fn revert_all(
             }
         }
     }
+    report_out.fill_running(&processes);
     if let (Some(id), false) = (&opts.backup, matched_named) {
         if let Some(named) = groups.iter().flat_map(|g| &g.backups).find(|b| &b.id == id) {
             return Err(Error::BackupOfAnotherInstall {
@@ -275,7 +282,15 @@ fn damaged_newer_than<'a>(
         .find(|d| chosen.is_none_or(|c| d.id > c.id))
 }
 
-fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Result<Reverted> {
+/// Restore `file` from `chosen`; `newest` (the file's newest backup) records
+/// that the patch was taken out on purpose.
+fn revert_file(
+    spec: &PatchSpec,
+    file: &Path,
+    chosen: &Backup,
+    newest: &Backup,
+    yes: bool,
+) -> Result<Reverted> {
     let saved = backup::read_checked(chosen, spec)?;
     // read_checked proved the saved bytes hash to the manifest's sha256_before.
     let saved_hash = chosen.manifest.sha256_before.clone();
@@ -287,6 +302,7 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
     let snapshot = identity::read(file)?;
     let current = snapshot.sha256.clone();
     if current == saved_hash {
+        backup::mark_reverted(newest, &chosen.id)?;
         return Ok(Reverted::AlreadyOriginal);
     }
     if !yes {
@@ -307,9 +323,13 @@ fn revert_file(spec: &PatchSpec, file: &Path, chosen: &Backup, yes: bool) -> Res
     let mut tx = Transaction::begin(file, snapshot, REVERT_UNDONE, REVERT_CHANGED_HELP);
     let pending = tx.stage(&saved)?;
     kill_point::reached("temp-written")?;
+    backup::mark_reverted(newest, &chosen.id)?;
     // Checks the file is still the one read above, renames, then re-hashes.
-    tx.replace(pending)?;
-    tx.confirm(&saved_hash)?;
+    let done = tx.replace(pending).and_then(|()| tx.confirm(&saved_hash));
+    if let Err(e) = done {
+        backup::unmark_reverted(newest);
+        return Err(e);
+    }
     tx.commit();
     Ok(Reverted::Restored)
 }
@@ -429,7 +449,7 @@ struct Listed<'a> {
 fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usize>) -> String {
     let mut s = String::new();
     let root_shown = |lead: &str, end: &str| {
-        let text = root.display().to_string();
+        let text = crate::output::path(root);
         match columns {
             Some(c) => shorten_middle(&text, c.saturating_sub(lead.len() + end.len())),
             None => text,
@@ -450,17 +470,18 @@ fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usi
     entries.sort_by(|a, b| b.id.cmp(a.id));
     let version = |e: &Listed| {
         e.manifest
-            .and_then(|m| m.version.clone())
+            .and_then(|m| m.version.as_deref())
+            .map(|v| crate::output::clean(v).into_owned())
             .unwrap_or_else(|| "?".into())
     };
     let hash = |e: &Listed| {
         e.manifest
-            .map(|m| status::short_hash(&m.sha256_before))
+            .map(|m| crate::output::clean(&status::short_hash(&m.sha256_before)).into_owned())
             .unwrap_or_else(|| "?".into())
     };
     let file = |e: &Listed| match (&e.damaged, e.manifest) {
-        (Some(why), _) => format!("DAMAGED: {why}"),
-        (None, Some(m)) => m.original_path.display().to_string(),
+        (Some(why), _) => format!("DAMAGED: {}", crate::output::clean(why)),
+        (None, Some(m)) => crate::output::path(&m.original_path),
         (None, None) => "?".into(),
     };
     let mut wide = Table::new(
@@ -472,8 +493,9 @@ fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usi
         &[Align::Left, Align::Left, Align::Left],
     );
     for e in &entries {
-        wide.row(vec![e.id.to_string(), version(e), hash(e), file(e)]);
-        narrow.row(vec![e.id.to_string(), version(e), hash(e)]);
+        let id = crate::output::clean(e.id).into_owned();
+        wide.row(vec![id.clone(), version(e), hash(e), file(e)]);
+        narrow.row(vec![id, version(e), hash(e)]);
     }
     match columns {
         Some(c) if wide.width() > c => {

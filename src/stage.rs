@@ -113,12 +113,115 @@ pub fn remove_earlier(
 /// What to do when the system temp folder cannot be written.
 pub const SCRATCH_HELP: &str = "make the temp folder writable or set TMPDIR";
 
-/// A scratch folder under the system temp folder, removed on drop.
-pub fn scratch_dir(prefix: &str) -> Result<tempfile::TempDir> {
-    tempfile::Builder::new()
-        .prefix(prefix)
+/// A scratch folder no run has held for this long, and whose lock no live run
+/// holds, is a dead run's leftover (a run locks its folder as soon as it made it).
+const SCRATCH_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// A private scratch folder under the system temp folder: `0700`, its files
+/// `0600` whatever the umask (node runs what is written here, as root under
+/// sudo), locked while this value lives and removed on drop. A run killed
+/// before its drop leaves it behind; the next run that makes one with the
+/// same prefix removes it.
+#[derive(Debug)]
+pub struct Scratch {
+    dir: tempfile::TempDir,
+    /// Held (an flock on the folder itself) for as long as the folder is in use.
+    _lock: std::fs::File,
+}
+
+impl Scratch {
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write `bytes` to `relative` inside, `0600`, making its folders `0700`.
+    pub fn write(&self, relative: &str, bytes: &[u8]) -> Result<std::path::PathBuf> {
+        use std::io::Write;
+        let file = self.dir.path().join(relative);
+        if let Some(dir) = file.parent() {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder
+                .create(dir)
+                .map_err(|e| Error::io("create", dir, e, SCRATCH_HELP))?;
+        }
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(&file)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| Error::io("write", &file, e, SCRATCH_HELP))?;
+        Ok(file)
+    }
+}
+
+/// A [`Scratch`] folder named `<prefix>XXXXXX`, after removing dead runs' ones.
+pub fn scratch_dir(prefix: &str) -> Result<Scratch> {
+    remove_dead_scratch(&std::env::temp_dir(), prefix);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(prefix);
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
+    let dir = builder
         .tempdir()
-        .map_err(|e| Error::io("create", std::env::temp_dir(), e, SCRATCH_HELP))
+        .map_err(|e| Error::io("create", std::env::temp_dir(), e, SCRATCH_HELP))?;
+    let lock = std::fs::File::open(dir.path())
+        .and_then(|f| f.try_lock().map(|()| f).map_err(std::io::Error::from))
+        .map_err(|e| Error::io("lock", dir.path(), e, SCRATCH_HELP))?;
+    Ok(Scratch { dir, _lock: lock })
+}
+
+/// Remove the `<prefix>*` folders in `tmp` that dead runs left: only real
+/// folders (never a link) this user owns, older than [`SCRATCH_GRACE`], whose
+/// lock no live run holds.
+fn remove_dead_scratch(tmp: &Path, prefix: &str) {
+    let Ok(entries) = std::fs::read_dir(tmp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry
+            .file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(prefix))
+        {
+            continue;
+        }
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        #[cfg(unix)]
+        let ours = {
+            use std::os::unix::fs::MetadataExt;
+            // SAFETY: geteuid has no memory effects.
+            meta.uid() == unsafe { libc::geteuid() }
+        };
+        #[cfg(not(unix))]
+        let ours = true;
+        let old = meta
+            .modified()
+            .ok()
+            .and_then(|m| m.elapsed().ok())
+            .is_some_and(|age| age > SCRATCH_GRACE);
+        if !(meta.is_dir() && ours && old) {
+            continue;
+        }
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut open,
+            libc::O_NOFOLLOW | libc::O_DIRECTORY,
+        );
+        let Ok(dir) = open.open(&path) else { continue };
+        if dir.try_lock().is_ok() {
+            let _ = std::fs::remove_dir_all(&path);
+        }
+    }
 }
 
 /// `node --check` the staged text in a scratch package that carries the
@@ -133,15 +236,9 @@ pub fn syntax_check(
     // A signal ending mcpatch while node checks the file takes the folder too.
     let _scratch_guard = crate::on_signal::remove_on_signal(scratch.path());
     let pkg_json = package_dir.join("package.json");
-    let target_pkg_json = scratch.path().join("package.json");
     let (manifest, _) = identity::read_capped(&pkg_json, MAX_METADATA_BYTES, true)?;
-    std::fs::write(&target_pkg_json, manifest)
-        .map_err(|e| Error::io("write", &target_pkg_json, e, SCRATCH_HELP))?;
-    let file = scratch.path().join(relative_file);
-    if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| Error::io("create", dir, e, SCRATCH_HELP))?;
-    }
-    std::fs::write(&file, staged).map_err(|e| Error::io("write", &file, e, SCRATCH_HELP))?;
+    scratch.write("package.json", &manifest)?;
+    let file = scratch.write(relative_file, staged.as_bytes())?;
     crate::kill_point::reached("syntax-check")?;
     let out = node.run(
         "`node --check`",

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
-use crate::backup;
+use crate::backup::{self, Backup};
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
 use crate::error::{Error, Result};
@@ -13,6 +13,7 @@ use crate::host_check;
 use crate::locate::{self, Environment, LocateReport};
 use crate::path_json;
 use crate::registry::{self, PatchSpec};
+use crate::running::{self, ProcessTable, RunningProcess, RunningReport};
 use crate::table::{hanging, hanging_list, shorten_middle, Align, Table};
 use crate::width;
 
@@ -27,6 +28,10 @@ pub struct StatusReport {
     /// What stopped `status` (a bad `--path`, an unreadable install), as on
     /// stderr, else null: with `--json` an error is still one JSON object.
     pub error: Option<String>,
+    /// What `status` adds per install (same order as `installs`; empty
+    /// where it was not looked up): a dropped patch, old code still running.
+    #[serde(skip)]
+    pub aftermath: Vec<Aftermath>,
     /// The packages looked for and their hosts, as the table says them.
     #[serde(skip)]
     pub looked_for: Said,
@@ -47,6 +52,97 @@ impl Said {
             hosts: registry::said(targets.iter().map(|t| t.texts.host)),
         }
     }
+}
+
+/// What happened to an install since mcpatch last changed it.
+#[derive(Debug, Clone, Default)]
+pub struct Aftermath {
+    pub dropped: Option<Dropped>,
+    pub running: Option<RunningReport>,
+}
+
+/// mcpatch patched this very path (the backup says so), and the file no
+/// longer carries the patch: an upgrade or reinstall put an original back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    /// The backup that apply made (`mcpatch backups`).
+    pub backup: String,
+    /// When it was patched, RFC 3339 UTC.
+    pub patched_at: String,
+}
+
+/// The `status --json` document: each install with `dropped` and `running`.
+#[derive(Serialize)]
+struct StatusJson<'a> {
+    installs: Vec<InstallJson<'a>>,
+    searched: &'a [String],
+    errors: &'a [Unreadable],
+    /// What stopped `status`, else null (as `StatusReport::error`).
+    error: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct InstallJson<'a> {
+    #[serde(flatten)]
+    install: &'a Install,
+    /// The patch mcpatch put on this path and an upgrade or reinstall took off, else null.
+    dropped: Option<&'a Dropped>,
+    /// Processes that started before the file last changed; null where mcpatch cannot tell.
+    running: Option<&'a [RunningProcess]>,
+}
+
+/// Whether mcpatch's patch on this install was dropped: the newest backup of
+/// its path was made by `apply` and not reverted since, and the file no
+/// longer carries the patch.
+fn dropped(backups: &[Backup], spec: &PatchSpec, install: &Install) -> Option<Dropped> {
+    if matches!(install.state, State::Patched | State::Outdated) {
+        return None;
+    }
+    let newest = backup::pick(backups, &install.file, None)?;
+    if backup::is_reverted(newest) {
+        return None;
+    }
+    let (bytes, _) = classify::hash_file(&install.file).ok()?;
+    if String::from_utf8_lossy(&bytes).contains(spec.patch_marker.as_str()) {
+        return None;
+    }
+    Some(Dropped {
+        backup: newest.id.clone(),
+        patched_at: newest.manifest.created.clone(),
+    })
+}
+
+/// Fill `report.aftermath`: each install's dropped patch and running processes.
+pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Environment) {
+    if report.installs.is_empty() {
+        return;
+    }
+    // Read once: each target's backups (an unreadable folder shows no dropped
+    // patch) and the processes.
+    let backups: Vec<Vec<Backup>> = targets
+        .iter()
+        .map(|spec| {
+            env.dsh_home()
+                .ok()
+                .and_then(|h| backup::list(&backup::root(&h, spec)).ok())
+                .unwrap_or_default()
+        })
+        .collect();
+    let table = ProcessTable::scan();
+    report.aftermath = report
+        .installs
+        .iter()
+        .map(|i| {
+            let at = targets
+                .iter()
+                .position(|t| t.target == i.target)
+                .expect("installs are of the targets searched for");
+            Aftermath {
+                dropped: dropped(&backups[at], targets[at], i),
+                running: Some(table.running(&i.path, &i.file)),
+            }
+        })
+        .collect();
 }
 
 /// An install that was found but could not be read or classified.
@@ -80,8 +176,9 @@ pub fn collect(
     }
 }
 
-/// Locate and classify every install, keeping going past one that cannot be
-/// read. An explicit `--path` that holds no install at all is an error.
+/// Locate and classify every install of the targets, keeping going past one
+/// that cannot be read. An explicit `--path` that holds no install at all is
+/// an error.
 pub fn collect_all(
     targets: &[&PatchSpec],
     paths: &[PathBuf],
@@ -129,6 +226,7 @@ pub fn collect_all(
             searched,
             errors,
             error: None,
+            aftermath: Vec::new(),
             looked_for,
         },
         failed,
@@ -147,7 +245,7 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
     };
     if !installs
         .iter()
-        .any(|i| i.state == State::Patched || reinstall(i))
+        .any(|i| (i.target == spec.target && i.state == State::Patched) || reinstall(i))
     {
         return;
     }
@@ -176,7 +274,8 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
 
 /// One path to change: an install's file, or the same file reached through
 /// another package folder (a file shared by several has one item per folder).
-pub struct FileItem {
+pub struct FileItem<'a> {
+    pub install: &'a Install,
     pub target: &'static str,
     pub file: PathBuf,
     pub dir: PathBuf,
@@ -187,7 +286,7 @@ pub struct FileItem {
 }
 
 /// Every path `apply` and `revert` work on, install by install.
-pub fn each_file(installs: &[Install]) -> Vec<FileItem> {
+pub fn each_file(installs: &[Install]) -> Vec<FileItem<'_>> {
     let mut items = Vec::new();
     for install in installs {
         let relative = install
@@ -203,6 +302,7 @@ pub fn each_file(installs: &[Install]) -> Vec<FileItem> {
                 dir.join(&relative)
             };
             items.push(FileItem {
+                install,
                 target: install.target,
                 file,
                 dir,
@@ -248,8 +348,28 @@ pub fn run(
     env: &Environment,
 ) -> Result<Outcome> {
     let print_json = |report: &StatusReport| {
+        let doc = StatusJson {
+            installs: report
+                .installs
+                .iter()
+                .enumerate()
+                .map(|(n, install)| {
+                    let a = report.aftermath.get(n);
+                    InstallJson {
+                        install,
+                        dropped: a.and_then(|a| a.dropped.as_ref()),
+                        running: a
+                            .and_then(|a| a.running.as_ref())
+                            .and_then(|r| r.processes.as_deref()),
+                    }
+                })
+                .collect(),
+            searched: &report.searched,
+            errors: &report.errors,
+            error: report.error.as_deref(),
+        };
         // Paths are text by path_json, so the report always serializes.
-        let text = serde_json::to_string_pretty(report).unwrap_or_default();
+        let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         crate::outln!("{text}");
     };
     let Collected { mut report, failed } = match collect_all(targets, paths, env) {
@@ -261,12 +381,14 @@ pub fn run(
                     searched: searched_before(paths, &e),
                     errors: Vec::new(),
                     error: Some(e.to_string()),
+                    aftermath: Vec::new(),
                     looked_for: Said::of(targets),
                 });
             }
             return Err(e);
         }
     };
+    look_after(targets, &mut report, env);
     let total = report.installs.len() + failed.len();
     // The error the run ends with; with several, each is printed first.
     let (each, error) = if failed.len() == 1 && total == 1 {
@@ -287,7 +409,8 @@ pub fn run(
         crate::out!("{}", render_table(&report));
     }
     for e in &each {
-        eprintln!("{}", color::stderr().error(&e.to_string()));
+        let message = crate::output::clean_lines(&e.to_string()).into_owned();
+        crate::errln!("{}", color::stderr().error(&message));
     }
     match error {
         Some(e) => Err(e),
@@ -345,7 +468,7 @@ pub fn render_table_within(
             report.looked_for.packages
         ));
         for w in &report.searched {
-            s.push_str(&hanging("  - ", w, columns));
+            s.push_str(&hanging("  - ", &crate::output::clean(w), columns));
         }
         s.push_str(&hanging(
             &format!("{help} "),
@@ -357,7 +480,11 @@ pub fn render_table_within(
         ));
         return s;
     }
-    let version = |i: &Install| i.version.clone().unwrap_or_else(|| "?".into());
+    let version = |i: &Install| {
+        i.version
+            .as_deref()
+            .map_or("?".into(), |v| crate::output::clean(v).into_owned())
+    };
     let mut wide = Table::new(
         &["PATH", "VERSION", "STATE", "NEXT STEP"],
         &[Align::Left, Align::Left, Align::Left, Align::Left],
@@ -369,7 +496,7 @@ pub fn render_table_within(
     for i in &report.installs {
         let state = paint_state(paint, i.state);
         wide.row(vec![
-            i.path.display().to_string(),
+            crate::output::path(&i.path),
             version(i),
             state.clone(),
             i.next_step.to_string(),
@@ -386,7 +513,7 @@ pub fn render_table_within(
             let lines = narrow.lines_within(Some(c.saturating_sub(4)));
             let mut rows = vec![format!("PATH\n{}", indent(lines[0].clone()))];
             for (install, line) in report.installs.iter().zip(&lines[1..]) {
-                let path = shorten_middle(&install.path.display().to_string(), c);
+                let path = shorten_middle(&crate::output::path(&install.path), c);
                 rows.push(format!("{path}\n{}", indent(line.clone())));
             }
             rows
@@ -394,7 +521,7 @@ pub fn render_table_within(
         _ => wide.lines(),
     };
     s.push_str(&rows[0]);
-    for (row, install) in rows[1..].iter().zip(&report.installs) {
+    for (n, (row, install)) in rows[1..].iter().zip(&report.installs).enumerate() {
         s.push_str(row);
         let mut detail = short_hash(&install.sha256);
         if let Some(rev) = install.revision {
@@ -409,7 +536,7 @@ pub fn render_table_within(
         s.push_str(&hanging("    sha256 ", &detail, columns));
         for other in &install.same_file_as {
             let lead = "    same file as ";
-            let other = other.display().to_string();
+            let other = crate::output::path(other);
             let other = match columns {
                 Some(c) => shorten_middle(&other, c.saturating_sub(lead.len())),
                 None => other,
@@ -417,10 +544,26 @@ pub fn render_table_within(
             s.push_str(&format!("{lead}{other}\n"));
         }
         if let Some(note) = &install.note {
-            s.push_str(&hanging("    note: ", note, columns));
+            s.push_str(&hanging("    note: ", &crate::output::clean(note), columns));
         }
         if let Some(defect) = &install.host_defect {
             s.push_str(&render_host_defect(defect, columns));
+        }
+        let after = report.aftermath.get(n);
+        if let Some(d) = after.and_then(|a| a.dropped.as_ref()) {
+            s.push_str(&hanging(
+                "    dropped: ",
+                &format!(
+                    "mcpatch patched this file at {} (backup {}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)",
+                    d.patched_at, d.backup
+                ),
+                columns,
+            ));
+        }
+        if let Some(r) = after.and_then(|a| a.running.as_ref()) {
+            for line in running::lines(r) {
+                s.push_str(&hanging("    ", &line, columns));
+            }
         }
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();

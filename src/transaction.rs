@@ -128,7 +128,11 @@ impl Drop for Transaction {
                     .stage(&self.before.bytes)
                     .and_then(PendingFile::persist);
                 if let Err(e) = restored {
-                    eprintln!("error: could not roll back {}: {e}", self.target.display());
+                    crate::errln!(
+                        "error: could not roll back {}: {}",
+                        crate::output::path(&self.target),
+                        crate::output::clean_lines(&e.to_string())
+                    );
                     backup_needed = true;
                 }
             }

@@ -15,6 +15,7 @@ use tokio::time::Instant;
 use super::sse::SseParser;
 use super::target::{Target, REDACTED};
 use crate::error::{Error, Result};
+use crate::output::clean;
 
 /// Most of an answer's body the probe reads.
 pub const MAX_BODY_BYTES: usize = 1 << 20;
@@ -95,8 +96,9 @@ fn within_origin(from: &Url, to: &Url) -> bool {
 }
 
 /// Redirects as the SDK follows them for POST and DELETE: 307 and 308 only,
-/// within the origin, never adding credentials, at most five.
-fn redirect_policy(verbose: bool) -> reqwest::redirect::Policy {
+/// within the origin, never adding credentials, at most five. `-v` shows
+/// where to, header values scrubbed from it.
+fn redirect_policy(verbose: bool, target: Target) -> reqwest::redirect::Policy {
     reqwest::redirect::Policy::custom(move |attempt| {
         let keeps_method = matches!(attempt.status().as_u16(), 307 | 308);
         let Some(from) = attempt.previous().last() else {
@@ -113,23 +115,48 @@ fn redirect_policy(verbose: bool) -> reqwest::redirect::Policy {
             attempt.stop()
         } else {
             if verbose {
-                eprintln!("< {} redirect, followed to {to}", attempt.status().as_u16());
+                crate::errln!(
+                    "< {} redirect, followed to {}",
+                    attempt.status().as_u16(),
+                    clean(&target.scrub(to.as_str()))
+                );
             }
             attempt.follow()
         }
     })
 }
 
+/// Largest `NODE_EXTRA_CA_CERTS` file read (a full system bundle is under 1 MiB).
+pub const MAX_CA_BYTES: u64 = 4 << 20;
+
+/// The PEM bundle in `path`: a regular file (never a FIFO or a device) of at
+/// most [`MAX_CA_BYTES`], read by `deadline`.
+async fn read_ca_file(
+    path: std::path::PathBuf,
+    deadline: Instant,
+) -> std::result::Result<Vec<u8>, String> {
+    let read = tokio::task::spawn_blocking(move || {
+        crate::identity::read_capped(&path, MAX_CA_BYTES, true)
+    });
+    match tokio::time::timeout_at(deadline, read).await {
+        Err(_) => Err("not read within the probe's timeout".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        // The error's first line; its help is about installs.
+        Ok(Ok(Err(e))) => Err(e.to_string().lines().next().unwrap_or_default().to_string()),
+        Ok(Ok(Ok((pem, _)))) => Ok(pem),
+    }
+}
+
 /// The HTTP client: rustls with the bundled Mozilla roots plus the PEM file in
-/// `NODE_EXTRA_CA_CERTS`, the roots node's fetch trusts.
-pub fn client(verbose: bool) -> Result<reqwest::Client> {
+/// `NODE_EXTRA_CA_CERTS`, the roots node's fetch trusts, read within `deadline`.
+pub async fn client(verbose: bool, deadline: Instant, target: &Target) -> Result<reqwest::Client> {
     let mut builder = reqwest::Client::builder()
         .no_proxy()
-        .redirect(redirect_policy(verbose))
+        .redirect(redirect_policy(verbose, target.clone()))
         .user_agent(concat!("mcpatch-probe/", env!("CARGO_PKG_VERSION")));
     if let Some(path) = std::env::var_os("NODE_EXTRA_CA_CERTS").filter(|p| !p.is_empty()) {
-        let certs = std::fs::read(&path)
-            .map_err(|e| e.to_string())
+        let certs = read_ca_file(path.clone().into(), deadline)
+            .await
             .and_then(|pem| reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| e.to_string()));
         match certs {
             Ok(certs) => {
@@ -138,9 +165,10 @@ pub fn client(verbose: bool) -> Result<reqwest::Client> {
                 }
             }
             // node warns and goes on without them; so does the probe.
-            Err(e) => eprintln!(
-                "warning: ignoring NODE_EXTRA_CA_CERTS={}: {e}",
-                std::path::Path::new(&path).display()
+            Err(e) => crate::errln!(
+                "warning: ignoring NODE_EXTRA_CA_CERTS={}: {}",
+                crate::output::path(std::path::Path::new(&path)),
+                clean(&e)
             ),
         }
     }
@@ -164,9 +192,9 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 }
 
 impl<'a> Exchange<'a> {
-    pub fn new(target: &'a Target, deadline: Instant, verbose: bool) -> Result<Self> {
+    pub async fn new(target: &'a Target, deadline: Instant, verbose: bool) -> Result<Self> {
         Ok(Exchange {
-            client: client(verbose)?,
+            client: client(verbose, deadline, target).await?,
             target,
             deadline,
             verbose,
@@ -230,17 +258,18 @@ impl<'a> Exchange<'a> {
     ) -> std::result::Result<Answer, NoAnswer> {
         let headers = self.headers(body.is_some(), session);
         if self.verbose {
-            eprintln!("> {method} {}", self.target.url);
+            crate::errln!("> {method} {}", clean(self.target.url.as_str()));
             for (name, value, secret) in &headers {
                 let shown = if *secret {
                     REDACTED.to_string()
                 } else {
-                    value.to_str().unwrap_or("").to_string()
+                    // A session id may echo a header value.
+                    self.target.scrub(value.to_str().unwrap_or(""))
                 };
-                eprintln!("> {name}: {shown}");
+                crate::errln!("> {name}: {}", clean(&shown));
             }
             if let Some(b) = &body {
-                eprintln!("> {b}");
+                crate::errln!("> {}", clean(b));
             }
         }
         let mut map = HeaderMap::new();
@@ -267,22 +296,24 @@ impl<'a> Exchange<'a> {
         if self.verbose {
             match &answer {
                 Ok(a) => {
-                    eprintln!(
+                    crate::errln!(
                         "< {} {} ({})",
                         a.status,
                         a.reason,
-                        a.content_type.as_deref().unwrap_or("no content type")
+                        clean(a.content_type.as_deref().unwrap_or("no content type"))
                     );
                     if let Some(s) = &a.session_id {
-                        eprintln!("< {SESSION_HEADER}: {s}");
+                        crate::errln!("< {SESSION_HEADER}: {}", clean(&self.target.scrub(s)));
                     }
                     if !a.body.is_empty() {
                         let shown: String = a.body.chars().take(VERBOSE_BODY_CHARS).collect();
-                        eprintln!("< {}", shown.trim_end());
+                        crate::errln!("< {}", clean(shown.trim_end()));
                     }
                 }
-                Err(NoAnswer::TimedOut) => eprintln!("< no answer: the deadline passed"),
-                Err(NoAnswer::Failed { detail, .. }) => eprintln!("< no answer: {detail}"),
+                Err(NoAnswer::TimedOut) => crate::errln!("< no answer: the deadline passed"),
+                Err(NoAnswer::Failed { detail, .. }) => {
+                    crate::errln!("< no answer: {}", clean(detail))
+                }
             }
         }
         answer

@@ -41,14 +41,15 @@ pub struct ProbeOptions {
     pub verbose: bool,
 }
 
-/// Parse `--timeout SECS`: a positive number of seconds, at most a day.
+/// Parse `--timeout SECS`: more than 0 seconds (0 is refused, not taken as
+/// "no limit": a probe always ends), at most a day.
 pub fn parse_timeout(s: &str) -> std::result::Result<Duration, String> {
     match s.trim().parse::<f64>() {
         Ok(secs) if secs.is_finite() && secs > 0.0 && secs <= 86_400.0 => {
             Ok(Duration::from_secs_f64(secs))
         }
         _ => Err(format!(
-            "{s:?} is not a number of seconds between 0 and 86400 (e.g. 10 or 2.5)"
+            "{s:?} must be a number of seconds more than 0 and at most 86400 (e.g. 10 or 2.5)"
         )),
     }
 }
@@ -71,15 +72,20 @@ fn runtime() -> Result<tokio::runtime::Runtime> {
 pub fn run(spec: &PatchSpec, opts: &ProbeOptions) -> Result<Outcome> {
     let predicate = Predicate::from_spec(spec)?;
     let target = Target::parse(&opts.url, &opts.headers)?;
-    let finding = runtime()?.block_on(probe(&predicate, &target, opts))?;
+    let rt = runtime()?;
+    let finding = rt.block_on(probe(&predicate, &target, opts));
+    // A lookup or read still blocking a thread (a resolver that never
+    // answers) must not hold the exit past the timeout: leave it behind.
+    rt.shutdown_background();
+    let finding = finding?;
     let report = &finding.report;
     if opts.json {
-        println!(
+        crate::outln!(
             "{}",
             serde_json::to_string_pretty(report).expect("the report serialises")
         );
     } else {
-        print!("{}", report::render(&finding, &target));
+        crate::out!("{}", report::render(&finding, &target));
     }
     match report.verdict {
         Verdict::Covered | Verdict::Stateless => Ok(Outcome::Clean),
@@ -204,20 +210,29 @@ fn open_failed(
             )
         }
         Ok(a) => {
+            let json_rpc_error = a.reply.as_ref().and_then(|r| r.get("error"));
+            // A plain web server: no such path, no POST, or an answer that is no JSON-RPC.
+            let not_mcp = step == "initialize"
+                && json_rpc_error.is_none()
+                && (matches!(a.status, 404 | 405 | 501) || a.ok());
             let help = match a.status {
                 404 => "no MCP endpoint at this path: use the URL from the DSH config (servers often serve /mcp)".to_string(),
                 405 => "this URL does not take POST: it is not a Streamable HTTP endpoint (an SSE-only server has no session the patch handles)".to_string(),
+                501 => "this server does not implement POST here: it is a web server, not a Streamable HTTP endpoint; use the URL from the DSH config (servers often serve /mcp)".to_string(),
                 s if s >= 500 => "the server failed: see its logs".to_string(),
                 s if (200..300).contains(&s) => "is this a Streamable HTTP MCP endpoint? The answer is not a JSON-RPC response".to_string(),
                 _ => "is this the MCP endpoint from the DSH config? Run with -v to see the exchange".to_string(),
             };
-            let detail = match a.reply.as_ref().and_then(|r| r.get("error")) {
+            let mut detail = match json_rpc_error {
                 Some(e) => format!(
                     "{step} answered a JSON-RPC error: {}",
                     target.scrub(&e.to_string())
                 ),
                 None => format!("{step} answered {}", report::status_and_words(a)),
             };
+            if not_mcp {
+                detail = format!("not an MCP endpoint: {detail}");
+            }
             (
                 Verdict::Unreachable,
                 Error::ProbeUnreachable { url, detail, help },
@@ -228,7 +243,7 @@ fn open_failed(
 
 /// Open a session, probe how the server answers a lost one, and judge.
 async fn probe(predicate: &Predicate, target: &Target, opts: &ProbeOptions) -> Result<Finding> {
-    let mut x = Exchange::new(target, exchange::deadline(opts.timeout), opts.verbose)?;
+    let mut x = Exchange::new(target, exchange::deadline(opts.timeout), opts.verbose).await?;
     let mut report = ProbeReport {
         url: target.url.to_string(),
         protocol_version: None,
@@ -243,10 +258,17 @@ async fn probe(predicate: &Predicate, target: &Target, opts: &ProbeOptions) -> R
         let (verdict, error) = open_failed(target, step, answer, opts.timeout);
         report.verdict = verdict;
         report.answers = answers.into_iter().map(|a| a.report()).collect();
+        // The verdict word on stdout too; the error (on stderr) says why and what to do.
+        let why = match &error {
+            Error::ProbeUnreachable { detail, .. } | Error::ProbeAuthFailed { detail, .. } => {
+                detail.clone()
+            }
+            other => other.to_string(),
+        };
         Finding {
             report,
             tools: None,
-            summary: None,
+            summary: Some((format!("{}: {why}", verdict.word()), None)),
             error: Some(error),
         }
     };
@@ -367,8 +389,17 @@ mod tests {
         assert_eq!(parse_timeout("2.5"), Ok(Duration::from_millis(2500)));
         assert_eq!(
             parse_timeout("0"),
-            Err("\"0\" is not a number of seconds between 0 and 86400 (e.g. 10 or 2.5)".into())
+            Err(
+                "\"0\" must be a number of seconds more than 0 and at most 86400 (e.g. 10 or 2.5)"
+                    .into()
+            )
         );
+        assert_eq!(
+            parse_timeout("86401"),
+            Err("\"86401\" must be a number of seconds more than 0 and at most 86400 (e.g. 10 or 2.5)".into())
+        );
+        assert_eq!(parse_timeout("86400"), Ok(Duration::from_secs(86_400)));
+        assert!(parse_timeout("-1").is_err());
         assert!(parse_timeout("NaN").is_err());
         assert!(parse_timeout("ten").is_err());
     }

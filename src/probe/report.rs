@@ -10,6 +10,7 @@ use super::predicate::Predicate;
 use super::target::Target;
 use crate::color::{self, Painter, Style};
 use crate::error::Error;
+use crate::output::clean;
 use crate::table::{Align, Table};
 
 /// What the patched client will make of this server's session loss.
@@ -26,6 +27,19 @@ pub enum Verdict {
     Unreachable,
     /// The server refused the credentials.
     AuthFailure,
+}
+
+impl Verdict {
+    /// The verdict as `--json` says it, and as the text output's last line starts.
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Covered => "covered",
+            Verdict::NotCovered => "not-covered",
+            Verdict::Stateless => "stateless",
+            Verdict::Unreachable => "unreachable",
+            Verdict::AuthFailure => "auth-failure",
+        }
+    }
 }
 
 /// One request the probe makes to learn how sessions end.
@@ -258,7 +272,7 @@ pub fn judge_answers(
         (
             Verdict::NotCovered,
             format!(
-                "not covered: to {}, the server answered {}: {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts",
+                "not-covered: to {}, the server answered {}: {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts",
                 a.case.description(),
                 answer_words(a)
             ),
@@ -291,13 +305,34 @@ pub fn judge_answers(
     }
 }
 
-/// The terminal view: the session, a row per answer, the verdict.
+/// The terminal view, as wide as stdout allows, coloured as stdout allows.
 pub fn render(finding: &Finding, target: &Target) -> String {
-    let paint = color::stdout();
+    render_within(
+        finding,
+        target,
+        crate::width::stdout_columns(),
+        color::stdout(),
+    )
+}
+
+/// Columns the table takes before its ANSWER column (the widest case name,
+/// STATUS and SESSION LOST, each with its two spaces).
+const TABLE_LEAD: usize = 26 + 2 + 6 + 2 + 12 + 2;
+/// The fewest columns an answer is cut to, however narrow the terminal.
+const MIN_ANSWER: usize = 16;
+
+/// The terminal view in at most `columns` (when given): the session, a row
+/// per answer (each answer cut to the room left), the verdict word and why.
+pub fn render_within(
+    finding: &Finding,
+    target: &Target,
+    columns: Option<usize>,
+    paint: Painter,
+) -> String {
     let r = &finding.report;
-    let mut out = format!("probe {}\n", r.url);
+    let mut out = fit("probe ", &clean(&r.url), columns);
     if !target.headers.is_empty() {
-        out.push_str(&format!("headers: {}\n", target.header_names()));
+        out.push_str(&fit("headers: ", &target.header_names(), columns));
     }
     if let Some(v) = &r.protocol_version {
         let tools = finding
@@ -309,46 +344,127 @@ pub fn render(finding: &Finding, target: &Target) -> String {
         } else {
             "none issued"
         };
-        out.push_str(&format!("session: {session} (protocol {v}{tools})\n"));
+        out.push_str(&fit(
+            "session: ",
+            &format!("{session} (protocol {}{tools})", clean(v)),
+            columns,
+        ));
     }
     if !r.answers.is_empty() {
+        // Too narrow for the answer beside the rest: each answer on a line of its own below.
+        let stacked = columns.is_some_and(|c| c < TABLE_LEAD + MIN_ANSWER);
+        let room = match columns {
+            None => 100,
+            Some(c) if stacked => c.saturating_sub(4).max(MIN_ANSWER),
+            Some(c) => c.saturating_sub(TABLE_LEAD).min(100),
+        };
+        let header: &[&str] = if stacked {
+            // 40 columns wide.
+            &["CASE", "STATUS", "LOST"]
+        } else {
+            &["CASE", "STATUS", "SESSION LOST", "ANSWER"]
+        };
         let mut t = Table::new(
-            &["CASE", "STATUS", "SESSION LOST", "ANSWER"],
-            &[Align::Left, Align::Right, Align::Left, Align::Left],
+            header,
+            &[Align::Left, Align::Right, Align::Left, Align::Left][..header.len()],
         );
+        let mut answers = Vec::new();
         for a in &r.answers {
             let answer = match &a.body {
                 Some(b) if b.trim().is_empty() => "(empty body)".to_string(),
-                Some(b) => one_line(b, 100),
+                Some(b) => cut(&clean(&one_line(b, usize::MAX)), room),
                 None => "no answer".to_string(),
             };
-            t.row(vec![
+            let mut row = vec![
                 a.case.name().to_string(),
                 a.status
                     .map(|s| s.to_string())
                     .unwrap_or_else(|| "-".into()),
                 if a.session_lost { "yes" } else { "no" }.to_string(),
-                answer,
-            ]);
+            ];
+            if stacked {
+                answers.push(answer);
+            } else {
+                row.push(answer);
+            }
+            t.row(row);
         }
         out.push('\n');
-        for line in t.lines() {
-            out.push_str(&line);
+        let lines = t.lines();
+        out.push_str(&lines[0]);
+        for (i, line) in lines[1..].iter().enumerate() {
+            out.push_str(line);
+            if let Some(answer) = answers.get(i) {
+                out.push_str(&format!("    {answer}\n"));
+            }
         }
     }
     if let Some((summary, help)) = &finding.summary {
         out.push('\n');
-        out.push_str(&paint_verdict(paint, r.verdict, summary));
-        out.push('\n');
+        out.push_str(&paint_verdict(
+            paint,
+            r.verdict,
+            &fit("", &clean(summary), columns),
+        ));
         if let Some(h) = help {
-            out.push_str(&format!("{} {h}\n", paint.paint(Style::BoldCyan, "help:")));
+            let text = fit("help: ", &clean(h), columns);
+            let rest = text.strip_prefix("help:").unwrap_or(&text);
+            out.push_str(&format!("{}{rest}", paint.paint(Style::BoldCyan, "help:")));
         }
     }
     out
 }
 
-/// The summary with its leading verdict (`covered:`, `not covered:`,
-/// `stateless:`) green when DSH works with the server, red when it does not.
+/// `text` cut to `max` characters, ending in `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() > max {
+        let kept: String = text.chars().take(max.saturating_sub(1)).collect();
+        format!("{kept}…")
+    } else {
+        text.to_string()
+    }
+}
+
+/// `first` then `text` in lines of at most `max` characters (when given),
+/// broken between words, and inside a word too long for a line (a URL, a
+/// JSON body); lines after the first indented by the width of `first`. Ends
+/// in a newline.
+fn fit(first: &str, text: &str, max: Option<usize>) -> String {
+    let indent = first.chars().count();
+    let Some(max) = max else {
+        return format!("{first}{text}\n");
+    };
+    let room = max.saturating_sub(indent).max(MIN_ANSWER);
+    let mut lines: Vec<String> = vec![String::new()];
+    for word in text.split(' ') {
+        let line = lines.last_mut().expect("one line at least");
+        let used = line.chars().count();
+        let width = word.chars().count();
+        if used > 0 && used + 1 + width <= room {
+            line.push(' ');
+            line.push_str(word);
+            continue;
+        }
+        if used > 0 {
+            lines.push(String::new());
+        }
+        let mut chars = word.chars().peekable();
+        while chars.peek().is_some() {
+            let line = lines.last_mut().expect("one line at least");
+            let free = room - line.chars().count();
+            line.extend(chars.by_ref().take(free));
+            if chars.peek().is_some() {
+                lines.push(String::new());
+            }
+        }
+    }
+    let continued = format!("\n{}", " ".repeat(indent));
+    format!("{first}{}\n", lines.join(&continued))
+}
+
+/// The summary with its leading verdict (`covered:`, `not-covered:`,
+/// `stateless:`, `unreachable:`, `auth-failure:`) green when DSH works with
+/// the server, red when it does not.
 fn paint_verdict(paint: Painter, verdict: Verdict, summary: &str) -> String {
     let style = match verdict {
         Verdict::Covered | Verdict::Stateless => Style::Green,
@@ -409,7 +525,7 @@ mod tests {
         assert_eq!(f.report.verdict, Verdict::NotCovered);
         assert_eq!(
             f.summary.unwrap().0,
-            format!("not covered: to tools/list with a session id it never issued, the server answered HTTP 200 {body}: a JSON-RPC error in an HTTP 200 answer reaches the client as an ordinary error of the call, never as session loss. The patched client would keep the dead session, and every call to this server would fail until DSH restarts")
+            format!("not-covered: to tools/list with a session id it never issued, the server answered HTTP 200 {body}: a JSON-RPC error in an HTTP 200 answer reaches the client as an ordinary error of the call, never as session loss. The patched client would keep the dead session, and every call to this server would fail until DSH restarts")
         );
     }
 
@@ -468,7 +584,7 @@ mod tests {
         );
         assert_eq!(f.report.verdict, Verdict::NotCovered);
         assert!(f.summary.unwrap().0.starts_with(
-            "not covered: to tools/list with the session the probe had just ended, the server answered HTTP 400 \"Bad Request: invalid params\": an HTTP 400 counts as session loss only when its words name the session as lost"
+            "not-covered: to tools/list with the session the probe had just ended, the server answered HTTP 400 \"Bad Request: invalid params\": an HTTP 400 counts as session loss only when its words name the session as lost"
         ));
     }
 }

@@ -41,7 +41,45 @@ impl std::fmt::Debug for UserHeader {
 pub struct Target {
     pub url: Url,
     pub headers: Vec<UserHeader>,
-    secrets: Vec<String>,
+    /// One matcher per secret, longest secret first: see [`secret_pattern`].
+    secrets: Vec<regex::Regex>,
+}
+
+/// A pattern matching `secret` as a server may echo it: as it is, or with
+/// any of its characters percent-encoded (either case of hex), JSON-escaped
+/// (`\/`, `\"`, `\\`, `\u002f`), or a space as `+` (form encoding).
+fn secret_pattern(secret: &str) -> String {
+    let hex = |n: u8| {
+        let d = char::from_digit(u32::from(n), 16).expect("a hex digit");
+        if d.is_ascii_alphabetic() {
+            format!("[{}{}]", d, d.to_ascii_uppercase())
+        } else {
+            d.to_string()
+        }
+    };
+    let mut pattern = String::new();
+    for c in secret.chars() {
+        let mut forms = vec![regex::escape(&c.to_string())];
+        let mut utf8 = [0u8; 4];
+        let bytes = c.encode_utf8(&mut utf8).as_bytes();
+        forms.push(
+            bytes
+                .iter()
+                .map(|b| format!("%{}{}", hex(b >> 4), hex(b & 15)))
+                .collect(),
+        );
+        if let Ok(b) = u8::try_from(u32::from(c)) {
+            forms.push(format!(r"\\u00{}{}", hex(b >> 4), hex(b & 15)));
+        }
+        if matches!(c, '/' | '"' | '\\') {
+            forms.push(format!(r"\\{}", regex::escape(&c.to_string())));
+        }
+        if c == ' ' {
+            forms.push(r"\+".into());
+        }
+        pattern.push_str(&format!("(?:{})", forms.join("|")));
+    }
+    pattern
 }
 
 impl Target {
@@ -113,6 +151,15 @@ impl Target {
         secrets.retain(|s| s.len() >= MIN_SCRUBBED_LEN);
         secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
         secrets.dedup();
+        let secrets = secrets
+            .iter()
+            .map(|s| {
+                // A value too long for the full pattern is still matched as it is.
+                regex::Regex::new(&secret_pattern(s))
+                    .or_else(|_| regex::Regex::new(&regex::escape(s)))
+                    .expect("an escaped literal is a valid pattern")
+            })
+            .collect();
         Ok(Target {
             url: parsed,
             headers: parsed_headers,
@@ -120,12 +167,13 @@ impl Target {
         })
     }
 
-    /// `text` with every header value (and every word of one) replaced by [`REDACTED`].
+    /// `text` with every header value (and every word of one) replaced by
+    /// [`REDACTED`], also where it is percent-encoded or JSON-escaped.
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for s in &self.secrets {
-            if out.contains(s.as_str()) {
-                out = out.replace(s.as_str(), REDACTED);
+            if let std::borrow::Cow::Owned(replaced) = s.replace_all(&out, REDACTED) {
+                out = replaced;
             }
         }
         out
@@ -168,6 +216,26 @@ mod tests {
             "bad token [redacted] ([redacted]), key [redacted]; expected 'Bearer TOKEN'"
         );
         assert_eq!(t.header_names(), "authorization, x-api-key");
+    }
+
+    #[test]
+    fn encoded_and_escaped_copies_of_a_value_are_scrubbed_too() {
+        let t =
+            Target::parse("http://127.0.0.1:9/mcp", &["X-Key: k3y/v4l\"ue=1 2".into()]).unwrap();
+        for echoed in [
+            "k3y/v4l\"ue=1 2",
+            "k3y\\/v4l\\\"ue=1 2",
+            "k3y%2Fv4l%22ue%3D1%202",
+            "k3y%2fv4l%22ue%3d1+2",
+            "%6B3y\\u002fv4l\\u0022ue=1 2",
+        ] {
+            assert_eq!(t.scrub(&format!("<{echoed}>")), "<[redacted]>", "{echoed}");
+        }
+        assert_eq!(
+            t.scrub("k3y/v4l"),
+            "k3y/v4l",
+            "a part of the value is not the value"
+        );
     }
 
     #[test]

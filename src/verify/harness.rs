@@ -143,9 +143,8 @@ pub async fn run_all(
     mut on_done: impl FnMut(usize, HarnessRun),
 ) -> Result<NodeReport> {
     let dir = crate::stage::scratch_dir("mcpatch-harness-")?;
-    let script = dir.path().join("harness.mjs");
-    std::fs::write(&script, HARNESS_JS)
-        .map_err(|e| Error::io("write", &script, e, crate::stage::SCRATCH_HELP))?;
+    let script = dir.write("harness.mjs", HARNESS_JS.as_bytes())?;
+    crate::kill_point::reached("harness-written")?;
     let runs: Vec<Value> = specs
         .iter()
         .enumerate()

@@ -2,6 +2,7 @@
 //! installed client heals itself when a server drops its session — the real
 //! installed file, the real MCP SDK, real node, real HTTP servers.
 
+pub mod bridge;
 pub mod harness;
 pub mod scenario;
 pub mod server;
@@ -171,9 +172,13 @@ fn verify_all(
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {
-        eprintln!("node {} ({})", node.version, node.path.display());
+        crate::errln!(
+            "node {} ({})",
+            crate::output::clean(&node.version),
+            crate::output::path(&node.path)
+        );
         if !node.has_with_resolvers {
-            eprintln!(
+            crate::errln!(
                 "note: node {} lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim",
                 node.version
             );
@@ -188,9 +193,9 @@ fn verify_all(
     for install in &report.installs {
         if install.state == State::Unsupported {
             if !opts.json {
-                println!(
+                crate::outln!(
                     "skipped {}: unsupported (no reconnect supervisor)",
-                    install.path.display()
+                    crate::output::path(&install.path)
                 );
             }
             outcome = Outcome::Attention;
@@ -201,7 +206,7 @@ fn verify_all(
                 // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
                 let result = rt.block_on(async {
                     tokio::select! {
-                        r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress) => r,
+                        r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress, false) => r,
                         signal = interrupts.next() => Err(Error::Interrupted { signal }),
                     }
                 });
@@ -222,7 +227,7 @@ fn verify_all(
             outcome = Outcome::Attention;
         }
         if !opts.json {
-            print!("{}", render(&result));
+            crate::out!("{}", render(&result));
         }
         results.push(result);
     }
@@ -339,6 +344,110 @@ fn remove_dead_copies(dir: &std::path::Path) {
     }
 }
 
+/// `bytes` written beside `file` as a locked `.mcpatch-verify-*.js`, so node
+/// loads it with the install's imports; removed when dropped.
+fn copy_beside(file: &std::path::Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
+    if let Some(dir) = file.parent() {
+        remove_dead_copies(dir);
+    }
+    let mut temp = crate::replace::temp_beside(file, COPY_PREFIX)?;
+    temp.as_file().try_lock().map_err(|e| {
+        Error::io(
+            "lock",
+            temp.path(),
+            std::io::Error::other(e.to_string()),
+            "check that the install's folder is on a local disk",
+        )
+    })?;
+    temp.write_all(bytes)
+        .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
+    Ok(temp)
+}
+
+/// What the gate `apply` puts a revision mcpatch does not know through found
+/// ([`verify_staged_strict`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct GateReport {
+    /// Whether every scenario met the current patch revision's expectations.
+    pub passed: bool,
+    /// As `verify` reports it: SEAMLESS when it passed, else STUCK or FAILED.
+    pub overall: &'static str,
+    pub node_version: String,
+    pub scenarios: Vec<ScenarioResult>,
+}
+
+impl GateReport {
+    /// One line per scenario that did not meet its expectation.
+    pub fn failing_lines(&self) -> Vec<String> {
+        self.scenarios
+            .iter()
+            .filter(|x| !x.judgement.ok)
+            .map(|x| {
+                let policy = if x.policy == "default" {
+                    " (default policy)"
+                } else {
+                    ""
+                };
+                let j = &x.judgement;
+                format!(
+                    "{}{policy}: {} (expected {}): {}",
+                    x.name,
+                    j.verdict,
+                    x.expected.verdict(),
+                    j.note
+                )
+            })
+            .collect()
+    }
+}
+
+/// The gate `apply` puts a revision mcpatch does not know through, before
+/// anything touches the install: the patched copy `staged` of `file` (an
+/// install's `lib/index.js`) is written beside it as a locked
+/// `.mcpatch-verify-*.js` (so its imports resolve from the install, as
+/// `verify --backup` loads a backup) and removed afterwards, and every
+/// scenario runs on it with the current patch revision's strict expectations
+/// (every recovery scenario SEAMLESS) whatever the copy classifies as.
+pub fn verify_staged_strict(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    file: &std::path::Path,
+    staged: &[u8],
+    progress: bool,
+) -> Result<GateReport> {
+    let sha256 = classify::sha256_hex(staged);
+    let (state, _, _) = classify::classify_bytes(spec, staged, &sha256);
+    let copy = copy_beside(file, staged)?;
+    let target = Target {
+        load: copy.path().to_path_buf(),
+        file: file.to_path_buf(),
+        backup: None,
+        sha256,
+        state,
+        _copy: Some(copy),
+    };
+    let scenarios = select(&[]);
+    // Dropped last, after the runtime: apply goes on after the gate and must stay stoppable.
+    let _defaults = SignalDefaults::save();
+    let rt = runtime()?;
+    let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
+    let result = rt.block_on(async {
+        tokio::select! {
+            r = verify_install(node, install, &target, &scenarios, None, progress, true) => r,
+            signal = interrupts.next() => Err(Error::Interrupted { signal }),
+        }
+    });
+    drop(target);
+    let result = result?;
+    Ok(GateReport {
+        passed: result.scenarios.iter().all(|s| s.judgement.ok),
+        overall: result.overall,
+        node_version: result.node_version,
+        scenarios: result.scenarios,
+    })
+}
+
 impl Target {
     fn for_install(
         spec: &PatchSpec,
@@ -365,20 +474,7 @@ impl Target {
             .ok_or_else(|| no_backup(&install.file, named, &root))?;
         let bytes = backup::read_checked(chosen, spec)?;
         let (state, _, _) = classify::classify_bytes(spec, &bytes, &chosen.manifest.sha256_before);
-        if let Some(dir) = install.file.parent() {
-            remove_dead_copies(dir);
-        }
-        let mut temp = crate::replace::temp_beside(&install.file, COPY_PREFIX)?;
-        temp.as_file().try_lock().map_err(|e| {
-            Error::io(
-                "lock",
-                temp.path(),
-                std::io::Error::other(e.to_string()),
-                "check that the install's folder is on a local disk",
-            )
-        })?;
-        temp.write_all(&bytes)
-            .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
+        let temp = copy_beside(&install.file, &bytes)?;
         Ok(Target {
             load: temp.path().to_path_buf(),
             file: chosen.dir.join(backup::SAVED_FILE),
@@ -402,6 +498,7 @@ async fn verify_install(
     scenarios: &[Scenario],
     jobs: Option<usize>,
     progress: bool,
+    strict: bool,
 ) -> Result<InstallResult> {
     let mut runs: Vec<(&Scenario, Policy)> = scenarios.iter().map(|s| (s, Policy::Short)).collect();
     if let Some(first) = scenarios
@@ -423,7 +520,8 @@ async fn verify_install(
             url: server.url(),
         })
         .collect();
-    let seamless = target.is_current_patch();
+    // `strict`: the current patch revision's expectations, whatever is loaded.
+    let seamless = strict || target.is_current_patch();
     let total = runs.len();
     let started = Instant::now();
     let mut judged: Vec<Option<Judgement>> = vec![None; total];
@@ -461,7 +559,7 @@ async fn verify_install(
             finished += 1;
             if progress {
                 let shown = shown_verdict(color::stderr(), &j, expect);
-                eprintln!(
+                crate::errln!(
                     "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
                     scenario.name,
                     policy.as_str(),
@@ -501,6 +599,49 @@ async fn verify_install(
         note: install_note(target, overall),
         scenarios: results,
     })
+}
+
+/// What SIGINT, SIGTERM and SIGHUP did before [`Interrupts`] listened to them, put back
+/// on drop: tokio never gives a signal back, so without this a Ctrl-C, a
+/// SIGTERM or a SIGHUP after the gate would be swallowed for the rest of `apply`. (A second
+/// gate in the same run then does not catch them: they end mcpatch as they
+/// would anywhere else in `apply`, and the next run removes its copy.)
+struct SignalDefaults {
+    #[cfg(unix)]
+    saved: Vec<(libc::c_int, libc::sigaction)>,
+}
+
+impl SignalDefaults {
+    fn save() -> Self {
+        #[cfg(unix)]
+        {
+            let saved = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
+                .into_iter()
+                .filter_map(|sig| {
+                    // SAFETY: a zeroed sigaction is a valid value to read the current action into.
+                    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+                    // SAFETY: reads the current action into a value we own; installs nothing.
+                    let read = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
+                    (read == 0).then_some((sig, old))
+                })
+                .collect();
+            SignalDefaults { saved }
+        }
+        #[cfg(not(unix))]
+        SignalDefaults {}
+    }
+}
+
+impl Drop for SignalDefaults {
+    fn drop(&mut self) {
+        #[cfg(unix)]
+        for (sig, action) in &self.saved {
+            // SAFETY: puts back an action read from the kernel by `save`.
+            unsafe {
+                libc::sigaction(*sig, action, std::ptr::null_mut());
+            }
+        }
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed), caught from the moment
@@ -636,9 +777,12 @@ fn render(r: &InstallResult) -> String {
 /// scenario on a line of its own (name and verdict) above its figures and note.
 fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> String {
     let mut s = String::new();
-    let path = r.path.display().to_string();
+    let path = crate::output::path(&r.path);
     let (what, after) = match &r.backup {
-        Some(id) => (path, format!(" (backup {id}, the control)")),
+        Some(id) => (
+            path,
+            format!(" (backup {}, the control)", crate::output::clean(id)),
+        ),
         None => (path, format!(" ({})", status::paint_state(paint, r.state))),
     };
     let what = match columns {
@@ -700,7 +844,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             j.failed_calls.to_string(),
             recovery(j),
             j.initialize_count.to_string(),
-            j.note.clone(),
+            crate::output::clean(&j.note).into_owned(),
         ]);
     }
     match columns {
@@ -737,7 +881,11 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         _ => s.push_str(&table.lines_within(columns).concat()),
     }
     if let Some(note) = &r.note {
-        s.push_str(&hanging("note: ", note, columns));
+        s.push_str(&hanging(
+            "note: ",
+            &crate::output::clean_lines(note),
+            columns,
+        ));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');
@@ -751,12 +899,12 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
     rt.block_on(async move {
         let server = FakeServer::start(chosen.behaviour.clone(), port).await?;
         let base = format!("http://{}", server.addr());
-        println!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
-        println!("  MCP endpoint:  {}", server.url());
-        println!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
-        println!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
-        println!("  witness log:   curl {base}/control/witness");
-        println!("  quit:          Ctrl-C");
+        crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
+        crate::outln!("  MCP endpoint:  {}", server.url());
+        crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
+        crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
+        crate::outln!("  witness log:   curl {base}/control/witness");
+        crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();
         let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
         let mut stdin_open = true;
@@ -764,8 +912,8 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         loop {
             tokio::select! {
                 line = lines.next_line(), if stdin_open => match line {
-                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); println!("restarting on {}", server.addr()); }
-                    Ok(Some(_)) => { server.invalidate(); println!("dropped every session"); }
+                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); crate::outln!("restarting on {}", server.addr()); }
+                    Ok(Some(_)) => { server.invalidate(); crate::outln!("dropped every session"); }
                     _ => stdin_open = false,
                 },
                 _ = tokio::signal::ctrl_c() => break,
@@ -773,7 +921,7 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
             }
             for e in server.witness_since(next_seq) {
                 next_seq = e.seq + 1;
-                println!("{}", console_line(&e));
+                crate::outln!("{}", console_line(&e));
             }
             let _ = std::io::stdout().flush();
         }
@@ -784,7 +932,7 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
 /// One witness entry for the terminal, with anything a client sent escaped so
 /// it cannot move the cursor, recolour or retitle the terminal.
 fn console_line(e: &server::WitnessEntry) -> String {
-    let clean = |s: &str| s.escape_debug().to_string();
+    let clean = |s: &str| crate::output::clean(s).into_owned();
     match &e.note {
         Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
         None => format!(

@@ -370,6 +370,17 @@ pub struct Judgement {
 
 /// Judge one run of `scenario` against `expect`.
 pub fn judge(scenario: &Scenario, expect: Expectation, ev: &Evidence<'_>) -> Judgement {
+    judge_with(scenario, expect, ev, true)
+}
+
+/// [`judge`], with a recovery asked to list the tools again on the new session
+/// (`relist_tools`) or not: a stdio bridge keeps no tool list, its host lists the tools.
+pub fn judge_with(
+    scenario: &Scenario,
+    expect: Expectation,
+    ev: &Evidence<'_>,
+    relist_tools: bool,
+) -> Judgement {
     let initialize_count = ev
         .witness
         .iter()
@@ -401,7 +412,7 @@ pub fn judge(scenario: &Scenario, expect: Expectation, ev: &Evidence<'_>) -> Jud
         };
     }
     let mut j = match scenario.expect {
-        Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base),
+        Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base, relist_tools),
         Expectation::Hold => judge_hold(scenario, ev, base),
         Expectation::Bounded => judge_bounded(ev, base),
         Expectation::NoRetry => judge_no_retry(ev, base),
@@ -479,7 +490,7 @@ fn initialize_fresh(e: &WitnessEntry) -> bool {
     e.rpc_method.as_deref() == Some("initialize") && e.status == 200 && e.session_sent.is_none()
 }
 
-fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
+fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Judgement {
     let witness = ev.witness;
     let is_dead = |e: &WitnessEntry| {
         e.session_sent
@@ -545,7 +556,8 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     let Some(relisted) = witness[new_init..]
         .iter()
         .position(|e| {
-            on_fresh(e) && e.rpc_method.as_deref() == Some("tools/list") && e.status == 200
+            !relist_tools
+                || (on_fresh(e) && e.rpc_method.as_deref() == Some("tools/list") && e.status == 200)
         })
         .map(|i| i + new_init)
     else {
@@ -554,9 +566,14 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     let Some(called) = witness[relisted..].iter().find(|e| {
         on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.call_ok == Some(true)
     }) else {
-        return stuck(
-            "a new session started and listed tools, but no tool call succeeded on it".into(),
-        );
+        return stuck(format!(
+            "a new session started{}, but no tool call succeeded on it",
+            if relist_tools {
+                " and listed tools"
+            } else {
+                ""
+            }
+        ));
     };
     let later_inits = witness[new_init + 1..]
         .iter()
@@ -582,11 +599,16 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             deadline.as_millis()
         ));
     }
+    let relisted = if relist_tools {
+        ", tools re-listed"
+    } else {
+        ""
+    };
     let mut note = if later_inits == 0 {
-        "one fresh initialize without the dead id, tools re-listed, calls succeeded".to_string()
+        format!("one fresh initialize without the dead id{relisted}, calls succeeded")
     } else {
         format!(
-            "fresh initialize without the dead id, tools re-listed, calls succeeded; {later_inits} more initialize(s) after it"
+            "fresh initialize without the dead id{relisted}, calls succeeded; {later_inits} more initialize(s) after it"
         )
     };
     if rejected_reinit > 0 {

@@ -53,6 +53,7 @@ fn entry(
         "state_after": after,
         "backup": backup,
         "error": error,
+        "running": [],
     })
 }
 
@@ -397,4 +398,180 @@ fn the_readme_apply_json_example_has_the_shape_of_a_real_run() {
         example["installs"][0]["state_after"],
         real["installs"][0]["state_after"]
     );
+}
+
+/// The contrib/ file at `rel`.
+fn contrib(rel: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("contrib")
+        .join(rel);
+    std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+/// The mcpatch arguments of a shipped command line (after `.../mcpatch`).
+fn mcpatch_args(line: &str) -> Vec<&str> {
+    let at = line
+        .find("/usr/local/bin/mcpatch ")
+        .unwrap_or_else(|| panic!("no /usr/local/bin/mcpatch in {line:?}"));
+    line[at + "/usr/local/bin/mcpatch ".len()..]
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+fn apply_yes_quiet_is_silent_when_nothing_changes_and_says_one_line_per_change() {
+    let sb = Sandbox::new();
+    // Nothing installed: nothing to say.
+    let o = sb.run(&["apply", "--yes", "--quiet"]);
+    assert_eq!(
+        (code(&o), stdout(&o), stderr(&o)),
+        (0, String::new(), String::new())
+    );
+
+    let (a, b) = two_installs(&sb);
+    let all = sb.root().to_str().unwrap();
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", all]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stderr(&o), "");
+    let ids = backup_ids(&sb);
+    let id_of = |dir: &Path| {
+        ids.iter()
+            .find(|id| {
+                let m: Value = serde_json::from_slice(
+                    &std::fs::read(
+                        sb.dsh_home()
+                            .join("backups/dsh-mcp-client-session-loss")
+                            .join(id)
+                            .join("manifest.json"),
+                    )
+                    .unwrap(),
+                )
+                .unwrap();
+                m["package_dir"] == dir.canonicalize().unwrap().to_str().unwrap()
+            })
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "patched {A} (0.1.0-rc.8): backup {}\npatched {B} (0.1.0-rc.7): backup {}\n",
+            id_of(&a),
+            id_of(&b)
+        )
+    );
+    // Run again, as a path unit or cron does after every change: silent.
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", all]);
+    assert_eq!(
+        (code(&o), stdout(&o), stderr(&o)),
+        (0, String::new(), String::new())
+    );
+    // An unsupported install is refused: one line on stderr, exit 1.
+    sb.client_install("0.0.1-rc.1", "c");
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", all]);
+    assert_eq!(code(&o), 1);
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "refused: [SANDBOX]/c/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.0.1-rc.1): unsupported: no reconnect supervisor: the patch cannot help this revision; upgrade @deepseek-ai/dsh to 0.1.0-rc.7 or later\n"
+    );
+}
+
+#[test]
+fn the_shipped_unit_files_pass_systemd_analyze_verify_and_run_apply_yes_quiet() {
+    let analyze = which::which("systemd-analyze").unwrap_or_else(|_| {
+        panic!("systemd-analyze is missing: install it with `apt-get install systemd` (scripts/test.sh checks for it)")
+    });
+    let service = contrib("systemd/mcpatch.service");
+    let path_unit = contrib("systemd/mcpatch.path");
+    let exec = service
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("the service has an ExecStart");
+    assert_eq!(mcpatch_args(exec), ["apply", "--yes", "--quiet"]);
+    assert!(
+        path_unit.contains("\nUnit=mcpatch.service\n"),
+        "{path_unit}"
+    );
+    assert!(
+        path_unit.contains("\nPathChanged=/usr/local/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js\n"),
+        "{path_unit}"
+    );
+
+    // systemd-analyze checks that ExecStart's program exists: point it at this build.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("mcpatch");
+    std::fs::write(
+        dir.path().join("mcpatch.service"),
+        service.replace("/usr/local/bin/mcpatch", bin.to_str().unwrap()),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("mcpatch.path"), &path_unit).unwrap();
+    let o = std::process::Command::new(&analyze)
+        .args(["verify", "--man=no"])
+        .arg(dir.path().join("mcpatch.path"))
+        .arg(dir.path().join("mcpatch.service"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        (code(&o), stderr(&o)),
+        (0, String::new()),
+        "systemd-analyze verify: {}",
+        stdout(&o)
+    );
+
+    // The unit's command, run as the service runs it.
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "a");
+    let mut args = mcpatch_args(exec);
+    let p = client.to_str().unwrap();
+    args.extend(["--path", p]);
+    let o = sb.run(&args);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("patched {A} (0.1.0-rc.8): backup {}\n", backup_ids(&sb)[0])
+    );
+    let o = sb.run(&args);
+    assert_eq!(
+        (code(&o), stdout(&o), stderr(&o)),
+        (0, String::new(), String::new())
+    );
+}
+
+#[test]
+fn the_shipped_cron_line_runs_apply_yes_quiet_as_root_and_the_readme_shows_it() {
+    let cron = contrib("cron.d/mcpatch");
+    let lines: Vec<&str> = cron
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .collect();
+    assert_eq!(lines.len(), 1, "{cron}");
+    let fields: Vec<&str> = lines[0].split_whitespace().collect();
+    // /etc/cron.d: five time fields, the user, the command.
+    for (field, max) in fields[..5].iter().zip([59, 23, 31, 12, 7]) {
+        let ok = field.split(',').all(|part| {
+            let (range, step) = part.split_once('/').unwrap_or((part, "1"));
+            let in_range = |n: &str| n.parse::<u32>().is_ok_and(|n| n <= max);
+            step.parse::<u32>().is_ok_and(|s| s >= 1)
+                && (range == "*"
+                    || range
+                        .split_once('-')
+                        .map_or(in_range(range), |(a, b)| in_range(a) && in_range(b)))
+        });
+        assert!(ok, "cron field {field:?} in {:?}", lines[0]);
+    }
+    assert_eq!(fields[5], "root");
+    assert_eq!(mcpatch_args(lines[0]), ["apply", "--yes", "--quiet"]);
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    assert!(readme.contains(lines[0]), "README shows the cron line");
+    for unit in ["systemd/mcpatch.path", "systemd/mcpatch.service"] {
+        for line in contrib(unit)
+            .lines()
+            .filter(|l| l.contains('=') && !l.starts_with('#'))
+        {
+            assert!(readme.contains(line), "README shows {unit}'s {line:?}");
+        }
+    }
 }

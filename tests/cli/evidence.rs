@@ -54,6 +54,8 @@ fn killed_at(sb: &Sandbox, args: &[&str], step: &str) -> Output {
     let o = sb
         .cmd(args)
         .env("MCPATCH_TEST_KILL_AT", step)
+        // A killed run leaves its scratch folder: in the sandbox, removed with it.
+        .env("TMPDIR", sb.root())
         .output()
         .unwrap();
     assert_eq!(
@@ -399,5 +401,224 @@ mod server_robustness {
             "bounded in time"
         );
         assert!(server.witness().len() >= 600);
+    }
+}
+
+/// A revision mcpatch does not know but the patch fits is written only after
+/// its patched copy passes verify with the current revision's expectations.
+mod unknown_revisions {
+    use super::*;
+
+    const DIR: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client";
+
+    fn node_version() -> String {
+        let o = std::process::Command::new(node22_dir().join("node"))
+            .arg("--version")
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
+    /// What is left in the install's lib folder besides its own files.
+    fn leftovers(client: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(client.join("lib"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(".mcpatch"))
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// An original with a change outside every hunk that stops reconnecting:
+    /// `generationDown` no longer schedules the reconnect. The patch still fits.
+    fn no_reconnect(text: String) -> String {
+        let call = "\t\tclientClosed = void 0;\n\t\tscheduleReconnect();\n";
+        assert_eq!(text.matches(call).count(), 1);
+        text.replace(call, "\t\tclientClosed = void 0;\n")
+    }
+
+    #[test]
+    fn an_unknown_revision_the_patch_fits_is_patched_only_after_verify_passes() {
+        let sb = Sandbox::new();
+        let client = sb.client_install("0.1.0-rc.8", "g");
+        let p = client.to_str().unwrap();
+        let file = client.join("lib/index.js");
+        let edited = edit_file(&file, |t| t + "\n// local edit\n");
+        let verified = format!(
+            "  verified first (a revision mcpatch does not know): the patched copy was SEAMLESS in all 13 scenario runs, as the current patch revision must be (node {})\n",
+            node_version()
+        );
+
+        // A dry run shows the same verdicts and writes nothing.
+        let o = sb.run(&["apply", "--dry-run", "--yes", "--path", p]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        assert_eq!(
+            sb.normalize(&o.stdout),
+            format!("dry run: {DIR} (0.1.0-rc.8) would be patched (the diff applies, node --check and the load check pass); nothing changed\n{verified}")
+        );
+        let err = sb.normalize(&o.stderr);
+        assert!(
+            err.starts_with(&format!("{DIR}/lib/index.js is a revision mcpatch does not know: verifying the patched copy before writing it\n")),
+            "{err}"
+        );
+        assert!(err.contains("[13/13] "), "{err}");
+        assert_eq!(sha256_file(&file), edited);
+        assert_eq!(backup_count(&sb), 0);
+        assert_eq!(leftovers(&client), Vec::<String>::new());
+
+        let o = sb.run(&["apply", "--dry-run", "--yes", "--json", "--path", p]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let gate = &v["installs"][0]["verify"];
+        assert_eq!(gate["passed"], true, "{v:#}");
+        assert_eq!(gate["overall"], "SEAMLESS");
+        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 13);
+        assert!(gate["scenarios"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|s| s["ok"] == true));
+
+        let o = sb.run(&["apply", "--yes", "--path", p]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let patched = sha256_file(&file);
+        let id = super::super::harden::backup_ids(&sb).remove(0);
+        assert_eq!(
+            sb.normalize(&o.stdout),
+            format!(
+                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, original saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify`\n",
+                short(&patched)
+            )
+        );
+        assert_eq!(
+            status_json(&sb, &["--path", p])["installs"][0]["state"],
+            "patched"
+        );
+        assert_eq!(leftovers(&client), Vec::<String>::new());
+    }
+
+    fn mkfifo(path: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
+        assert_eq!(
+            unsafe { libc::mkfifo(c.as_ptr(), 0o600) },
+            0,
+            "mkfifo {}",
+            path.display()
+        );
+    }
+
+    #[test]
+    fn after_the_gate_apply_still_stops_on_sigterm() {
+        use std::io::BufRead;
+        let sb = Sandbox::new();
+        let client = sb.client_install("0.1.0-rc.8", "g");
+        let file = client.join("lib/index.js");
+        let edited = edit_file(&file, |t| t + "\n// local edit\n");
+        let pause = tempfile::tempdir().unwrap();
+        mkfifo(&pause.path().join("reached"));
+        mkfifo(&pause.path().join("resume"));
+        let reached = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(pause.path().join("reached"))
+            .unwrap();
+        let mut child = sb
+            .command(&[
+                "apply",
+                "--yes",
+                "--quiet",
+                "--path",
+                client.to_str().unwrap(),
+            ])
+            .env("MCPATCH_TEST_PAUSE_AT", "backed-up")
+            .env("MCPATCH_TEST_PAUSE_DIR", pause.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // The gate passed (it runs before the backup), and the run waits at the backup.
+        let mut line = String::new();
+        std::io::BufReader::new(reached)
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line, "backed-up\n");
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if std::time::Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("SIGTERM after the gate was swallowed: apply went on waiting");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        assert_eq!(sha256_file(&file), edited, "untouched");
+    }
+
+    #[test]
+    fn an_unknown_revision_whose_patched_copy_does_not_recover_is_refused_untouched() {
+        let sb = Sandbox::new();
+        let client = sb.client_install("0.1.0-rc.8", "g");
+        let p = client.to_str().unwrap();
+        let file = client.join("lib/index.js");
+        let broken = edit_file(&file, no_reconnect);
+        let i = &status_json(&sb, &["--path", p])["installs"][0];
+        assert_eq!(i["state"], "modified");
+        assert_eq!(
+            i["next_step"],
+            "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
+        );
+        let why = format!(
+            "sha256 {broken} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: STUCK); the install is untouched"
+        );
+
+        let o = sb.run(&["apply", "--yes", "--path", p]);
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        let out = sb.normalize(&o.stdout);
+        let head = format!("refused: {DIR} (0.1.0-rc.8)\n  {why}\n");
+        assert!(out.starts_with(&head), "{out}");
+        assert!(
+            out.contains("\n  expired-404: STUCK (expected SEAMLESS): no new initialize after the session was lost; 1 request(s) kept the dead session id\n"),
+            "{out}"
+        );
+        assert!(
+            out[head.len()..]
+                .lines()
+                .all(|l| l.starts_with("  ") && l.contains(" (expected ")),
+            "{out}"
+        );
+        assert_eq!(sha256_file(&file), broken, "untouched");
+        assert_eq!(backup_count(&sb), 0);
+        assert_eq!(leftovers(&client), Vec::<String>::new());
+
+        // Unattended: nothing on stdout, the refusal in one line on stderr.
+        let o = sb.run(&["apply", "--yes", "--quiet", "--path", p]);
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        assert_eq!(stdout(&o), "");
+        assert_eq!(
+            sb.normalize(&o.stderr),
+            format!("refused: {DIR} (0.1.0-rc.8): {why}\n")
+        );
+        assert_eq!(sha256_file(&file), broken, "untouched");
+        assert_eq!(backup_count(&sb), 0);
+
+        // --no-verify opts out, and says so.
+        let o = sb.run(&["apply", "--yes", "--no-verify", "--path", p]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out = sb.normalize(&o.stdout);
+        assert!(
+            out.contains("\n  not verified (--no-verify): a revision mcpatch does not know was written without proof that it recovers; check it with `mcpatch verify`\n"),
+            "{out}"
+        );
+        assert_ne!(sha256_file(&file), broken);
+        assert_eq!(backup_count(&sb), 1);
     }
 }

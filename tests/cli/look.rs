@@ -536,7 +536,7 @@ unknown-session-ping  403  no  {words}
 delete-own-session  200  no  (empty body)
 deleted-session-tools-list  403  no  {words}
 
-{E}[31mnot covered{E}[0m: to tools/list with a session id it never issued, the server answered HTTP 403 \"{words}\": the patch takes only 404, or 400/401 naming the session, as session loss; HTTP 403 is neither. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
+{E}[31mnot-covered{E}[0m: to tools/list with a session id it never issued, the server answered HTTP 403 \"{words}\": the patch takes only 404, or 400/401 naming the session, as session loss; HTTP 403 is neither. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
 {E}[1;36mhelp:{E}[0m make the server, or the proxy in front of it, answer 404 to a session it does not know, as the MCP spec says
 "
         ).as_bytes())

@@ -103,6 +103,7 @@ impl Sandbox {
             .env_remove("MCPATCH_SYSROOT")
             .env_remove("MCPATCH_TEST_KILL_AT")
             .env_remove("MCPATCH_TEST_FAIL_AT")
+            .env_remove("MCPATCH_TEST_PANIC_AT")
             .env_remove("MCPATCH_TEST_PAUSE_AT")
             .env_remove("MCPATCH_TEST_TRACE")
             .env_remove("MCPATCH_NODE_TIMEOUT");
@@ -284,6 +285,8 @@ fn backup_count(sb: &Sandbox) -> usize {
 mod apply;
 mod automation;
 mod backups;
+mod bridge;
+mod dropped;
 mod evidence;
 mod harden;
 mod host;
@@ -295,6 +298,7 @@ mod probe;
 mod readme;
 mod real_servers;
 mod refusals;
+mod running;
 mod seamless;
 mod server;
 mod server_limits;

@@ -1,6 +1,6 @@
 //! mcp-remote, mcpatch's second target: real releases from the npm registry
 //! (scripts/fetch-fixtures.sh puts 0.15.1, 0.1.44 and 0.1.38 in
-//! .cache/mcp-remote-target/<v>), one of each patch family, found in an npm
+//! .cache/mcp-remote/<v>), one of each patch family, found in an npm
 //! project given with --path and in an npx cache found with no --path; their
 //! file found by content (chunk names change with each release), classified
 //! by sha256, patched, and reverted byte for byte. `--target` limits every
@@ -16,7 +16,7 @@ const RELEASES: [&str; 3] = ["0.15.1", "0.1.44", "0.1.38"];
 
 /// The fetched npm project holding the real mcp-remote `version`.
 fn fetched_project(version: &str) -> PathBuf {
-    let p = cache().join("mcp-remote-target").join(version);
+    let p = cache().join("mcp-remote").join(version);
     assert!(
         p.join(".done").is_file(),
         "the real package mcp-remote@{version} is missing from {}: run scripts/fetch-fixtures.sh (needs npm and the npm registry)",

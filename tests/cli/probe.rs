@@ -192,7 +192,7 @@ unknown-session-ping  {status}  no  {words}
 delete-own-session  200  no  (empty body)
 deleted-session-tools-list  {status}  no  {words}
 
-not covered: to tools/list with a session id it never issued, the server answered HTTP {status} \"{words}\": {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
+not-covered: to tools/list with a session id it never issued, the server answered HTTP {status} \"{words}\": {why}. The patched client would keep the dead session, and every call to this server would fail until DSH restarts
 help: make the server, or the proxy in front of it, answer 404 to a session it does not know, as the MCP spec says
 "
             ).as_bytes())
@@ -216,7 +216,13 @@ fn probe_of_a_port_where_nothing_listens_exits_2_with_a_hint() {
     let url = format!("http://127.0.0.1:{port}/mcp");
     let o = sb.run(&["probe", &url]);
     assert_eq!(code(&o), 2);
-    assert_eq!(stdout(&o), format!("probe {url}\n"));
+    let out = stdout(&o);
+    assert!(
+        out.starts_with(&format!(
+            "probe {url}\n\nunreachable: error sending request for url ({url})"
+        )),
+        "{out}"
+    );
     let err = stderr(&o);
     assert!(
         err.starts_with(&format!("error: cannot probe {url}: ")),
@@ -267,7 +273,7 @@ fn probe_gives_up_at_the_timeout_on_a_server_that_never_answers() {
     let o = sb.run(&["probe", &url, "--timeout", "0"]);
     assert_eq!(code(&o), 2);
     assert!(
-        stderr(&o).contains("invalid value '0' for '--timeout <SECS>': \"0\" is not a number of seconds between 0 and 86400 (e.g. 10 or 2.5)"),
+        stderr(&o).contains("invalid value '0' for '--timeout <SECS>': \"0\" must be a number of seconds more than 0 and at most 86400 (e.g. 10 or 2.5)"),
         "{}",
         stderr(&o)
     );
@@ -567,5 +573,475 @@ fn the_probes_port_of_the_predicate_agrees_with_the_patch_javascript_on_real_sdk
         lost > 300 && cases.len() - lost > 300,
         "{lost} of {} lost",
         cases.len()
+    );
+}
+
+/// One request as [`Scripted`] saw it.
+pub(super) struct Seen {
+    pub method: String,
+    pub path: String,
+    pub session: Option<String>,
+    pub body: String,
+}
+
+/// A hand-written HTTP/1.1 server on 127.0.0.1 for answers the fake server
+/// never gives (hostile bytes, odd redirects, a plain web server): `answer`
+/// turns each request into the raw response sent back, one request per
+/// connection. It lives as long as the test process.
+pub(super) struct Scripted {
+    pub addr: std::net::SocketAddr,
+}
+
+impl Scripted {
+    pub(super) fn start(answer: impl Fn(&Seen) -> Vec<u8> + Send + 'static) -> Scripted {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(10)));
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                if reader.read_line(&mut first).is_err() {
+                    continue;
+                }
+                let mut parts = first.split_whitespace();
+                let method = parts.next().unwrap_or("").to_string();
+                let path = parts.next().unwrap_or("").to_string();
+                let mut length = 0;
+                let mut session = None;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = line.split_once(':') {
+                        match name.trim().to_ascii_lowercase().as_str() {
+                            "content-length" => length = value.trim().parse().unwrap_or(0),
+                            "mcp-session-id" => session = Some(value.trim().to_string()),
+                            _ => {}
+                        }
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let seen = Seen {
+                    method,
+                    path,
+                    session,
+                    body: String::from_utf8_lossy(&body).to_string(),
+                };
+                let _ = stream.write_all(&answer(&seen));
+            }
+        });
+        Scripted { addr }
+    }
+
+    pub(super) fn url(&self) -> String {
+        format!("http://{}/mcp", self.addr)
+    }
+}
+
+/// A raw HTTP response.
+pub(super) fn http(status: &str, headers: &[(&str, &str)], body: &[u8]) -> Vec<u8> {
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        out.push_str(&format!("{name}: {value}\r\n"));
+    }
+    out.push_str("\r\n");
+    let mut bytes = out.into_bytes();
+    bytes.extend_from_slice(body);
+    bytes
+}
+
+/// A server that works as MCP except that it says `protocol` and answers a
+/// session it does not know with 404 and `lost_body`; its session id is `session`.
+fn mcp_server(protocol: &'static str, session: String, lost_body: String) -> Scripted {
+    Scripted::start(move |req| {
+        let id = serde_json::from_str::<serde_json::Value>(&req.body)
+            .ok()
+            .and_then(|v| v.get("id").cloned());
+        if req.method == "DELETE" {
+            return http("200 OK", &[], b"");
+        }
+        if req.body.contains("\"initialize\"") {
+            let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": protocol, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
+            return http(
+                "200 OK",
+                &[
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", &session),
+                ],
+                result.to_string().as_bytes(),
+            );
+        }
+        if req.session.as_deref() != Some(session.as_str()) {
+            return http(
+                "404 Not Found",
+                &[("content-type", "text/plain")],
+                lost_body.as_bytes(),
+            );
+        }
+        if id.is_none() {
+            return http("202 Accepted", &[], b"");
+        }
+        let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
+        http(
+            "200 OK",
+            &[("content-type", "application/json")],
+            result.to_string().as_bytes(),
+        )
+    })
+}
+
+#[test]
+fn a_servers_escape_sequences_never_reach_the_terminal() {
+    let hostile = "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[32mcovered:\u{9b}";
+    let protocol: &'static str = Box::leak(format!("2025-11-25{hostile}").into_boxed_str());
+    let server = mcp_server(
+        protocol,
+        "abc".into(),
+        format!("Not Found: Session not found {hostile}"),
+    );
+    let url = server.url();
+    let sb = Sandbox::new();
+    for args in [
+        vec!["probe", url.as_str()],
+        vec!["probe", "-v", url.as_str()],
+    ] {
+        let o = sb.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 0, "{args:?}: {all}");
+        for raw in ['\u{1b}', '\u{7}', '\u{9b}'] {
+            assert!(!all.contains(raw), "{args:?} printed {raw:?} raw:\n{all}");
+        }
+        assert!(
+            stdout(&o).contains("(protocol 2025-11-25\\u{1b}]0;owned\\u{7}\\u{1b}[2J"),
+            "{}",
+            stdout(&o)
+        );
+        assert!(
+            stdout(&o).contains("Session not found \\u{1b}]0;owned"),
+            "{}",
+            stdout(&o)
+        );
+    }
+    // JSON stays JSON: serde escapes control characters its own way.
+    let o = sb.run(&["probe", "--json", &url]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["protocol_version"], protocol);
+    assert!(!stdout(&o).contains('\u{1b}'));
+}
+
+/// `cmd` (program, arguments, environment) run by `program` with `args` before it.
+fn through(
+    program: &str,
+    args: &[&std::ffi::OsStr],
+    cmd: std::process::Command,
+) -> std::process::Command {
+    let mut c = std::process::Command::new(program);
+    c.args(args).arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    c
+}
+
+/// Run `cmd`, killing it if it has not ended after `limit`; returns its output and how long it took.
+pub(super) fn bounded(
+    mut cmd: std::process::Command,
+    limit: std::time::Duration,
+) -> (Output, std::time::Duration) {
+    let started = std::time::Instant::now();
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > limit {
+            child.kill().unwrap();
+            let o = child.wait_with_output().unwrap();
+            panic!(
+                "still running after {limit:?}: {}{}",
+                stdout(&o),
+                stderr(&o)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let o = child.wait_with_output().unwrap();
+    (o, started.elapsed())
+}
+
+#[test]
+fn probe_timeout_covers_a_name_lookup_that_never_ends() {
+    super::harden::require_root(
+        "it binds 127.0.0.1:53 and mounts its own resolv.conf in a private mount namespace",
+    );
+    // A name server on 127.0.0.1 that takes every query and never answers.
+    let _silent = std::net::UdpSocket::bind("127.0.0.1:53")
+        .expect("127.0.0.1:53 must be free for this test's silent name server");
+    let sb = Sandbox::new();
+    let conf = sb.root().join("resolv.conf");
+    std::fs::write(
+        &conf,
+        "nameserver 127.0.0.1\noptions timeout:30 attempts:2\n",
+    )
+    .unwrap();
+    let url = "http://mcpatch-probe-test.invalid/mcp";
+    let tool = |name: &str| {
+        which::which(name)
+            .unwrap_or_else(|_| panic!("{name} (util-linux) is needed: apt-get install util-linux"))
+    };
+    let (unshare, mount) = (tool("unshare"), tool("mount"));
+    let cmd = through(
+        unshare.to_str().unwrap(),
+        &[
+            "-m".as_ref(),
+            "/bin/sh".as_ref(),
+            "-c".as_ref(),
+            r#""$0" --bind "$1" /etc/resolv.conf && shift && exec "$@""#.as_ref(),
+            mount.as_os_str(),
+            conf.as_os_str(),
+        ],
+        sb.command(&["probe", "--timeout", "1", url]),
+    );
+    let (o, took) = bounded(cmd, std::time::Duration::from_secs(90));
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o),
+        format!("error: cannot probe {url}: no answer to initialize within 1 s\nhelp: check that the server is running, or give it longer with --timeout SECS\n")
+    );
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "took {took:?} with --timeout 1"
+    );
+}
+
+#[test]
+fn node_extra_ca_certs_is_read_only_from_a_small_regular_file_within_the_timeout() {
+    let fake = Fake::start(LostSessionAnswer::NotFoundJsonRpc);
+    let url = fake.url();
+    let sb = Sandbox::new();
+    let fifo = sb.root().join("ca.fifo");
+    let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+    let huge = sb.root().join("huge.pem");
+    std::fs::File::create(&huge)
+        .unwrap()
+        .set_len(64 << 20)
+        .unwrap();
+    for (ca, why) in [
+        (
+            "/dev/zero".to_string(),
+            "/dev/zero is a device, not a regular file".to_string(),
+        ),
+        (
+            fifo.display().to_string(),
+            format!("{} is a FIFO, not a regular file", fifo.display()),
+        ),
+        (
+            huge.display().to_string(),
+            format!("{} is larger than", huge.display()),
+        ),
+    ] {
+        let mut cmd = sb.command(&["probe", "--timeout", "5", &url]);
+        cmd.env("NODE_EXTRA_CA_CERTS", &ca);
+        // Bounded memory, so a probe that reads it whole fails instead of eating the machine.
+        unsafe {
+            use std::os::unix::process::CommandExt;
+            cmd.pre_exec(|| {
+                let limit = libc::rlimit {
+                    rlim_cur: 2 << 30,
+                    rlim_max: 2 << 30,
+                };
+                libc::setrlimit(libc::RLIMIT_AS, &limit);
+                Ok(())
+            });
+        }
+        let (o, _) = bounded(cmd, std::time::Duration::from_secs(30));
+        assert_eq!(code(&o), 0, "{ca}: {}", stderr(&o));
+        let err = stderr(&o);
+        assert!(
+            err.starts_with(&format!(
+                "warning: ignoring NODE_EXTRA_CA_CERTS={ca}: {why}"
+            )),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn a_header_value_echoed_in_a_redirect_a_session_id_or_encoded_in_a_body_is_redacted() {
+    let word = r#"k3y/v4l"ue=s3cr3t"#;
+    let encoded = "k3y%2Fv4l%22ue%3Ds3cr3t";
+    let server = Scripted::start(move |req| {
+        if req.path == "/mcp" {
+            let to = format!("/mcp2?key={encoded}");
+            return http("307 Temporary Redirect", &[("location", &to)], b"");
+        }
+        let id = serde_json::from_str::<serde_json::Value>(&req.body)
+            .ok()
+            .and_then(|v| v.get("id").cloned());
+        if req.method == "DELETE" {
+            return http("200 OK", &[], b"");
+        }
+        if req.body.contains("\"initialize\"") {
+            let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}});
+            return http(
+                "200 OK",
+                &[
+                    ("content-type", "application/json"),
+                    ("mcp-session-id", word),
+                ],
+                result.to_string().as_bytes(),
+            );
+        }
+        if req.session.as_deref() != Some(word) {
+            let body = format!(
+                r#"{{"error":"Session not found for key k3y\/v4l\"ue=s3cr3t","seen":"{encoded}","lower":"k3y%2fv4l%22ue%3ds3cr3t"}}"#
+            );
+            return http(
+                "404 Not Found",
+                &[("content-type", "application/json")],
+                body.as_bytes(),
+            );
+        }
+        if id.is_none() {
+            return http("202 Accepted", &[], b"");
+        }
+        let result = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}});
+        http(
+            "200 OK",
+            &[("content-type", "application/json")],
+            result.to_string().as_bytes(),
+        )
+    });
+    let url = server.url();
+    let header = format!("Authorization: Bearer {word}");
+    let sb = Sandbox::new();
+    for args in [
+        vec!["probe", "-v", url.as_str(), "--header", &header],
+        vec!["probe", "-v", "--json", url.as_str(), "--header", &header],
+    ] {
+        let o = sb.run(&args);
+        let all = format!("{}{}", stdout(&o), stderr(&o));
+        assert_eq!(code(&o), 0, "{args:?}: {all}");
+        for part in ["s3cr3t", "v4l", "k3y"] {
+            assert!(!all.contains(part), "{args:?} printed {part:?}:\n{all}");
+        }
+        assert!(
+            all.contains("< 307 redirect, followed to http://127.0.0.1:"),
+            "{all}"
+        );
+        assert!(all.contains("/mcp2?key=[redacted]\n"), "{all}");
+        assert!(all.contains("< mcp-session-id: [redacted]\n"), "{all}");
+    }
+}
+
+#[test]
+fn probe_of_a_plain_web_server_says_not_an_mcp_endpoint_with_the_verdict_word() {
+    let page = |status: &'static str| {
+        Scripted::start(move |_| {
+            http(
+                status,
+                &[("content-type", "text/html;charset=utf-8")],
+                b"<html><body><h1>Error</h1></body></html>",
+            )
+        })
+    };
+    for (status, help) in [
+        (
+            "501 Not Implemented",
+            "this server does not implement POST here: it is a web server, not a Streamable HTTP endpoint; use the URL from the DSH config (servers often serve /mcp)",
+        ),
+        (
+            "405 Method Not Allowed",
+            "this URL does not take POST: it is not a Streamable HTTP endpoint (an SSE-only server has no session the patch handles)",
+        ),
+        (
+            "404 Not Found",
+            "no MCP endpoint at this path: use the URL from the DSH config (servers often serve /mcp)",
+        ),
+    ] {
+        let server = page(status);
+        let url = server.url();
+        let code_only = &status[..3];
+        let sb = Sandbox::new();
+        let o = sb.run(&["probe", &url]);
+        assert_eq!(code(&o), 2, "{status}: {}{}", stdout(&o), stderr(&o));
+        let why = format!(
+            "not an MCP endpoint: initialize answered HTTP {code_only} \"<html><body><h1>Error</h1></body></html>\""
+        );
+        assert_eq!(
+            shown(&sb, &o.stdout),
+            sb.normalize(
+                format!(
+                    "probe {url}\n\nCASE  STATUS  SESSION LOST  ANSWER\ninitialize  {code_only}  no  <html><body><h1>Error</h1></body></html>\n\nunreachable: {why}\n"
+                )
+                .as_bytes()
+            )
+            .replace(&server.addr.port().to_string(), "[PORT]")
+        );
+        assert_eq!(
+            stderr(&o),
+            format!("error: cannot probe {url}: {why}\nhelp: {help}\n")
+        );
+        let (exit, v, _) = probe_json(&sb, &[&url]);
+        assert_eq!(exit, 2);
+        assert_eq!(v["verdict"], "unreachable");
+    }
+}
+
+#[test]
+fn probe_text_fits_the_terminal_width_and_is_whole_into_a_pipe() {
+    let fake = Fake::start(LostSessionAnswer::NotFoundJsonRpc);
+    let url = fake.url();
+    let sb = Sandbox::new();
+    for columns in [80usize, 60, 40] {
+        let o = sb
+            .cmd(&["probe", &url])
+            .env("COLUMNS", columns.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let out = stdout(&o);
+        for line in out.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{} columns > {columns}: {line:?}\n{out}",
+                line.chars().count()
+            );
+        }
+        let last_paragraph = out.rsplit("\n\n").next().unwrap();
+        assert!(
+            last_paragraph.starts_with("covered: to tools/list"),
+            "{out}"
+        );
+        // Nothing is lost: the lines put together are the whole verdict.
+        assert!(
+            last_paragraph
+                .replace('\n', " ")
+                .ends_with("reconnects with a fresh session "),
+            "{out}"
+        );
+    }
+    // Into a pipe: one line each, whatever their length.
+    let o = sb.run(&["probe", &url]);
+    let out = stdout(&o);
+    let last = out.lines().last().unwrap();
+    assert!(
+        last.starts_with("covered: to tools/list") && last.len() > 120,
+        "{out}"
     );
 }

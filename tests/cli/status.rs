@@ -32,6 +32,7 @@ fn status_json_follows_the_documented_schema() {
     assert_eq!(
         keys,
         [
+            "dropped",
             "file",
             "found_via",
             "hard_links",
@@ -39,6 +40,7 @@ fn status_json_follows_the_documented_schema() {
             "note",
             "path",
             "revision",
+            "running",
             "same_file_as",
             "sha256",
             "state",

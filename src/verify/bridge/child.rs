@@ -1,0 +1,270 @@
+//! The bridge under test as a child process: its command line parsed with
+//! shell quoting rules (no shell runs it), the fake server's URL put in, run
+//! in a process group of its own so that everything it starts (an `npx`
+//! download, the node it execs) is killed with it, and reaped on every path,
+//! drop and unwinding included.
+
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{ChildStdin, ChildStdout};
+
+use crate::error::{Error, Result};
+
+/// The placeholder an argument may hold for the fake server's URL.
+pub const URL_PLACEHOLDER: &str = "{url}";
+/// Lines of the bridge's stderr kept per scenario (the last ones).
+pub const STDERR_LINES: usize = 200;
+/// Longest stderr line kept; longer lines are cut and end with `…`.
+const STDERR_LINE_CHARS: usize = 1000;
+
+/// Split `command` into a program and its arguments, as a POSIX shell would
+/// split it (quotes and backslashes), without running a shell.
+pub fn parse(command: &str) -> Result<Vec<String>> {
+    let words = shell_words::split(command).map_err(|e| Error::BridgeCommand {
+        command: command.to_string(),
+        problem: e.to_string(),
+    })?;
+    if words.is_empty() {
+        return Err(Error::BridgeCommand {
+            command: command.to_string(),
+            problem: "it names no program".into(),
+        });
+    }
+    Ok(words)
+}
+
+/// The argv to run: `{url}` replaced where an argument holds it, else the URL
+/// appended as the last argument (the conformance suite's convention).
+pub fn with_url(words: &[String], url: &str) -> Vec<String> {
+    if words.iter().any(|w| w.contains(URL_PLACEHOLDER)) {
+        words
+            .iter()
+            .map(|w| w.replace(URL_PLACEHOLDER, url))
+            .collect()
+    } else {
+        words.iter().cloned().chain([url.to_string()]).collect()
+    }
+}
+
+/// What the bridge wrote to stderr: the last [`STDERR_LINES`] lines.
+#[derive(Debug, Default)]
+pub struct StderrTail {
+    lines: VecDeque<String>,
+    /// Lines dropped from the start to keep the tail.
+    pub dropped: usize,
+}
+
+impl StderrTail {
+    fn push(&mut self, line: String) {
+        let line = if line.chars().count() > STDERR_LINE_CHARS {
+            let mut cut: String = line.chars().take(STDERR_LINE_CHARS).collect();
+            cut.push('…');
+            cut
+        } else {
+            line
+        };
+        if self.lines.len() == STDERR_LINES {
+            self.lines.pop_front();
+            self.dropped += 1;
+        }
+        self.lines.push_back(line);
+    }
+
+    /// The kept lines, joined.
+    pub fn text(&self) -> String {
+        self.lines.iter().cloned().collect::<Vec<_>>().join("\n")
+    }
+
+    /// The last `n` lines, joined.
+    pub fn last(&self, n: usize) -> String {
+        let skip = self.lines.len().saturating_sub(n);
+        self.lines
+            .iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// A running bridge. Dropping it kills its whole process group and reaps it.
+pub struct Bridge {
+    child: tokio::process::Child,
+    /// The process group (the child's pid: it leads its own group).
+    pgid: Option<i32>,
+    pub stderr: Arc<Mutex<StderrTail>>,
+    stderr_task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Bridge {
+    /// Start `argv` with piped stdio and the conformance suite's variables set.
+    pub fn spawn(
+        argv: &[String],
+        scenario: &str,
+        protocol_version: &str,
+    ) -> Result<(Bridge, ChildStdin, ChildStdout)> {
+        let mut cmd = tokio::process::Command::new(&argv[0]);
+        cmd.args(&argv[1..])
+            .env("MCP_CONFORMANCE_SCENARIO", scenario)
+            .env("MCP_CONFORMANCE_PROTOCOL_VERSION", protocol_version)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|source| Error::BridgeSpawn {
+            program: argv[0].clone(),
+            source,
+        })?;
+        let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+        let stdin = child.stdin.take().expect("piped stdin");
+        let stdout = child.stdout.take().expect("piped stdout");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        let kept = tail.clone();
+        // Drained as it comes, so a chatty bridge never blocks on a full pipe.
+        let stderr_task = tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                if let Ok(mut t) = kept.lock() {
+                    t.push(line);
+                }
+            }
+        });
+        Ok((
+            Bridge {
+                child,
+                pgid,
+                stderr: tail,
+                stderr_task: Some(stderr_task),
+            },
+            stdin,
+            stdout,
+        ))
+    }
+
+    /// End the bridge: wait up to `grace` for it to exit by itself (its stdin
+    /// is closed by then), then kill its process group; wait for the rest of its stderr.
+    pub async fn finish(mut self, grace: std::time::Duration) -> Option<std::process::ExitStatus> {
+        let status = tokio::time::timeout(grace, self.child.wait())
+            .await
+            .ok()
+            .and_then(|r| r.ok());
+        self.kill_group();
+        let status = match status {
+            Some(s) => Some(s),
+            None => self.child.wait().await.ok(),
+        };
+        // Its stderr ends once every process of the group is gone.
+        if let Some(task) = self.stderr_task.take() {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(2), task).await;
+        }
+        if status.is_some() {
+            // Reaped, its group killed: nothing is left to signal (and the id may be reused).
+            self.pgid = None;
+        }
+        status
+    }
+
+    /// SIGKILL to every process of the bridge's group (the bridge included).
+    fn kill_group(&mut self) {
+        #[cfg(unix)]
+        if let Some(pgid) = self.pgid {
+            // SAFETY: kill(2) with a negative pid signals that process group only;
+            // the group is the child's own (process_group(0) at spawn).
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+        let _ = self.child.start_kill();
+    }
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        self.kill_group();
+        // Reap it here, whatever path dropped it (an error, an interrupt, a
+        // panic unwinding): after SIGKILL the wait is short.
+        #[cfg(unix)]
+        if let Some(pid) = self.pgid {
+            if self.child.try_wait().ok().flatten().is_none() {
+                let mut status = 0;
+                // SAFETY: waitpid on our own child's pid; tokio's later try_wait
+                // of the same pid only finds it already reaped.
+                unsafe {
+                    libc::waitpid(pid, &mut status, 0);
+                }
+            }
+        }
+        if let Some(task) = self.stderr_task.take() {
+            task.abort();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_split_as_a_shell_would_without_running_one() {
+        assert_eq!(
+            parse(r#"npx -y mcp-remote@0.15.1 --header 'Authorization: Bearer x y'"#).unwrap(),
+            [
+                "npx",
+                "-y",
+                "mcp-remote@0.15.1",
+                "--header",
+                "Authorization: Bearer x y"
+            ]
+        );
+        assert_eq!(
+            parse(r#"node "my bridge.js" a\ b $HOME;rm"#).unwrap(),
+            ["node", "my bridge.js", "a b", "$HOME;rm"]
+        );
+        let e = parse("node 'unclosed").unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "cannot run the bridge command \"node 'unclosed\": missing closing quote\nhelp: pass --command one command line, quoted as for a shell, e.g. --command 'npx -y mcp-remote@0.15.1'"
+        );
+        let e = parse("  ").unwrap_err().to_string();
+        assert!(e.contains(": it names no program\n"), "{e}");
+    }
+
+    #[test]
+    fn the_url_replaces_the_placeholder_or_comes_last() {
+        let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            with_url(
+                &w(&["mcp-remote", "--transport", "http-only"]),
+                "http://h/mcp"
+            ),
+            w(&["mcp-remote", "--transport", "http-only", "http://h/mcp"])
+        );
+        assert_eq!(
+            with_url(&w(&["bridge", "--url={url}", "--quiet"]), "http://h/mcp"),
+            w(&["bridge", "--url=http://h/mcp", "--quiet"])
+        );
+    }
+
+    #[test]
+    fn the_stderr_tail_keeps_the_last_lines_each_cut_to_length() {
+        let mut t = StderrTail::default();
+        for i in 0..STDERR_LINES + 5 {
+            t.push(format!("line {i}"));
+        }
+        assert_eq!(t.dropped, 5);
+        assert_eq!(
+            t.last(2),
+            format!("line {}\nline {}", STDERR_LINES + 3, STDERR_LINES + 4)
+        );
+        assert!(t.text().starts_with("line 5\n"));
+        t.push("x".repeat(STDERR_LINE_CHARS + 10));
+        assert_eq!(t.last(1).chars().count(), STDERR_LINE_CHARS + 1);
+        assert!(t.last(1).ends_with('…'));
+    }
+}
