@@ -21,6 +21,9 @@ pub enum Error {
     #[error("unknown target {name}; mcpatch knows {known}\nhelp: pass one of those to --target, or leave --target out for all of them")]
     UnknownTarget { name: String, known: String },
 
+    #[error("verify --backup cannot run the saved original of {target} yet: it drives that target's install as a stdio bridge\nhelp: run `mcpatch revert`, verify, then `mcpatch apply`; or pass --target to leave it out")]
+    BridgeBackup { target: &'static str },
+
     #[error("mcpatch cannot verify {targets} yet: verify drives a client through its plugin API only\nhelp: leave out --target to verify the targets it can drive")]
     NoVerifyDriver { targets: String },
 

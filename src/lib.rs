@@ -126,6 +126,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 json,
                 startup: startup_timeout,
                 verbose,
+                env: Vec::new(),
             })
         }
         Command::Verify {

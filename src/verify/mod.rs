@@ -24,6 +24,7 @@ use crate::node::{self, Node};
 use crate::registry::PatchSpec;
 use crate::status;
 use crate::table::{hanging, shorten_middle, Align, Table};
+use crate::target::Driver;
 use harness::{Policy, RunSpec};
 use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
 use server::FakeServer;
@@ -57,6 +58,8 @@ pub struct ScenarioResult {
 /// One install's results.
 #[derive(Debug, Clone, Serialize)]
 pub struct InstallResult {
+    /// The target it is an install of (`--target NAME`).
+    pub target: &'static str,
     #[serde(serialize_with = "crate::path_json::serialize")]
     pub path: PathBuf,
     /// The file that was loaded: the install's, or the saved file of a backup.
@@ -144,30 +147,23 @@ fn verify_all(
     env: &Environment,
     results: &mut Vec<InstallResult>,
 ) -> Result<Outcome> {
-    let spec = crate::target::verified(targets)?;
     let scenarios = select(&opts.scenarios);
-    let mut report = status::collect(targets, &opts.paths, env)?;
-    // Installs of targets the plugin harness cannot drive are said, not verified.
-    let others: Vec<_> = report
-        .installs
-        .iter()
-        .filter(|i| i.target != spec.target)
-        .map(|i| format!("{} ({})", i.path.display(), i.target))
-        .collect();
-    if !others.is_empty() {
-        eprintln!(
-            "note: not verified (mcpatch cannot drive these targets yet): {}",
-            others.join(", ")
-        );
-    }
-    report.installs.retain(|i| i.target == spec.target);
+    let report = status::collect(targets, &opts.paths, env)?;
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
             searched: report.searched,
         });
     }
     if let Some(wanted) = opts.backup.as_deref() {
-        check_backups_first(spec, &report.installs, wanted, env)?;
+        for spec in targets.iter().filter(|t| t.driver == Driver::PluginApi) {
+            let installs: Vec<Install> = report
+                .installs
+                .iter()
+                .filter(|i| i.target == spec.target)
+                .cloned()
+                .collect();
+            check_backups_first(spec, &installs, wanted, env)?;
+        }
     }
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
@@ -191,6 +187,26 @@ fn verify_all(
     // One install that cannot be checked does not stop the others.
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
+        let spec = crate::registry::find(targets, install.target);
+        if spec.driver == Driver::StdioBridge && install.state != State::Unsupported {
+            let result = match verify_bridge(spec, &node, install, opts, progress) {
+                Ok(result) => result,
+                Err(e @ Error::BridgeInterrupted { .. }) => return Err(e),
+                Err(e) => {
+                    results.push(not_checked(install, &node, &e));
+                    failures.absorb::<()>(Err(e))?;
+                    continue;
+                }
+            };
+            if !result.scenarios.iter().all(|s| s.judgement.ok) {
+                outcome = Outcome::Attention;
+            }
+            if !opts.json {
+                crate::out!("{}", render(&result));
+            }
+            results.push(result);
+            continue;
+        }
         if install.state == State::Unsupported {
             if !opts.json {
                 crate::outln!(
@@ -282,6 +298,7 @@ fn no_backup(file: &std::path::Path, named: Option<&str>, root: &std::path::Path
 /// The report of an install whose check could not run: `error` says why.
 fn not_checked(install: &Install, node: &Node, e: &Error) -> InstallResult {
     InstallResult {
+        target: install.target,
         path: install.path.clone(),
         file: install.file.clone(),
         backup: None,
@@ -584,6 +601,7 @@ async fn verify_install(
         .collect();
     let overall = overall(&results);
     Ok(InstallResult {
+        target: install.target,
         path: install.path.clone(),
         file: target.file.clone(),
         backup: target.backup.clone(),
@@ -727,6 +745,82 @@ fn overall(results: &[ScenarioResult]) -> &'static str {
     } else {
         "SEAMLESS"
     }
+}
+
+/// Verify an installed stdio bridge (mcp-remote): started as its manifest's
+/// `verify.command` says, with mcpatch as its stdio host, through the bridge
+/// scenarios of `verify --command`.
+fn verify_bridge(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    opts: &VerifyOptions,
+    progress: bool,
+) -> Result<InstallResult> {
+    if opts.backup.is_some() {
+        return Err(Error::BridgeBackup {
+            target: spec.target,
+        });
+    }
+    let scratch = crate::stage::scratch_dir("mcpatch-bridge-")?;
+    let (argv, vars) = crate::target::stdio_bridge::command(
+        spec,
+        &node.path,
+        &install.path,
+        "{url}",
+        scratch.path(),
+    );
+    let words: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if progress {
+        crate::errln!(
+            "{}: {} as a stdio bridge",
+            crate::output::path(&install.path),
+            spec.target
+        );
+    }
+    let bridge_opts = bridge::BridgeOptions {
+        command: String::new(),
+        scenarios: opts.scenarios.clone(),
+        json: !progress,
+        startup: bridge::DEFAULT_STARTUP,
+        verbose: false,
+        env: vars,
+    };
+    let (runs, overall) = bridge::run_words(&bridge_opts, &words)?;
+    let scenarios = runs
+        .into_iter()
+        .map(|r| ScenarioResult {
+            name: r.name,
+            policy: "bridge",
+            expected: r.expected,
+            judgement: r.judgement,
+            node_version: node.version.clone(),
+        })
+        .collect();
+    let note = match (install.state, overall) {
+        (State::Affected, _) => Some("not patched: run `mcpatch apply`".to_string()),
+        _ => None,
+    };
+    Ok(InstallResult {
+        target: install.target,
+        path: install.path.clone(),
+        file: install.file.clone(),
+        backup: None,
+        sha256: install.sha256.clone(),
+        state: install.state,
+        changed: false,
+        state_before: install.state,
+        state_after: install.state,
+        error: None,
+        node_version: node.version.clone(),
+        node_shim: false,
+        overall,
+        note,
+        scenarios,
+    })
 }
 
 fn install_note(target: &Target, overall: &str) -> Option<String> {

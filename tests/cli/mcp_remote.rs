@@ -421,3 +421,123 @@ fn a_release_whose_proxy_is_in_two_chunks_is_unsupported_and_left_alone() {
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(tree(&pkg), before);
 }
+
+/// `verify --json` of the lost-session answers 404, 400 and 401, with `args`.
+fn verify_answers(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
+    let mut all = vec![
+        "verify",
+        "--json",
+        "--scenario",
+        "expired-404",
+        "--scenario",
+        "expired-400",
+        "--scenario",
+        "expired-401",
+    ];
+    all.extend_from_slice(args);
+    let o = output_within_five_minutes(sb.command(&all));
+    let v = json(&o);
+    (o, v)
+}
+
+/// Run a command, failing the test if it has not finished after five minutes (a hang).
+fn output_within_five_minutes(mut cmd: std::process::Command) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(300)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("mcpatch verify did not finish within five minutes");
+        }
+    }
+}
+
+/// Each scenario of one install of a `verify --json`: (name, verdict, failed calls).
+fn verdicts(install: &Value) -> Vec<(String, String, u64)> {
+    install["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["verdict"].as_str().unwrap().to_string(),
+                s["failed_calls"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn verify_drives_each_release_stuck_before_apply_and_seamless_after() {
+    let sb = Sandbox::new();
+    for version in ["0.15.1", "0.1.44"] {
+        let dir = project(&sb, version, &format!("p-{version}"));
+        let path = dir.to_str().unwrap();
+        let (o, v) = verify_answers(&sb, &["--path", path]);
+        assert_eq!(code(&o), 1, "{version}: {v:#}");
+        let install = &v["installs"][0];
+        assert_eq!(install["target"], "mcp-remote", "{v:#}");
+        assert_eq!(install["overall"], "STUCK", "{version}: {v:#}");
+
+        let o = sb.run(&["apply", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        let (o, v) = verify_answers(&sb, &["--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {v:#}");
+        let install = &v["installs"][0];
+        assert_eq!(install["state"], "patched", "{v:#}");
+        assert_eq!(install["overall"], "SEAMLESS", "{version}: {v:#}");
+        assert_eq!(
+            verdicts(install),
+            [
+                ("expired-404".to_string(), "SEAMLESS".to_string(), 0),
+                ("expired-400".to_string(), "SEAMLESS".to_string(), 0),
+                ("expired-401".to_string(), "SEAMLESS".to_string(), 0),
+            ],
+            "{version}: {v:#}"
+        );
+    }
+}
+
+#[test]
+fn verify_with_no_path_covers_every_install_of_every_target() {
+    let sb = Sandbox::new();
+    sb.global_dsh("0.1.0-rc.8");
+    let cache = sb.root().join("home/.npm");
+    npx_install(&cache, "0a1b2c3d4e5f6a7b", "0.1.38");
+    let o = sb.run(&["apply"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let (o, v) = verify_answers(&sb, &[]);
+    assert_eq!(code(&o), 0, "{v:#}");
+    let found: Vec<(String, String)> = v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["target"].as_str().unwrap().to_string(),
+                i["overall"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        found,
+        [
+            ("dsh-mcp-client".to_string(), "SEAMLESS".to_string()),
+            ("mcp-remote".to_string(), "SEAMLESS".to_string()),
+        ],
+        "{v:#}"
+    );
+    assert!(verdicts(&v["installs"][1])
+        .iter()
+        .all(|(_, _, failed)| *failed == 0));
+}

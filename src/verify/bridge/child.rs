@@ -105,9 +105,11 @@ impl Bridge {
         argv: &[String],
         scenario: &str,
         protocol_version: &str,
+        env: &[(String, std::ffi::OsString)],
     ) -> Result<(Bridge, ChildStdin, ChildStdout)> {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .env("MCP_CONFORMANCE_SCENARIO", scenario)
             .env("MCP_CONFORMANCE_PROTOCOL_VERSION", protocol_version)
             .stdin(Stdio::piped())

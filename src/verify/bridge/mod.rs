@@ -43,6 +43,8 @@ pub struct BridgeOptions {
     pub startup: Duration,
     /// Print each scenario's stderr of the bridge.
     pub verbose: bool,
+    /// Variables set for the bridge (an installed target's `verify.env`).
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 /// A conformance check, as the MCP conformance suite names and reports it.
@@ -150,8 +152,22 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
 /// What the DSH plugin's runs have that a bridge's do not.
 const DEFAULT_POLICY_LEFT_OUT: &str = "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario";
 
-pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
-    let words = child::parse(&opts.command)?;
+/// Run the scenarios of `opts` (its `command` unused) on the bridge started
+/// by `words` (`{url}` where the server's URL goes), for `verify` of an
+/// installed bridge: the results, those left out, and the overall verdict.
+pub fn run_words(
+    opts: &BridgeOptions,
+    words: &[String],
+) -> Result<(Vec<BridgeScenario>, &'static str)> {
+    let (chosen, _) = choose(opts)?;
+    let mut results = Vec::new();
+    run_all(opts, words, &chosen, &mut results)?;
+    let overall = overall(&results);
+    Ok((results, overall))
+}
+
+/// The scenarios a bridge runs, and those left out with why.
+fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     let mut chosen = Vec::new();
     let mut left_out = Vec::new();
     for s in scenario::all()
@@ -180,6 +196,12 @@ pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
                 .collect(),
         });
     }
+    Ok((chosen, left_out))
+}
+
+pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
+    let words = child::parse(&opts.command)?;
+    let (chosen, left_out) = choose(opts)?;
     let mut results = Vec::new();
     let result = run_all(opts, &words, &chosen, &mut results);
     let overall = overall(&results);
@@ -233,7 +255,7 @@ fn run_all(
             let one = match not_started {
                 Some(first) => not_run(s, first),
                 None => tokio::select! {
-                    r = run_one(s, words, opts.startup) => r?,
+                    r = run_one(s, words, opts.startup, &opts.env) => r?,
                     signal = signals.next() => return Err(Error::BridgeInterrupted { signal }),
                 },
             };
@@ -267,11 +289,16 @@ fn run_all(
     })
 }
 
-async fn run_one(s: &Scenario, words: &[String], startup: Duration) -> Result<BridgeScenario> {
+async fn run_one(
+    s: &Scenario,
+    words: &[String],
+    startup: Duration,
+    env: &[(String, std::ffi::OsString)],
+) -> Result<BridgeScenario> {
     let server = FakeServer::start(s.behaviour.clone(), 0).await?;
     let argv = child::with_url(words, &server.url());
     let version = PROTOCOL_VERSIONS[0];
-    let (bridge, stdin, stdout) = child::Bridge::spawn(&argv, s.name.as_str(), version)?;
+    let (bridge, stdin, stdout) = child::Bridge::spawn(&argv, s.name.as_str(), version, env)?;
     let host = Arc::new(host::Host::new(stdin, stdout));
     let run = drive::run(s, &server, host.clone(), startup, version).await;
     // The bridge still runs here: the fault tests fail or panic at this point
