@@ -94,6 +94,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             backup,
             scenarios,
             jobs,
+            strict,
             node,
             json,
         } => verify::run(
@@ -105,6 +106,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 node: node.node,
                 json,
                 jobs: jobs.map(usize::from),
+                strict,
             },
             &env,
         ),

@@ -12,8 +12,9 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::scenario::{
-    HarnessCall, Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS,
-    FORGETFUL_CALLS, IDLE_FOR,
+    HarnessCall, Plan, ABORT_AFTER, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
+    CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT, DEADLINE_RESEND_TOOL, DEADLINE_SIGNAL,
+    FORGETFUL_CALLS, IDLE_FOR, NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
 use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
@@ -38,6 +39,8 @@ pub enum Policy {
     Short,
     /// The package's own default (no `reconnect` config: 500 ms first backoff, 10 attempts).
     Default,
+    /// As short, but only 2 attempts, so reconnecting gives up within a call's timeout.
+    Brief,
 }
 
 impl Policy {
@@ -45,12 +48,22 @@ impl Policy {
         match self {
             Policy::Short => "short",
             Policy::Default => "default",
+            Policy::Brief => "brief",
+        }
+    }
+
+    /// The policy a plan runs with by default.
+    pub fn for_plan(plan: Plan) -> Policy {
+        match plan {
+            Plan::GiveUp => Policy::Brief,
+            _ => Policy::Short,
         }
     }
 
     fn config(self) -> Value {
         match self {
             Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
+            Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
             Policy::Default => Value::Null,
         }
     }
@@ -58,7 +71,7 @@ impl Policy {
     /// The first reconnect delay (the package's default is 500 ms).
     pub fn initial_delay(self) -> Duration {
         match self {
-            Policy::Short => Duration::from_millis(100),
+            Policy::Short | Policy::Brief => Duration::from_millis(100),
             Policy::Default => Duration::from_millis(500),
         }
     }
@@ -67,6 +80,7 @@ impl Policy {
     pub fn max_attempts(self) -> u32 {
         match self {
             Policy::Short => 5,
+            Policy::Brief => 2,
             Policy::Default => 10,
         }
     }
@@ -74,7 +88,7 @@ impl Policy {
     /// The most one reconnect delay grows to (the package's default is 30 s).
     pub fn max_delay(self) -> Duration {
         match self {
-            Policy::Short => Duration::from_millis(1000),
+            Policy::Short | Policy::Brief => Duration::from_millis(1000),
             Policy::Default => Duration::from_secs(30),
         }
     }
@@ -105,6 +119,34 @@ impl Policy {
     }
 }
 
+/// A plan's own call timeout and probe call, as the harness gets them.
+fn plan_knobs(plan: Plan) -> Value {
+    let ms = |d: Duration| d.as_millis() as u64;
+    match plan {
+        Plan::Timeout => json!({
+            "toolCallTimeoutMs": ms(SLOW_TIMEOUT_CALL),
+            "slowMs": ms(SLOW_TIMEOUT_TOOL),
+        }),
+        Plan::AbortWaiting => json!({
+            "probe": {"tool": "echo", "args": {"text": "probe"}, "signalMs": ms(ABORT_AFTER)},
+        }),
+        Plan::DeadlineWaiting => json!({
+            "toolCallTimeoutMs": ms(DEADLINE_CALL_TIMEOUT),
+            "probe": {"tool": "echo", "args": {"text": "probe"}, "signalMs": ms(DEADLINE_SIGNAL)},
+        }),
+        Plan::DeadlineResend => json!({
+            "toolCallTimeoutMs": ms(DEADLINE_CALL_TIMEOUT),
+            "probe": {"tool": "slow", "args": {"text": "probe", "ms": ms(DEADLINE_RESEND_TOOL)}, "signalMs": ms(DEADLINE_SIGNAL)},
+        }),
+        Plan::Sdk2 => json!({"sdk2": true}),
+        _ => json!({}),
+    }
+}
+
+/// How long past its own timeout the harness waits for a call before it reports
+/// it as never settled.
+const SETTLE_GRACE: Duration = Duration::from_millis(3000);
+
 /// One run for the harness: a plan, a policy, a fake server.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
@@ -124,6 +166,31 @@ pub struct HarnessRun {
     pub fatal: Option<String>,
     /// Whether the run reached its end.
     pub done: bool,
+    /// Calls started and not yet ended: (call id, name, harness ms at the start).
+    pub unsettled: Vec<(String, String, u64)>,
+    /// HTTP errors the harness handed to the client in the SDK 2.x shape.
+    pub reshaped: usize,
+}
+
+impl HarnessRun {
+    /// Report the calls that never ended as calls that never settled, when node
+    /// stopped (or was stopped) with them pending; false when there were none.
+    fn settle_pending(&mut self, now_ms: u64) -> bool {
+        if self.unsettled.is_empty() {
+            return false;
+        }
+        for (call_id, name, at) in std::mem::take(&mut self.unsettled) {
+            self.calls.push(HarnessCall {
+                call_id,
+                name,
+                ok: false,
+                error: Some(NEVER_SETTLED.to_string()),
+                ms: now_ms.saturating_sub(at),
+            });
+        }
+        self.done = true;
+        true
+    }
 }
 
 /// What the node process said of itself.
@@ -164,6 +231,7 @@ pub async fn run_all(
                 "lateCalls": CONCURRENT_LATE_CALLS,
                 "ranAnswerDelayMs": RAN_BEFORE_LOSS_DELAY.as_millis() as u64,
                 "forgetfulCalls": FORGETFUL_CALLS,
+                "knobs": plan_knobs(s.plan),
             })
         })
         .collect();
@@ -171,6 +239,8 @@ pub async fn run_all(
         "serverName": "fake",
         "pollMs": 25,
         "callTimeoutMs": CALL_TIMEOUT.as_millis() as u64,
+        "settleGraceMs": SETTLE_GRACE.as_millis() as u64,
+        "neverSettled": NEVER_SETTLED,
         "jobs": jobs.max(1),
         "runs": runs,
     });
@@ -201,6 +271,7 @@ pub async fn run_all(
     let mut report = NodeReport::default();
     let mut fatal: Option<String> = None;
     let mut pending: HashMap<usize, HarnessRun> = HashMap::new();
+    let mut last_t: u64 = 0;
     // The longest a run can take: a wait per step of its plan, each bounded.
     let per_run = Duration::from_secs(10) + IDLE_FOR + 4 * CALL_TIMEOUT;
     let waves = specs.len().div_ceil(jobs.max(1)) as u32;
@@ -235,17 +306,29 @@ pub async fn run_all(
             if run >= specs.len() {
                 continue;
             }
+            let t = v.get("t").and_then(Value::as_u64).unwrap_or(0);
+            last_t = last_t.max(t);
             let r = pending.entry(run).or_default();
             match s("event").as_deref() {
                 Some("ready") => r.tools_before = list("tools"),
                 Some("tools") => r.tools_after = list("tools"),
-                Some("call") => r.calls.push(HarnessCall {
-                    call_id: s("call_id").unwrap_or_default(),
-                    name: s("name").unwrap_or_default(),
-                    ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
-                    error: s("error"),
-                    ms: v.get("ms").and_then(Value::as_u64).unwrap_or(0),
-                }),
+                Some("call-start") => r.unsettled.push((
+                    s("call_id").unwrap_or_default(),
+                    s("name").unwrap_or_default(),
+                    t,
+                )),
+                Some("call") => {
+                    let call_id = s("call_id").unwrap_or_default();
+                    r.unsettled.retain(|(id, _, _)| *id != call_id);
+                    r.calls.push(HarnessCall {
+                        call_id,
+                        name: s("name").unwrap_or_default(),
+                        ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
+                        error: s("error"),
+                        ms: v.get("ms").and_then(Value::as_u64).unwrap_or(0),
+                    })
+                }
+                Some("sdk2") => r.reshaped += 1,
                 Some("log") => r.logs.push(format!(
                     "{}: {}",
                     s("level").unwrap_or_default(),
@@ -264,29 +347,54 @@ pub async fn run_all(
             }
         }
     };
-    if tokio::time::timeout(limit, collect).await.is_err() {
+    let timed_out = tokio::time::timeout(limit, collect).await.is_err();
+    let stopped = if timed_out {
         let _ = child.kill().await;
-        return Err(Error::Harness {
+        format!("the harness did not finish within {} s", limit.as_secs())
+    } else {
+        let status = child.wait().await.map_err(|e| Error::Harness {
             path: target.to_path_buf(),
-            detail: format!("the harness did not finish within {} s", limit.as_secs()),
-        });
-    }
-    let status = child.wait().await.map_err(|e| Error::Harness {
-        path: target.to_path_buf(),
-        detail: e.to_string(),
-    })?;
-    if let Some(fatal) = fatal {
-        return Err(Error::Harness {
-            path: target.to_path_buf(),
-            detail: fatal,
-        });
-    }
-    if !status.success() {
-        let err = stderr_text.await.unwrap_or_default();
-        return Err(Error::Harness {
-            path: target.to_path_buf(),
-            detail: format!("node exited with {status}: {}", err.trim()),
-        });
+            detail: e.to_string(),
+        })?;
+        if let Some(fatal) = fatal {
+            return Err(Error::Harness {
+                path: target.to_path_buf(),
+                detail: fatal,
+            });
+        }
+        if status.success() {
+            String::new()
+        } else {
+            let err = stderr_text.await.unwrap_or_default();
+            format!("node exited with {status}: {}", err.trim())
+        }
+    };
+    if !stopped.is_empty() {
+        // Node stopped with calls pending (an unsettled promise ends node with
+        // exit 13 once nothing else keeps it alive): those runs are reported as
+        // their calls that never settled, the others as stopped.
+        let mut left: Vec<usize> = pending.keys().copied().collect();
+        left.sort();
+        let mut hung = Vec::new();
+        for run in &left {
+            let mut r = pending.remove(run).unwrap_or_default();
+            if r.settle_pending(last_t) {
+                hung.push((*run, r));
+            } else {
+                r.fatal = Some(format!("{stopped} before this run ended"));
+                hung.push((*run, r));
+            }
+        }
+        if !hung.iter().any(|(_, r)| r.done) {
+            return Err(Error::Harness {
+                path: target.to_path_buf(),
+                detail: stopped,
+            });
+        }
+        for (run, r) in hung {
+            on_done(run, r);
+        }
+        return Ok(report);
     }
     // Runs that never reported their end (the harness stopped early).
     let mut left: Vec<usize> = pending.keys().copied().collect();

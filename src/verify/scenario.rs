@@ -55,6 +55,27 @@ pub enum ScenarioName {
     #[value(name = "cut-mid-call")]
     #[serde(rename = "cut-mid-call")]
     CutMidCall,
+    #[value(name = "expired-404-sdk2")]
+    #[serde(rename = "expired-404-sdk2")]
+    Expired404Sdk2,
+    #[value(name = "slow-timeout")]
+    #[serde(rename = "slow-timeout")]
+    SlowTimeout,
+    #[value(name = "slow-relist")]
+    #[serde(rename = "slow-relist")]
+    SlowRelist,
+    #[value(name = "abort-waiting")]
+    #[serde(rename = "abort-waiting")]
+    AbortWaiting,
+    #[value(name = "deadline-waiting")]
+    #[serde(rename = "deadline-waiting")]
+    DeadlineWaiting,
+    #[value(name = "deadline-resend")]
+    #[serde(rename = "deadline-resend")]
+    DeadlineResend,
+    #[value(name = "gave-up")]
+    #[serde(rename = "gave-up")]
+    GaveUp,
 }
 
 impl ScenarioName {
@@ -72,6 +93,13 @@ impl ScenarioName {
             ScenarioName::ConcurrentLoss => "concurrent-loss",
             ScenarioName::Forgetful => "forgetful",
             ScenarioName::CutMidCall => "cut-mid-call",
+            ScenarioName::Expired404Sdk2 => "expired-404-sdk2",
+            ScenarioName::SlowTimeout => "slow-timeout",
+            ScenarioName::SlowRelist => "slow-relist",
+            ScenarioName::AbortWaiting => "abort-waiting",
+            ScenarioName::DeadlineWaiting => "deadline-waiting",
+            ScenarioName::DeadlineResend => "deadline-resend",
+            ScenarioName::GaveUp => "gave-up",
         }
     }
 }
@@ -101,6 +129,22 @@ pub enum Plan {
     Forgetful,
     /// Call a slow tool while the server dies under it, wait until it listens again, call again.
     Cut,
+    /// As `Invalidate`, with every HTTP error of the SDK reshaped as the SDK 2.x
+    /// `SdkHttpError` (numeric `status`, string `code`) before the client sees it.
+    Sdk2,
+    /// Call a tool slower than the call's timeout on a healthy session, then call again.
+    Timeout,
+    /// Call, have the server drop the session, make one probe call whose abort
+    /// signal fires while it waits for the new session, then call until it works.
+    AbortWaiting,
+    /// As `AbortWaiting`, but `toolCallTimeoutMs` ends the wait (the signal is longer).
+    DeadlineWaiting,
+    /// As `DeadlineWaiting`, with a slow probe whose repeat must end by the call's
+    /// own deadline, not a fresh `toolCallTimeoutMs`.
+    DeadlineResend,
+    /// Call, have the server drop the session and refuse every new one; one call
+    /// waits while reconnecting gives up, one more is made after it.
+    GiveUp,
 }
 
 impl Plan {
@@ -114,6 +158,12 @@ impl Plan {
             Plan::Concurrent => "concurrent",
             Plan::Forgetful => "forgetful",
             Plan::Cut => "cut",
+            Plan::Sdk2 => "sdk2",
+            Plan::Timeout => "timeout",
+            Plan::AbortWaiting => "abort-waiting",
+            Plan::DeadlineWaiting => "deadline-waiting",
+            Plan::DeadlineResend => "deadline-resend",
+            Plan::GiveUp => "give-up",
         }
     }
 }
@@ -133,6 +183,12 @@ pub enum Expectation {
     Bounded,
     /// A call cut while the tool ran fails and is never sent again (NOT-RETRIED).
     NoRetry,
+    /// A call that waits for a new session ends by its own abort signal or
+    /// deadline, and is not sent again after it; calls work again later (TIMELY).
+    Timely,
+    /// Once reconnecting has stopped, a waiting call and a later one fail at
+    /// once, with the server's words and why it stopped (FAILED-FAST).
+    FailFast,
 }
 
 impl Expectation {
@@ -144,6 +200,8 @@ impl Expectation {
             Expectation::Hold => "HELD",
             Expectation::Bounded => "BOUNDED",
             Expectation::NoRetry => "NOT-RETRIED",
+            Expectation::Timely => "TIMELY",
+            Expectation::FailFast => "FAILED-FAST",
         }
     }
 }
@@ -187,6 +245,39 @@ pub const FORGETFUL_CALLS: usize = 8;
 const BACKOFF_TOLERANCE_MS: u64 = 10;
 /// How much past its timeout a call may end before it counts as outliving it.
 const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
+
+/// `slow-timeout`: the call's `toolCallTimeoutMs`, and how long its tool runs.
+pub const SLOW_TIMEOUT_CALL: Duration = Duration::from_millis(800);
+pub const SLOW_TIMEOUT_TOOL: Duration = Duration::from_millis(2000);
+/// `slow-relist`: how long the server holds the new session's tool list back.
+pub const RELIST_DELAY: Duration = Duration::from_millis(400);
+/// `abort-waiting`: when the probe call's abort signal fires, and how long the
+/// server holds the re-initialize back (the call's `toolCallTimeoutMs` is the usual 3 s).
+pub const ABORT_AFTER: Duration = Duration::from_millis(400);
+pub const ABORT_REINIT_DELAY: Duration = Duration::from_millis(1500);
+/// `deadline-*`: the call's `toolCallTimeoutMs`, and its abort signal (longer, so
+/// only the deadline can end the call in time).
+pub const DEADLINE_CALL_TIMEOUT: Duration = Duration::from_millis(1000);
+pub const DEADLINE_SIGNAL: Duration = Duration::from_millis(6000);
+/// `deadline-waiting`: the re-initialize is held back past the call's deadline.
+pub const DEADLINE_WAIT_REINIT_DELAY: Duration = Duration::from_millis(1800);
+/// `deadline-resend`: the re-initialize is held back this long, then the probe's
+/// repeat runs a tool this slow: only the call's own deadline ends it in time.
+pub const DEADLINE_RESEND_REINIT_DELAY: Duration = Duration::from_millis(700);
+pub const DEADLINE_RESEND_TOOL: Duration = Duration::from_millis(1500);
+/// How much past its signal or deadline a probe call may end (timers, a loaded machine).
+const TIMELY_SLACK: Duration = Duration::from_millis(400);
+/// `gave-up`: reconnecting stops after two quick failed attempts (about 0.3 s);
+/// the call waiting meanwhile (its timeout is 3 s) must fail by this, and a call
+/// made after it within [`FAIL_FAST_LIMIT`].
+pub const GIVE_UP_WAIT_LIMIT: Duration = Duration::from_millis(1500);
+pub const FAIL_FAST_LIMIT: Duration = Duration::from_millis(400);
+/// The current revision starts the first reconnect of an outage at once: the new
+/// initialize must arrive this soon after the session-lost answer. Judged where
+/// the policy's first backoff is longer, so a client that waits it shows.
+pub const FIRST_RECONNECT_LIMIT: Duration = Duration::from_millis(250);
+/// The error the harness reports for a call whose promise never settled.
+pub const NEVER_SETTLED: &str = "never settled";
 
 /// Every scenario, in the order verify reports them.
 pub fn all() -> Vec<Scenario> {
@@ -303,10 +394,74 @@ pub fn all() -> Vec<Scenario> {
             behaviour: ServerBehaviour {
                 lost_session: LostSessionAnswer::NotFoundText,
                 restart_during_slow_call: true,
-                ..base
+                ..base.clone()
             },
             plan: Plan::Cut,
             expect: Expectation::NoRetry,
+        },
+        Scenario {
+            name: ScenarioName::Expired404Sdk2,
+            what: "drops the session; answers 404 + JSON-RPC -32001; the client sees each HTTP error as the SDK 2.x SdkHttpError (numeric status, string code)",
+            behaviour: base.clone(),
+            plan: Plan::Sdk2,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::SlowTimeout,
+            what: "a tool runs past the call's 800 ms timeout on a healthy session (the SDK's timeout is -32001, the code some servers use for an unknown session)",
+            behaviour: base.clone(),
+            plan: Plan::Timeout,
+            expect: Expectation::Hold,
+        },
+        Scenario {
+            name: ScenarioName::SlowRelist,
+            what: "drops the session; holds the new session's tool list back 400 ms",
+            behaviour: ServerBehaviour {
+                relist_delay: Some(RELIST_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::Invalidate,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::AbortWaiting,
+            what: "drops the session; holds the re-initialize back 1.5 s; a call's abort signal fires at 400 ms while it waits (toolCallTimeoutMs 3 s)",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(ABORT_REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::AbortWaiting,
+            expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::DeadlineWaiting,
+            what: "drops the session; holds the re-initialize back 1.8 s, past a waiting call's 1 s toolCallTimeoutMs (its signal: 6 s)",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(DEADLINE_WAIT_REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::DeadlineWaiting,
+            expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::DeadlineResend,
+            what: "drops the session; holds the re-initialize back 0.7 s; the repeat of a 1.5 s tool must end by the call's own 1 s toolCallTimeoutMs",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(DEADLINE_RESEND_REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::DeadlineResend,
+            expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::GaveUp,
+            what: "drops the session and refuses every new one (503): reconnecting stops after 2 attempts while a call waits",
+            behaviour: ServerBehaviour {
+                refuse_reinit: true,
+                ..base
+            },
+            plan: Plan::GiveUp,
+            expect: Expectation::FailFast,
         },
     ]
 }
@@ -386,6 +541,20 @@ pub fn judge(scenario: &Scenario, expect: Expectation, ev: &Evidence<'_>) -> Jud
         trigger_error: None,
         note: String::new(),
     };
+    if let Some(c) = ev
+        .calls
+        .iter()
+        .find(|c| !c.ok && c.error.as_deref() == Some(NEVER_SETTLED))
+    {
+        return Judgement {
+            verdict: "HANG",
+            note: format!(
+                "call {} ({}) never settled: its caller was still waiting after {} ms",
+                c.call_id, c.name, c.ms
+            ),
+            ..base
+        };
+    }
     if let Some(note) = repeated_call(ev) {
         return Judgement {
             verdict: "REPEATED",
@@ -405,6 +574,8 @@ pub fn judge(scenario: &Scenario, expect: Expectation, ev: &Evidence<'_>) -> Jud
         Expectation::Hold => judge_hold(scenario, ev, base),
         Expectation::Bounded => judge_bounded(ev, base),
         Expectation::NoRetry => judge_no_retry(ev, base),
+        Expectation::Timely => judge_timely(scenario, ev, base),
+        Expectation::FailFast => judge_fail_fast(scenario, ev, base),
     };
     j.ok = match expect {
         Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),
@@ -594,8 +765,36 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             "; {rejected_reinit} initialize(s) carried a session id"
         ));
     }
+    // Rules of the current revision that a recovery can break and still recover.
+    let mut lapses = Vec::new();
+    if ev.seamless {
+        let reconnect_ms = witness[new_init]
+            .t_ms
+            .saturating_sub(witness[first_failed].answered_ms);
+        let limit = FIRST_RECONNECT_LIMIT.as_millis() as u64;
+        if ev.policy.initial_delay() > FIRST_RECONNECT_LIMIT && reconnect_ms > limit {
+            lapses.push(format!(
+                "the first reconnect started {reconnect_ms} ms after the session-lost answer, not at once (limit {limit} ms; the policy's first backoff is {} ms)",
+                ev.policy.initial_delay().as_millis()
+            ));
+        }
+        let listed_at = witness[relisted].answered_ms;
+        if let Some(early) = witness[new_init..].iter().find(|e| {
+            on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.t_ms < listed_at
+        }) {
+            lapses.push(format!(
+                "call {} was sent on the new session at {} ms, before its tools were re-listed ({} ms)",
+                early.call_id.as_deref().unwrap_or("(no id)"),
+                early.t_ms,
+                listed_at
+            ));
+        }
+    }
+    if !lapses.is_empty() {
+        note = format!("{}; {note}", lapses.join("; "));
+    }
     Judgement {
-        verdict: if base.failed_calls == 0 && later_inits == 0 {
+        verdict: if base.failed_calls == 0 && later_inits == 0 && lapses.is_empty() {
             "SEAMLESS"
         } else {
             "RECOVERED"
@@ -646,6 +845,20 @@ fn judge_hold(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgem
             );
         }
     }
+    if scenario.plan == Plan::Timeout {
+        let Some(slow) = ev.calls.iter().find(|c| c.name == "slow") else {
+            return verdict("BROKEN", "the slow call was never made".into());
+        };
+        if slow.ok {
+            return verdict(
+                "BROKEN",
+                format!(
+                    "the slow call {} did not time out: nothing was tested",
+                    slow.call_id
+                ),
+            );
+        }
+    }
     if scenario.plan == Plan::Ordinary {
         for (kind, words) in ORDINARY_ERROR_WORDS {
             let reached = ev
@@ -688,6 +901,7 @@ fn judge_hold(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgem
             "each error reached the caller once; {calls_on_session} calls on one session, no new initialize"
         ),
         Plan::Settle => "the GET 404 changed nothing: same session, no new initialize".into(),
+        Plan::Timeout => "the timed-out call failed once and was not sent again; same session, no new initialize".into(),
         _ => "kept working on the same session, no new initialize".into(),
     };
     verdict("HELD", note)
@@ -757,6 +971,185 @@ fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
         format!(
             "{} handshakes (bound {bound}) with the policy's backoff, every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
             base.initialize_count
+        ),
+    )
+}
+
+/// Whether a call worked on a session started after witness entry `after`.
+fn worked_on_new_session(ev: &Evidence<'_>, after: usize) -> bool {
+    let fresh: Vec<&str> = ev.witness[after..]
+        .iter()
+        .filter(|e| initialize_fresh(e))
+        .filter_map(|e| e.session_issued.as_deref())
+        .collect();
+    ev.witness[after..].iter().any(|e| {
+        e.rpc_method.as_deref() == Some("tools/call")
+            && e.call_ok == Some(true)
+            && e.session_sent
+                .as_deref()
+                .is_some_and(|s| fresh.contains(&s))
+    })
+}
+
+fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let (bound, what, most_sends) = match scenario.plan {
+        Plan::AbortWaiting => (ABORT_AFTER, "abort signal", 1),
+        Plan::DeadlineWaiting => (DEADLINE_CALL_TIMEOUT, "toolCallTimeoutMs", 1),
+        _ => (DEADLINE_CALL_TIMEOUT, "toolCallTimeoutMs", 2),
+    };
+    let Some(probe) = ev.calls.iter().find(|c| c.name == "probe") else {
+        return verdict("BROKEN", "the probe call was never made".into());
+    };
+    let Some(lost_at) = ev.witness.iter().position(|e| {
+        e.call_id.as_deref() == Some(probe.call_id.as_str())
+            && e.executed == Some(false)
+            && matches!(e.status, 400 | 401 | 404)
+    }) else {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} never met the lost session: nothing was tested",
+                probe.call_id
+            ),
+        );
+    };
+    let base = Judgement {
+        trigger_ms: Some(probe.ms),
+        trigger_error: probe.error.clone(),
+        ..base.clone()
+    };
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let bound_ms = bound.as_millis() as u64;
+    if probe.ms > (bound + TIMELY_SLACK).as_millis() as u64 {
+        return verdict(
+            "LATE",
+            format!(
+                "call {} ended after {} ms, past its {what} of {bound_ms} ms",
+                probe.call_id, probe.ms
+            ),
+        );
+    }
+    if probe.ok {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} succeeded within its {what}: the server never held it back, nothing was tested",
+                probe.call_id
+            ),
+        );
+    }
+    let sent = ev.counts.get(&probe.call_id).map_or(0, |c| c.sent);
+    if sent > most_sends {
+        return verdict(
+            "REPEATED",
+            format!(
+                "call {} was sent {sent} times; once its {what} has passed it must not be sent again",
+                probe.call_id
+            ),
+        );
+    }
+    if !worked_on_new_session(ev, lost_at) {
+        return verdict(
+            "STUCK",
+            "no call worked on a new session after the session was lost".into(),
+        );
+    }
+    verdict(
+        "TIMELY",
+        format!(
+            "call {} ended after {} ms, within its {what} ({bound_ms} ms), sent {sent} time(s); calls worked again on a new session",
+            probe.call_id, probe.ms
+        ),
+    )
+}
+
+fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let (Some(waiting), Some(after)) = (
+        ev.calls.iter().find(|c| c.name == "waiting"),
+        ev.calls.iter().find(|c| c.name == "after"),
+    ) else {
+        return verdict(
+            "BROKEN",
+            "the waiting call or the call after it was never made".into(),
+        );
+    };
+    let refused = ev
+        .witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 503)
+        .count();
+    if refused == 0 {
+        return verdict(
+            "BROKEN",
+            "the client never tried a new session: nothing was tested".into(),
+        );
+    }
+    if let Some(c) = [waiting, after].into_iter().find(|c| c.ok) {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} succeeded although the server refused every new session",
+                c.name
+            ),
+        );
+    }
+    for (c, limit) in [(waiting, GIVE_UP_WAIT_LIMIT), (after, FAIL_FAST_LIMIT)] {
+        if c.ms > limit.as_millis() as u64 {
+            return verdict(
+                "LATE",
+                format!(
+                    "call {} failed only after {} ms: once reconnecting has stopped it must fail at once (limit {} ms, its timeout {} ms)",
+                    c.name,
+                    c.ms,
+                    limit.as_millis(),
+                    ev.policy.call_timeout().as_millis()
+                ),
+            );
+        }
+    }
+    let words = scenario.behaviour.lost_session.words();
+    // The call that met the loss gets the server's answer; the call made after
+    // reconnecting stopped also says why.
+    if ev.seamless {
+        for (c, why) in [(waiting, None), (after, Some("gave up"))] {
+            let error = c.error.as_deref().unwrap_or("");
+            let said = error.contains(words) && why.is_none_or(|w| error.contains(w));
+            if !said {
+                return verdict(
+                    "MUTE",
+                    match why {
+                        None => format!(
+                            "the error of call {} does not carry the server's words ({words:?}): {error:?}",
+                            c.name
+                        ),
+                        Some(w) => format!(
+                            "the error of call {} does not carry the server's words ({words:?}) and why reconnecting stopped ({w:?}): {error:?}",
+                            c.name
+                        ),
+                    },
+                );
+            }
+        }
+    }
+    verdict(
+        "FAILED-FAST",
+        format!(
+            "once reconnecting stopped ({refused} refused initialize(s)), the waiting call failed after {} ms and the next after {} ms, with the server's words",
+            waiting.ms, after.ms
         ),
     )
 }
