@@ -138,7 +138,7 @@ async function runOne(r) {
     const start = Date.now();
     const done = (ok, extra) => emit(r.id, "call", { call_id: callId, name: label, ok, ms: Date.now() - start, ...extra });
     if (!def) { done(false, { error: "tool not registered" }); return false; }
-    const signalMs = opts.signalMs ?? cfg.callTimeoutMs;
+    const signalMs = opts.signalMs ?? knobs.signalMs ?? cfg.callTimeoutMs;
     emit(r.id, "call-start", { call_id: callId, name: label });
     // A call whose promise outlives both its signal and its timeout by the grace never settled.
     const neverSettled = Symbol("never settled");
@@ -188,7 +188,7 @@ async function runOne(r) {
     return false;
   }
   async function pollUntilRecovered() {
-    const deadline = Date.now() + r.deadlineMs;
+    const deadline = Date.now() + r.deadlineMs + (knobs.pollExtraMs ?? 0);
     while (Date.now() < deadline) {
       if (await call("echo", { text: "after" })) { emit(r.id, "recovered"); return; }
       await sleep(cfg.pollMs);

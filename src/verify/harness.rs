@@ -12,9 +12,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::scenario::{
-    HarnessCall, Plan, ABORT_AFTER, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
-    CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT, DEADLINE_RESEND_TOOL, DEADLINE_SIGNAL,
-    FORGETFUL_CALLS, IDLE_FOR, NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
+    HarnessCall, Plan, ScenarioName, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
+    CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
+    DEADLINE_RESEND_CALL_TIMEOUT, DEADLINE_RESEND_REINIT_DELAY, DEADLINE_RESEND_TOOL,
+    DEADLINE_SIGNAL, DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, GIVE_UP_CALL_TIMEOUT, IDLE_FOR,
+    NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
 use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
@@ -41,6 +43,8 @@ pub enum Policy {
     Default,
     /// As short, but only 2 attempts, so reconnecting gives up within a call's timeout.
     Brief,
+    /// A 5 s first backoff (3 attempts), so a first reconnect that waits it shows.
+    Long,
 }
 
 impl Policy {
@@ -49,13 +53,15 @@ impl Policy {
             Policy::Short => "short",
             Policy::Default => "default",
             Policy::Brief => "brief",
+            Policy::Long => "long",
         }
     }
 
-    /// The policy a plan runs with by default.
-    pub fn for_plan(plan: Plan) -> Policy {
-        match plan {
-            Plan::GiveUp => Policy::Brief,
+    /// The policy a scenario runs with (`expired-404` runs once more with the package's default).
+    pub fn for_scenario(name: ScenarioName) -> Policy {
+        match name {
+            ScenarioName::GaveUp => Policy::Brief,
+            ScenarioName::LongBackoff => Policy::Long,
             _ => Policy::Short,
         }
     }
@@ -64,6 +70,7 @@ impl Policy {
         match self {
             Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
             Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
+            Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),
             Policy::Default => Value::Null,
         }
     }
@@ -73,6 +80,7 @@ impl Policy {
         match self {
             Policy::Short | Policy::Brief => Duration::from_millis(100),
             Policy::Default => Duration::from_millis(500),
+            Policy::Long => Duration::from_millis(5000),
         }
     }
 
@@ -81,6 +89,7 @@ impl Policy {
         match self {
             Policy::Short => 5,
             Policy::Brief => 2,
+            Policy::Long => 3,
             Policy::Default => 10,
         }
     }
@@ -89,7 +98,7 @@ impl Policy {
     pub fn max_delay(self) -> Duration {
         match self {
             Policy::Short | Policy::Brief => Duration::from_millis(1000),
-            Policy::Default => Duration::from_secs(30),
+            Policy::Default | Policy::Long => Duration::from_secs(30),
         }
     }
 
@@ -127,16 +136,24 @@ fn plan_knobs(plan: Plan) -> Value {
             "toolCallTimeoutMs": ms(SLOW_TIMEOUT_CALL),
             "slowMs": ms(SLOW_TIMEOUT_TOOL),
         }),
+        // The calls after the probe wait for the held-back new session too.
         Plan::AbortWaiting => json!({
             "probe": {"tool": "echo", "args": {"text": "probe"}, "signalMs": ms(ABORT_AFTER)},
+            "pollExtraMs": ms(ABORT_REINIT_DELAY),
         }),
         Plan::DeadlineWaiting => json!({
             "toolCallTimeoutMs": ms(DEADLINE_CALL_TIMEOUT),
             "probe": {"tool": "echo", "args": {"text": "probe"}, "signalMs": ms(DEADLINE_SIGNAL)},
+            "pollExtraMs": ms(DEADLINE_WAIT_REINIT_DELAY),
         }),
         Plan::DeadlineResend => json!({
-            "toolCallTimeoutMs": ms(DEADLINE_CALL_TIMEOUT),
+            "toolCallTimeoutMs": ms(DEADLINE_RESEND_CALL_TIMEOUT),
             "probe": {"tool": "slow", "args": {"text": "probe", "ms": ms(DEADLINE_RESEND_TOOL)}, "signalMs": ms(DEADLINE_SIGNAL)},
+            "pollExtraMs": ms(DEADLINE_RESEND_REINIT_DELAY),
+        }),
+        Plan::GiveUp => json!({
+            "toolCallTimeoutMs": ms(GIVE_UP_CALL_TIMEOUT),
+            "signalMs": ms(GIVE_UP_CALL_TIMEOUT),
         }),
         Plan::Sdk2 => json!({"sdk2": true}),
         _ => json!({}),
@@ -272,6 +289,7 @@ pub async fn run_all(
     let mut fatal: Option<String> = None;
     let mut pending: HashMap<usize, HarnessRun> = HashMap::new();
     let mut last_t: u64 = 0;
+    let mut ended: std::collections::HashSet<usize> = std::collections::HashSet::new();
     // The longest a run can take: a wait per step of its plan, each bounded.
     let per_run = Duration::from_secs(10) + IDLE_FOR + 4 * CALL_TIMEOUT;
     let waves = specs.len().div_ceil(jobs.max(1)) as u32;
@@ -303,7 +321,8 @@ pub async fn run_all(
                 }
                 continue;
             };
-            if run >= specs.len() {
+            // Events after a run's end (logs of its dispose) change nothing.
+            if run >= specs.len() || ended.contains(&run) {
                 continue;
             }
             let t = v.get("t").and_then(Value::as_u64).unwrap_or(0);
@@ -335,6 +354,7 @@ pub async fn run_all(
                     s("msg").unwrap_or_default()
                 )),
                 Some("fatal") | Some("done") => {
+                    ended.insert(run);
                     let mut finished = pending.remove(&run).unwrap_or_default();
                     if s("event").as_deref() == Some("fatal") {
                         finished.fatal = s("error");

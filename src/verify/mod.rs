@@ -442,7 +442,7 @@ async fn verify_install(
     let jobs = opts.jobs;
     let mut runs: Vec<(&Scenario, Policy)> = scenarios
         .iter()
-        .map(|s| (s, Policy::for_plan(s.plan)))
+        .map(|s| (s, Policy::for_scenario(s.name)))
         .collect();
     if let Some(first) = scenarios
         .iter()

@@ -76,6 +76,9 @@ pub enum ScenarioName {
     #[value(name = "gave-up")]
     #[serde(rename = "gave-up")]
     GaveUp,
+    #[value(name = "long-backoff")]
+    #[serde(rename = "long-backoff")]
+    LongBackoff,
 }
 
 impl ScenarioName {
@@ -100,6 +103,7 @@ impl ScenarioName {
             ScenarioName::DeadlineWaiting => "deadline-waiting",
             ScenarioName::DeadlineResend => "deadline-resend",
             ScenarioName::GaveUp => "gave-up",
+            ScenarioName::LongBackoff => "long-backoff",
         }
     }
 }
@@ -260,22 +264,27 @@ pub const ABORT_REINIT_DELAY: Duration = Duration::from_millis(1500);
 pub const DEADLINE_CALL_TIMEOUT: Duration = Duration::from_millis(1000);
 pub const DEADLINE_SIGNAL: Duration = Duration::from_millis(6000);
 /// `deadline-waiting`: the re-initialize is held back past the call's deadline.
-pub const DEADLINE_WAIT_REINIT_DELAY: Duration = Duration::from_millis(1800);
-/// `deadline-resend`: the re-initialize is held back this long, then the probe's
-/// repeat runs a tool this slow: only the call's own deadline ends it in time.
-pub const DEADLINE_RESEND_REINIT_DELAY: Duration = Duration::from_millis(700);
-pub const DEADLINE_RESEND_TOOL: Duration = Duration::from_millis(1500);
+pub const DEADLINE_WAIT_REINIT_DELAY: Duration = Duration::from_millis(3000);
+/// `deadline-resend`: the call's `toolCallTimeoutMs`; the re-initialize is held
+/// back this long, then the probe's repeat runs a tool this slow: only the call's
+/// own deadline ends it in time (a repeat with a whole new `toolCallTimeoutMs`
+/// ends at 2.9 s at the earliest).
+pub const DEADLINE_RESEND_CALL_TIMEOUT: Duration = Duration::from_millis(2000);
+pub const DEADLINE_RESEND_REINIT_DELAY: Duration = Duration::from_millis(900);
+pub const DEADLINE_RESEND_TOOL: Duration = Duration::from_millis(5000);
 /// How much past its signal or deadline a probe call may end (timers, a loaded machine).
-const TIMELY_SLACK: Duration = Duration::from_millis(400);
+const TIMELY_SLACK: Duration = Duration::from_millis(700);
 /// `gave-up`: reconnecting stops after two quick failed attempts (about 0.3 s);
-/// the call waiting meanwhile (its timeout is 3 s) must fail by this, and a call
-/// made after it within [`FAIL_FAST_LIMIT`].
-pub const GIVE_UP_WAIT_LIMIT: Duration = Duration::from_millis(1500);
-pub const FAIL_FAST_LIMIT: Duration = Duration::from_millis(400);
+/// the call waiting meanwhile (its timeout and signal: [`GIVE_UP_CALL_TIMEOUT`])
+/// must fail by [`GIVE_UP_WAIT_LIMIT`], and a call made after it within [`FAIL_FAST_LIMIT`].
+pub const GIVE_UP_CALL_TIMEOUT: Duration = Duration::from_millis(6000);
+pub const GIVE_UP_WAIT_LIMIT: Duration = Duration::from_millis(3000);
+pub const FAIL_FAST_LIMIT: Duration = Duration::from_millis(1000);
 /// The current revision starts the first reconnect of an outage at once: the new
 /// initialize must arrive this soon after the session-lost answer. Judged where
-/// the policy's first backoff is longer, so a client that waits it shows.
-pub const FIRST_RECONNECT_LIMIT: Duration = Duration::from_millis(250);
+/// the policy's first backoff is at least twice as long (`long-backoff`: 5 s),
+/// so a client that waits it shows, and a loaded machine does not.
+pub const FIRST_RECONNECT_LIMIT: Duration = Duration::from_millis(2500);
 /// The error the harness reports for a call whose promise never settled.
 pub const NEVER_SETTLED: &str = "never settled";
 
@@ -435,7 +444,7 @@ pub fn all() -> Vec<Scenario> {
         },
         Scenario {
             name: ScenarioName::DeadlineWaiting,
-            what: "drops the session; holds the re-initialize back 1.8 s, past a waiting call's 1 s toolCallTimeoutMs (its signal: 6 s)",
+            what: "drops the session; holds the re-initialize back 3 s, past a waiting call's 1 s toolCallTimeoutMs (its signal: 6 s)",
             behaviour: ServerBehaviour {
                 reinit_delay: Some(DEADLINE_WAIT_REINIT_DELAY),
                 ..base.clone()
@@ -445,13 +454,20 @@ pub fn all() -> Vec<Scenario> {
         },
         Scenario {
             name: ScenarioName::DeadlineResend,
-            what: "drops the session; holds the re-initialize back 0.7 s; the repeat of a 1.5 s tool must end by the call's own 1 s toolCallTimeoutMs",
+            what: "drops the session; holds the re-initialize back 0.9 s; the repeat of a 5 s tool must end by the call's own 2 s toolCallTimeoutMs",
             behaviour: ServerBehaviour {
                 reinit_delay: Some(DEADLINE_RESEND_REINIT_DELAY),
                 ..base.clone()
             },
             plan: Plan::DeadlineResend,
             expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::LongBackoff,
+            what: "drops the session; the client's first reconnect delay is 5 s, which a session-lost answer must skip",
+            behaviour: base.clone(),
+            plan: Plan::Invalidate,
+            expect: Expectation::Recover,
         },
         Scenario {
             name: ScenarioName::GaveUp,
@@ -772,7 +788,7 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             .t_ms
             .saturating_sub(witness[first_failed].answered_ms);
         let limit = FIRST_RECONNECT_LIMIT.as_millis() as u64;
-        if ev.policy.initial_delay() > FIRST_RECONNECT_LIMIT && reconnect_ms > limit {
+        if ev.policy.initial_delay() >= 2 * FIRST_RECONNECT_LIMIT && reconnect_ms > limit {
             lapses.push(format!(
                 "the first reconnect started {reconnect_ms} ms after the session-lost answer, not at once (limit {limit} ms; the policy's first backoff is {} ms)",
                 ev.policy.initial_delay().as_millis()
@@ -1000,7 +1016,7 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
     let (bound, what, most_sends) = match scenario.plan {
         Plan::AbortWaiting => (ABORT_AFTER, "abort signal", 1),
         Plan::DeadlineWaiting => (DEADLINE_CALL_TIMEOUT, "toolCallTimeoutMs", 1),
-        _ => (DEADLINE_CALL_TIMEOUT, "toolCallTimeoutMs", 2),
+        _ => (DEADLINE_RESEND_CALL_TIMEOUT, "toolCallTimeoutMs", 2),
     };
     let Some(probe) = ev.calls.iter().find(|c| c.name == "probe") else {
         return verdict("BROKEN", "the probe call was never made".into());
@@ -1048,6 +1064,15 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
         );
     }
     let sent = ev.counts.get(&probe.call_id).map_or(0, |c| c.sent);
+    if scenario.plan == Plan::DeadlineResend && ev.seamless && sent < 2 {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} was not sent again on the new session: the repeat's deadline was not tested",
+                probe.call_id
+            ),
+        );
+    }
     if sent > most_sends {
         return verdict(
             "REPEATED",
@@ -1116,7 +1141,7 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
                     c.name,
                     c.ms,
                     limit.as_millis(),
-                    ev.policy.call_timeout().as_millis()
+                    GIVE_UP_CALL_TIMEOUT.as_millis()
                 ),
             );
         }
