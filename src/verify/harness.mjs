@@ -282,6 +282,8 @@ async function runOne(r) {
       const kept = tools.get(`mcp__${cfg.serverName}__echo`);
       await control("invalidate");
       await call("echo", { text: "waiting" }, "waiting", { def: kept });
+      // Every attempt the policy allows has been refused: reconnecting has stopped.
+      await witnessed((w) => w.filter((e) => e.rpc_method === "initialize" && e.status === 503).length >= knobs.attempts);
       await call("echo", { text: "after" }, "after", { def: kept });
       break;
     }

@@ -154,6 +154,7 @@ fn plan_knobs(plan: Plan) -> Value {
         Plan::GiveUp => json!({
             "toolCallTimeoutMs": ms(GIVE_UP_CALL_TIMEOUT),
             "signalMs": ms(GIVE_UP_CALL_TIMEOUT),
+            "attempts": Policy::Brief.max_attempts(),
         }),
         Plan::Sdk2 => json!({"sdk2": true}),
         _ => json!({}),

@@ -631,26 +631,27 @@ fn install_note(target: &Target, overall: &str, expectations: Expectations) -> O
     if target.backup.is_some() {
         return Some("the saved original, run as the control: it is expected to be STUCK".into());
     }
+    let strict = expectations == Expectations::Strict;
     match (target.state, overall) {
         (State::Patched, _) => None,
-        (_, "SEAMLESS" | "HELD") if expectations == Expectations::Strict => Some(
-            "not the current patch revision, judged by its expectations (--strict): it meets them"
-                .into(),
-        ),
-        (_, _) if expectations == Expectations::Strict => Some(
-            "not the current patch revision, judged by its expectations (--strict): it falls short of them"
-                .into(),
-        ),
-        (State::Outdated, "RECOVERED" | "SEAMLESS") => Some(
+        (State::Outdated, "RECOVERED" | "SEAMLESS") if !strict => Some(
             "patched by an earlier mcpatch revision: it recovers, but calls that meet a lost session fail first; run `mcpatch apply` to upgrade to seamless recovery".into(),
         ),
         (State::Outdated, _) => Some(
             "patched by an earlier mcpatch revision; run `mcpatch apply` to upgrade".into(),
         ),
+        (State::Affected, _) => Some("not patched: run `mcpatch apply`".into()),
+        (_, "SEAMLESS" | "HELD") if strict => Some(
+            "not the current patch revision, judged by its expectations (--strict): it meets them"
+                .into(),
+        ),
+        (_, _) if strict => Some(
+            "not the current patch revision, judged by its expectations (--strict): it falls short of them"
+                .into(),
+        ),
         (State::Modified | State::UpstreamFixed, "RECOVERED") => Some(
             "not a revision mcpatch patched: recovering after failed calls is enough to pass".into(),
         ),
-        (State::Affected, _) => Some("not patched: run `mcpatch apply`".into()),
         _ => None,
     }
 }

@@ -1173,8 +1173,10 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
     verdict(
         "FAILED-FAST",
         format!(
-            "once reconnecting stopped ({refused} refused initialize(s)), the waiting call failed after {} ms and the next after {} ms, with the server's words",
-            waiting.ms, after.ms
+            "once reconnecting stopped ({refused} refused initialize(s)), the waiting call failed after {} ms and the next after {} ms{}",
+            waiting.ms,
+            after.ms,
+            if ev.seamless { ", with the server's words" } else { "" }
         ),
     )
 }
