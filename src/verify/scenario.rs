@@ -73,12 +73,12 @@ pub enum ScenarioName {
     #[value(name = "deadline-resend")]
     #[serde(rename = "deadline-resend")]
     DeadlineResend,
-    #[value(name = "gave-up")]
-    #[serde(rename = "gave-up")]
-    GaveUp,
     #[value(name = "long-backoff")]
     #[serde(rename = "long-backoff")]
     LongBackoff,
+    #[value(name = "gave-up")]
+    #[serde(rename = "gave-up")]
+    GaveUp,
 }
 
 impl ScenarioName {
@@ -102,8 +102,8 @@ impl ScenarioName {
             ScenarioName::AbortWaiting => "abort-waiting",
             ScenarioName::DeadlineWaiting => "deadline-waiting",
             ScenarioName::DeadlineResend => "deadline-resend",
-            ScenarioName::GaveUp => "gave-up",
             ScenarioName::LongBackoff => "long-backoff",
+            ScenarioName::GaveUp => "gave-up",
         }
     }
 }

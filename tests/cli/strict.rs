@@ -1,0 +1,261 @@
+//! `mcpatch verify --strict` on the real client: mcpatch's own patched file and a
+//! harmless edit of it pass; representative mutants of the patched JavaScript
+//! from the catalogue `scripts/patch-mutants.sh` runs (test-fixtures/patch-mutants)
+//! fail, each in the scenario whose check guards the rule it breaks.
+
+use serde_json::Value;
+
+use super::*;
+
+fn verify_json(sb: &Sandbox, args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["verify", "--json"];
+    all.extend_from_slice(args);
+    let o = sb.run(&all);
+    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "verify --json is not JSON ({e}): {}{}",
+            stdout(&o),
+            stderr(&o)
+        )
+    });
+    (code(&o), v)
+}
+
+/// A sandbox with the real 0.1.0-rc.8 client patched by `mcpatch apply`; its package folder.
+fn patched(sb: &Sandbox) -> PathBuf {
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let o = sb.run(&["apply", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
+    client
+}
+
+/// Apply the catalogue's mutant `name` (test-fixtures/patch-mutants/NN-name.json)
+/// to the patched file: each search string must match exactly once.
+fn mutate(client: &Path, name: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/patch-mutants");
+    let file = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_stem()
+                .and_then(|s| s.to_str())
+                .is_some_and(|s| s.get(3..) == Some(name))
+        })
+        .unwrap_or_else(|| panic!("no mutant {name} in {}", dir.display()));
+    let mutant: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    edit_file(&client.join("lib/index.js"), |mut text| {
+        for pair in mutant["replace"].as_array().unwrap() {
+            let search = pair["search"].as_str().unwrap();
+            assert_eq!(
+                text.matches(search).count(),
+                1,
+                "{name}: {search:?} must match exactly once"
+            );
+            text = text.replacen(search, pair["with"].as_str().unwrap(), 1);
+        }
+        text
+    });
+}
+
+fn scenario<'a>(v: &'a Value, name: &str) -> &'a Value {
+    v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no {name} in {v:#}"))
+}
+
+#[test]
+fn strict_passes_mcpatchs_own_patched_file_and_a_comment_edit_of_it() {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    let p = client.to_str().unwrap();
+    let (rc, v) = verify_json(&sb, &["--strict", "--path", p]);
+    assert_eq!(rc, 0, "{v:#}");
+    let install = &v["installs"][0];
+    assert_eq!(install["expectations"], "current-revision");
+    assert_eq!(install["overall"], "SEAMLESS");
+    assert!(install["note"].is_null(), "{install:#}");
+    for s in install["scenarios"].as_array().unwrap() {
+        assert_eq!(s["ok"], true, "{s:#}");
+    }
+
+    let edited = edit_file(&client.join("lib/index.js"), |text| {
+        text.replacen(
+            "function isSessionLostError(error) {\n",
+            "function isSessionLostError(error) {\n\t// a reader's note: nothing else changed\n",
+            1,
+        )
+    });
+    assert_ne!(edited, patched_hash());
+    let (rc, v) = verify_json(&sb, &["--strict", "--path", p]);
+    assert_eq!(rc, 0, "{v:#}");
+    assert_eq!(v["installs"][0]["sha256"], edited.as_str());
+    assert_eq!(v["installs"][0]["overall"], "SEAMLESS");
+    for s in v["installs"][0]["scenarios"].as_array().unwrap() {
+        assert_eq!(s["ok"], true, "{s:#}");
+    }
+}
+
+#[test]
+fn a_patch_that_never_sends_the_call_again_passes_relaxed_and_fails_strict() {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    let p = client.to_str().unwrap();
+    mutate(&client, "resend-never");
+    let args = ["--path", p, "--scenario", "expired-404"];
+    let (rc, v) = verify_json(&sb, &args);
+    assert_eq!(rc, 0, "{v:#}");
+    let install = &v["installs"][0];
+    assert_ne!(install["state"], "patched");
+    assert_eq!(install["expectations"], "relaxed");
+    assert_eq!(install["overall"], "RECOVERED");
+    assert_eq!(scenario(&v, "expired-404")["expected"], "recover");
+
+    let (rc, v) = verify_json(&sb, &[&["--strict"][..], &args[..]].concat());
+    assert_eq!(rc, 1, "{v:#}");
+    let install = &v["installs"][0];
+    assert_eq!(install["expectations"], "strict");
+    assert_eq!(install["overall"], "FAILED");
+    assert_eq!(
+        install["note"],
+        "not the current patch revision, judged by its expectations (--strict): it falls short of them"
+    );
+    let s = scenario(&v, "expired-404");
+    assert_eq!(
+        (&s["expected"], &s["verdict"], &s["ok"]),
+        (&"seamless".into(), &"RECOVERED".into(), &false.into())
+    );
+}
+
+/// Run `verify --strict` on the patched client with mutant `name`, in `scenario`
+/// only; the scenario's verdict and note.
+fn strict_verdict(name: &str, scenario_name: &str) -> (String, String) {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    mutate(&client, name);
+    let (rc, v) = verify_json(
+        &sb,
+        &[
+            "--strict",
+            "--path",
+            client.to_str().unwrap(),
+            "--scenario",
+            scenario_name,
+        ],
+    );
+    assert_eq!(rc, 1, "{name} passed verify --strict: {v:#}");
+    let s = scenario(&v, scenario_name);
+    assert_eq!(s["ok"], false, "{s:#}");
+    (
+        s["verdict"].as_str().unwrap().to_string(),
+        s["note"].as_str().unwrap().to_string(),
+    )
+}
+
+#[test]
+fn strict_catches_a_predicate_blind_to_the_sdk_2_error_shape() {
+    let (verdict, note) = strict_verdict("predicate-ignores-sdk2-status", "expired-404-sdk2");
+    assert_eq!(verdict, "STUCK", "{note}");
+}
+
+#[test]
+fn strict_catches_a_predicate_that_takes_a_request_timeout_for_session_loss() {
+    let (verdict, note) = strict_verdict("predicate-counts-request-timeout", "slow-timeout");
+    assert_eq!(
+        (verdict.as_str(), note.as_str()),
+        (
+            "RECYCLED",
+            "2 initialize handshakes: a healthy session was thrown away"
+        )
+    );
+}
+
+#[test]
+fn strict_catches_a_first_reconnect_that_waits_its_backoff() {
+    let (verdict, note) = strict_verdict("reconnect-waits-first-backoff", "long-backoff");
+    assert_eq!(verdict, "RECOVERED", "{note}");
+    assert!(note.starts_with("the first reconnect started "), "{note}");
+}
+
+#[test]
+fn strict_catches_a_call_sent_before_the_tools_are_re_listed() {
+    // The call goes out before the held-back tool list: the re-list is either
+    // answered before the run ends (RECOVERED) or not at all (STUCK).
+    let (verdict, note) = strict_verdict("resend-before-relist", "slow-relist");
+    let named = match verdict.as_str() {
+        "RECOVERED" => note.contains(", before its tools were re-listed ("),
+        "STUCK" => note == "a new session started but its tools were never listed again",
+        _ => false,
+    };
+    assert!(named, "{verdict}: {note}");
+}
+
+#[test]
+fn strict_catches_a_wait_that_ignores_the_callers_signal() {
+    let (verdict, note) = strict_verdict("wait-ignores-abort", "abort-waiting");
+    assert_eq!(verdict, "LATE", "{note}");
+    assert!(
+        note.ends_with(", past its abort signal of 400 ms"),
+        "{note}"
+    );
+}
+
+#[test]
+fn strict_catches_a_wait_that_outlives_the_calls_deadline() {
+    let (verdict, note) = strict_verdict("wait-outlives-deadline", "deadline-waiting");
+    assert_eq!(verdict, "LATE", "{note}");
+    assert!(
+        note.ends_with(", past its toolCallTimeoutMs of 1000 ms"),
+        "{note}"
+    );
+}
+
+#[test]
+fn strict_catches_a_repeat_with_a_fresh_timeout() {
+    let (verdict, note) = strict_verdict("resend-gets-fresh-timeout", "deadline-resend");
+    assert_eq!(verdict, "LATE", "{note}");
+}
+
+#[test]
+fn strict_catches_calls_that_wait_on_after_reconnecting_stopped() {
+    let (verdict, note) = strict_verdict("stopped-not-checked", "gave-up");
+    assert_eq!(verdict, "LATE", "{note}");
+    assert!(note.starts_with("call after failed only after "), "{note}");
+}
+
+#[test]
+fn strict_catches_an_error_without_the_servers_words_after_giving_up() {
+    let (verdict, note) = strict_verdict("words-dropped", "gave-up");
+    assert_eq!(verdict, "MUTE", "{note}");
+    assert!(
+        note.starts_with(
+            "the error of call after does not carry the server's words (\"Session not found\")"
+        ),
+        "{note}"
+    );
+}
+
+#[test]
+fn strict_catches_a_loss_logged_at_info_instead_of_warn() {
+    let (verdict, note) = strict_verdict("warning-at-info", "expired-404");
+    assert_eq!(verdict, "RECOVERED", "{note}");
+    assert!(
+        note.starts_with("no warning naming the server and its answer was logged for the loss"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_call_that_never_settles_is_named_and_reported_as_a_hang() {
+    let (verdict, note) = strict_verdict("wait-never-settles", "gave-up");
+    assert_eq!(verdict, "HANG", "{note}");
+    // 3 s past its 6 s signal and timeout.
+    assert!(
+        note.starts_with("call c2 (waiting) never settled: its caller was still waiting after 90"),
+        "{note}"
+    );
+}
