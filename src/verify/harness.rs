@@ -161,6 +161,10 @@ fn plan_knobs(plan: Plan) -> Value {
     }
 }
 
+/// Node's exit code when the event loop empties with a top-level await pending:
+/// the harness waits on a promise of the client that will never settle.
+const UNSETTLED_EXIT: i32 = 13;
+
 /// How long past its own timeout the harness waits for a call before it reports
 /// it as never settled.
 const SETTLE_GRACE: Duration = Duration::from_millis(3000);
@@ -188,6 +192,8 @@ pub struct HarnessRun {
     pub unsettled: Vec<(String, String, u64)>,
     /// HTTP errors the harness handed to the client in the SDK 2.x shape.
     pub reshaped: usize,
+    /// Whether the plugin's `apply()` returned (the run's plan started).
+    pub ready: bool,
 }
 
 impl HarnessRun {
@@ -330,7 +336,10 @@ pub async fn run_all(
             last_t = last_t.max(t);
             let r = pending.entry(run).or_default();
             match s("event").as_deref() {
-                Some("ready") => r.tools_before = list("tools"),
+                Some("ready") => {
+                    r.ready = true;
+                    r.tools_before = list("tools")
+                }
                 Some("tools") => r.tools_after = list("tools"),
                 Some("call-start") => r.unsettled.push((
                     s("call_id").unwrap_or_default(),
@@ -369,6 +378,7 @@ pub async fn run_all(
         }
     };
     let timed_out = tokio::time::timeout(limit, collect).await.is_err();
+    let mut unsettled_exit = false;
     let stopped = if timed_out {
         let _ = child.kill().await;
         format!("the harness did not finish within {} s", limit.as_secs())
@@ -385,6 +395,9 @@ pub async fn run_all(
         }
         if status.success() {
             String::new()
+        } else if status.code() == Some(UNSETTLED_EXIT) {
+            unsettled_exit = true;
+            format!("node exited {UNSETTLED_EXIT}: a promise never settled")
         } else {
             let err = stderr_text.await.unwrap_or_default();
             format!("node exited with {status}: {}", err.trim())
@@ -394,19 +407,24 @@ pub async fn run_all(
         // Node stopped with calls pending (an unsettled promise ends node with
         // exit 13 once nothing else keeps it alive): those runs are reported as
         // their calls that never settled, the others as stopped.
-        let mut left: Vec<usize> = pending.keys().copied().collect();
-        left.sort();
+        let left: Vec<usize> = (0..specs.len()).filter(|i| !ended.contains(i)).collect();
         let mut hung = Vec::new();
         for run in &left {
             let mut r = pending.remove(run).unwrap_or_default();
-            if r.settle_pending(last_t) {
-                hung.push((*run, r));
-            } else {
-                r.fatal = Some(format!("{stopped} before this run ended"));
-                hung.push((*run, r));
+            if !r.settle_pending(last_t) {
+                r.fatal = Some(match (unsettled_exit, r.ready) {
+                    (true, false) => format!(
+                        "the plugin's apply() never settled (node exited {UNSETTLED_EXIT} with it pending)"
+                    ),
+                    (true, true) => format!(
+                        "the run never ended: a promise of the client never settled (node exited {UNSETTLED_EXIT})"
+                    ),
+                    (false, _) => format!("{stopped} before this run ended"),
+                });
             }
+            hung.push((*run, r));
         }
-        if !hung.iter().any(|(_, r)| r.done) {
+        if !unsettled_exit && !hung.iter().any(|(_, r)| r.done) {
             return Err(Error::Harness {
                 path: target.to_path_buf(),
                 detail: stopped,
@@ -425,4 +443,35 @@ pub async fn run_all(
         on_done(run, r);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_pending_when_node_stopped_are_reported_as_never_settled() {
+        let mut run = HarnessRun {
+            unsettled: vec![("c2".into(), "waiting".into(), 400)],
+            ..HarnessRun::default()
+        };
+        assert!(run.settle_pending(9400));
+        assert!(run.done && run.unsettled.is_empty());
+        assert_eq!(run.calls.len(), 1);
+        let c = &run.calls[0];
+        assert_eq!(
+            (
+                c.call_id.as_str(),
+                c.name.as_str(),
+                c.ok,
+                c.error.as_deref(),
+                c.ms
+            ),
+            ("c2", "waiting", false, Some(NEVER_SETTLED), 9000)
+        );
+        // Nothing pending: nothing to report, the run is not done.
+        let mut run = HarnessRun::default();
+        assert!(!run.settle_pending(100));
+        assert!(!run.done && run.calls.is_empty());
+    }
 }

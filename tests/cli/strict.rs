@@ -259,3 +259,68 @@ fn a_call_that_never_settles_is_named_and_reported_as_a_hang() {
         "{note}"
     );
 }
+
+/// The installed client replaced by a module that passes for a modified client
+/// (it names the supervisor the patch hooks into) and whose `apply` is `body`.
+fn hand_made_client(sb: &Sandbox, body: &str) -> PathBuf {
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    std::fs::write(
+        client.join("lib/index.js"),
+        format!("// function connectGeneration( function generationDown(generation) generation.onclose = \n{body}\n"),
+    )
+    .unwrap();
+    client
+}
+
+#[test]
+fn a_client_that_never_settles_a_call_is_reported_by_scenario_and_call() {
+    let sb = Sandbox::new();
+    let client = hand_made_client(
+        &sb,
+        "export async function apply(ctx) {\n\tctx.tools.register({ name: \"mcp__fake__echo\", execute: () => new Promise(() => {}) });\n}",
+    );
+    let (rc, v) = verify_json(
+        &sb,
+        &[
+            "--path",
+            client.to_str().unwrap(),
+            "--scenario",
+            "restart-persisted",
+        ],
+    );
+    assert_eq!(rc, 1, "{v:#}");
+    assert!(v["installs"][0]["error"].is_null(), "{v:#}");
+    let s = scenario(&v, "restart-persisted");
+    assert_eq!(s["verdict"], "HANG", "{s:#}");
+    // 3 s past its 3 s signal and timeout.
+    let note = s["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("call c1 (echo) never settled: its caller was still waiting after 60"),
+        "{note}"
+    );
+}
+
+#[test]
+fn a_client_whose_start_never_settles_is_reported_per_scenario_not_as_a_node_problem() {
+    let sb = Sandbox::new();
+    // Nothing keeps node alive: it exits 13 with the harness awaiting apply().
+    let client = hand_made_client(
+        &sb,
+        "export async function apply() {\n\tawait new Promise(() => {});\n}",
+    );
+    let o = sb.run(&[
+        "verify",
+        "--path",
+        client.to_str().unwrap(),
+        "--scenario",
+        "expired-404",
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("expired-404                   BROKEN (expected RECOVERED)  ")
+            && out.contains("  the harness failed this run: the plugin's apply() never settled (node exited 13 with it pending)\n"),
+        "{out}"
+    );
+    assert!(!stderr(&o).contains("Node.js 22"), "{}", stderr(&o));
+}
