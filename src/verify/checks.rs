@@ -32,7 +32,7 @@ pub fn refine(
     // One warning per loss naming the server and its answer, and one info once it is back.
     let meets_answer = matches!(
         scenario.plan,
-        Plan::Invalidate | Plan::Idle | Plan::Concurrent | Plan::Sdk2
+        Plan::Invalidate | Plan::Idle | Plan::Concurrent | Plan::Sdk2 | Plan::Relist
     );
     if expect != Expectation::Seamless || !meets_answer || j.verdict != "SEAMLESS" {
         return;

@@ -260,6 +260,13 @@ async function runOne(r) {
       await pollUntilRecovered();
       break;
     }
+    case "relist":
+      await call("echo", { text: "before" });
+      await control("invalidate");
+      await pollUntilRecovered();
+      // The new session's tool list is held back: judge once it was answered.
+      await witnessed((w) => w.filter((e) => e.rpc_method === "tools/list" && e.status === 200).length >= 2);
+      break;
     case "timeout":
       await call("echo", { text: "before" });
       await call("slow", { text: "slow", ms: knobs.slowMs });

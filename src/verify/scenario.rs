@@ -138,6 +138,8 @@ pub enum Plan {
     Sdk2,
     /// Call a tool slower than the call's timeout on a healthy session, then call again.
     Timeout,
+    /// As `Invalidate`, then wait until the new session's (held back) tool list is answered.
+    Relist,
     /// Call, have the server drop the session, make one probe call whose abort
     /// signal fires while it waits for the new session, then call until it works.
     AbortWaiting,
@@ -164,6 +166,7 @@ impl Plan {
             Plan::Cut => "cut",
             Plan::Sdk2 => "sdk2",
             Plan::Timeout => "timeout",
+            Plan::Relist => "relist",
             Plan::AbortWaiting => "abort-waiting",
             Plan::DeadlineWaiting => "deadline-waiting",
             Plan::DeadlineResend => "deadline-resend",
@@ -429,7 +432,7 @@ pub fn all() -> Vec<Scenario> {
                 relist_delay: Some(RELIST_DELAY),
                 ..base.clone()
             },
-            plan: Plan::Invalidate,
+            plan: Plan::Relist,
             expect: Expectation::Recover,
         },
         Scenario {
@@ -738,9 +741,16 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     else {
         return stuck("a new session started but its tools were never listed again".into());
     };
-    let Some(called) = witness[relisted..].iter().find(|e| {
+    let worked = |e: &&WitnessEntry| {
         on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.call_ok == Some(true)
-    }) else {
+    };
+    // The log is in answer order: a call answered before the (held back) tool
+    // list shows before it; the rule below names it.
+    let Some(called) = witness[relisted..]
+        .iter()
+        .find(worked)
+        .or_else(|| witness[new_init..relisted].iter().find(worked))
+    else {
         return stuck(
             "a new session started and listed tools, but no tool call succeeded on it".into(),
         );
@@ -783,6 +793,18 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     }
     // Rules of the current revision that a recovery can break and still recover.
     let mut lapses = Vec::new();
+    // No client may send a call on a new session before its tools are re-listed.
+    let listed_at = witness[relisted].answered_ms;
+    if let Some(early) = witness[new_init..].iter().find(|e| {
+        on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.t_ms < listed_at
+    }) {
+        lapses.push(format!(
+            "call {} was sent on the new session at {} ms, before its tools were re-listed ({} ms)",
+            early.call_id.as_deref().unwrap_or("(no id)"),
+            early.t_ms,
+            listed_at
+        ));
+    }
     if ev.seamless {
         let reconnect_ms = witness[new_init]
             .t_ms
@@ -792,17 +814,6 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             lapses.push(format!(
                 "the first reconnect started {reconnect_ms} ms after the session-lost answer, not at once (limit {limit} ms; the policy's first backoff is {} ms)",
                 ev.policy.initial_delay().as_millis()
-            ));
-        }
-        let listed_at = witness[relisted].answered_ms;
-        if let Some(early) = witness[new_init..].iter().find(|e| {
-            on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.t_ms < listed_at
-        }) {
-            lapses.push(format!(
-                "call {} was sent on the new session at {} ms, before its tools were re-listed ({} ms)",
-                early.call_id.as_deref().unwrap_or("(no id)"),
-                early.t_ms,
-                listed_at
             ));
         }
     }
@@ -1953,11 +1964,26 @@ mod tests {
         run.witness[9].t_ms = 124;
         let j = run.judge(ScenarioName::SlowRelist, Expectation::Seamless);
         assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
-        // Not a rule of earlier revisions.
+        // Earlier revisions pass with it: they recovered.
         run.witness[9].t_ms = 123;
         run.seamless = false;
         let j = run.judge(ScenarioName::SlowRelist, Expectation::Recover);
-        assert_eq!((j.verdict, j.ok), ("SEAMLESS", true));
+        assert_eq!((j.verdict, j.ok), ("RECOVERED", true));
+        // A call answered before the held-back list shows before it in the log.
+        let mut run = seamless_recovery(404, 130);
+        let list = run.witness.remove(8);
+        run.witness.push(WitnessEntry {
+            answered_ms: 500,
+            ..list
+        });
+        let j = run.judge(ScenarioName::SlowRelist, Expectation::Seamless);
+        assert_eq!((j.verdict, j.ok), ("RECOVERED", false));
+        assert!(
+            j.note
+                .starts_with("call c2 was sent on the new session at 125 ms, before its tools were re-listed (500 ms)"),
+            "{}",
+            j.note
+        );
     }
 
     #[test]
