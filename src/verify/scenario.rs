@@ -271,8 +271,8 @@ pub const DEADLINE_WAIT_REINIT_DELAY: Duration = Duration::from_millis(3000);
 /// `deadline-resend`: the call's `toolCallTimeoutMs`; the re-initialize is held
 /// back this long, then the probe's repeat runs a tool this slow: only the call's
 /// own deadline ends it in time (a repeat with a whole new `toolCallTimeoutMs`
-/// ends at 2.9 s at the earliest).
-pub const DEADLINE_RESEND_CALL_TIMEOUT: Duration = Duration::from_millis(2000);
+/// ends at 3.9 s at the earliest).
+pub const DEADLINE_RESEND_CALL_TIMEOUT: Duration = Duration::from_millis(3000);
 pub const DEADLINE_RESEND_REINIT_DELAY: Duration = Duration::from_millis(900);
 pub const DEADLINE_RESEND_TOOL: Duration = Duration::from_millis(5000);
 /// How much past its signal or deadline a probe call may end (timers, a loaded machine).
@@ -457,7 +457,7 @@ pub fn all() -> Vec<Scenario> {
         },
         Scenario {
             name: ScenarioName::DeadlineResend,
-            what: "drops the session; holds the re-initialize back 0.9 s; the repeat of a 5 s tool must end by the call's own 2 s toolCallTimeoutMs",
+            what: "drops the session; holds the re-initialize back 0.9 s; the repeat of a 5 s tool must end by the call's own 3 s toolCallTimeoutMs",
             behaviour: ServerBehaviour {
                 reinit_delay: Some(DEADLINE_RESEND_REINIT_DELAY),
                 ..base.clone()
@@ -2149,16 +2149,16 @@ mod tests {
 
     #[test]
     fn the_repeat_of_a_waiting_call_is_judged_only_when_it_was_sent() {
-        let j = waited(2000, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        let j = waited(3700, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
         assert_eq!((j.verdict, j.ok), ("TIMELY", true), "{}", j.note);
-        let j = waited(2701, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        let j = waited(3701, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
         assert_eq!(
             j.note,
-            "call c2 ended after 2701 ms, past its toolCallTimeoutMs of 2000 ms"
+            "call c2 ended after 3701 ms, past its toolCallTimeoutMs of 3000 ms"
         );
-        let j = waited(2000, 1).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        let j = waited(3000, 1).judge(ScenarioName::DeadlineResend, Expectation::Timely);
         assert_eq!((j.verdict, j.note.as_str()), ("BROKEN", "call c2 was not sent again on the new session: the repeat's deadline was not tested"));
-        let mut run = waited(2000, 1);
+        let mut run = waited(3000, 1);
         run.seamless = false;
         let j = run.judge(ScenarioName::DeadlineResend, Expectation::Timely);
         assert_eq!(j.verdict, "TIMELY");
