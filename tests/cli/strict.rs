@@ -321,3 +321,40 @@ fn a_client_whose_start_never_settles_is_reported_per_scenario_not_as_a_node_pro
     );
     assert!(!stderr(&o).contains("Node.js 22"), "{}", stderr(&o));
 }
+
+#[test]
+fn verify_file_judges_a_file_inside_an_install_by_strict_expectations() {
+    use mcpatch::verify::{self, scenario::ScenarioName, Expectations, VerifyOptions};
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    let spec = mcpatch::registry::session_loss().unwrap();
+    let opts = VerifyOptions {
+        scenarios: vec![ScenarioName::Expired404],
+        node: Some(node22_dir().join("node")),
+        strict: true,
+        ..VerifyOptions::default()
+    };
+    let file = client.join("lib/index.js");
+    let r = verify::verify_file(&spec, &client, &file, &opts).unwrap();
+    assert_eq!(
+        (r.expectations, r.overall, r.file.as_path()),
+        (Expectations::CurrentRevision, "SEAMLESS", file.as_path())
+    );
+
+    mutate(&client, "resend-never");
+    let r = verify::verify_file(&spec, &client, &file, &opts).unwrap();
+    assert_eq!(
+        (r.expectations, r.overall),
+        (Expectations::Strict, "FAILED")
+    );
+    assert!(r.scenarios.iter().all(|s| !s.judgement.ok), "{r:#?}");
+    let relaxed = VerifyOptions {
+        strict: false,
+        ..opts
+    };
+    let r = verify::verify_file(&spec, &client, &file, &relaxed).unwrap();
+    assert_eq!(
+        (r.expectations, r.overall),
+        (Expectations::Relaxed, "RECOVERED")
+    );
+}
