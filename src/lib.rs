@@ -96,6 +96,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             backup,
             scenarios,
             jobs,
+            // A bridge is always judged by the current revision's expectations.
+            strict: _,
             node,
             json,
             command: Some(command),
@@ -133,6 +135,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             jobs,
             node,
             json,
+            strict,
             ..
         } => verify::run(
             &spec,
@@ -143,6 +146,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 node: node.node,
                 json,
                 jobs: jobs.map(usize::from),
+                strict,
             },
             &env,
         ),
