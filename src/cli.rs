@@ -122,6 +122,10 @@ pub enum Command {
         /// Scenario runs at once (default: all of them).
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
+        /// Judge every file by the current patch revision's expectations (SEAMLESS
+        /// recovery, its rules), whatever its sha256: for hand-edited files and new releases.
+        #[arg(long)]
+        strict: bool,
         #[command(flatten)]
         node: NodeArg,
         /// Print JSON instead of a table.

@@ -98,6 +98,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             backup,
             scenarios,
             jobs,
+            // A bridge is always judged by the current revision's expectations.
+            strict: _,
             node,
             json,
             command: Some(command),
@@ -136,6 +138,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             jobs,
             node,
             json,
+            strict,
             ..
         } => verify::run(
             &targets,
@@ -146,6 +149,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 node: node.node,
                 json,
                 jobs: jobs.map(usize::from),
+                strict,
             },
             &env,
         ),

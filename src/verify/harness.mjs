@@ -25,6 +25,79 @@ emit(null, "node", { version: process.version, shim });
 // One run's stray rejection must not end the others.
 process.on("unhandledRejection", (e) => emit(null, "log", { level: "error", msg: `unhandled rejection: ${e?.stack ?? e}` }));
 
+// SDK 2.x error shape: runs that ask for it see every HTTP error of the
+// installed SDK 1.x transport (`StreamableHTTPError`, numeric `code`) as the SDK
+// 2.x `SdkHttpError` (@modelcontextprotocol/client 2.x: `code` a string such as
+// "CLIENT_HTTP_NOT_IMPLEMENTED", the HTTP status in `status`), both where the
+// transport throws it and where it reports it through `onerror`.
+const sdk2Runs = new Map();
+async function sdkModule(sub) {
+  const { createRequire } = await import("node:module");
+  const { readFileSync, existsSync } = await import("node:fs");
+  const path = await import("node:path");
+  const { pathToFileURL } = await import("node:url");
+  const cjs = createRequire(targetUrl).resolve(`@modelcontextprotocol/sdk/${sub}`);
+  let dir = path.dirname(cjs);
+  for (;;) {
+    const pj = path.join(dir, "package.json");
+    if (existsSync(pj) && JSON.parse(readFileSync(pj, "utf8")).name === "@modelcontextprotocol/sdk") break;
+    const up = path.dirname(dir);
+    if (up === dir) throw new Error(`no @modelcontextprotocol/sdk package above ${cjs}`);
+    dir = up;
+  }
+  const exportsMap = JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")).exports ?? {};
+  const esm = exportsMap[`./${sub}`]?.import ?? exportsMap["./*"]?.import?.replace("*", sub);
+  if (typeof esm !== "string") throw new Error(`@modelcontextprotocol/sdk exports no ESM ${sub}`);
+  return import(pathToFileURL(path.join(dir, esm)).href);
+}
+if (cfg.runs.some((r) => r.knobs?.sdk2)) {
+  try {
+    const { StreamableHTTPClientTransport: Transport, StreamableHTTPError } = await sdkModule("client/streamableHttp.js");
+    class SdkHttpError extends Error {
+      constructor(code, message, data) {
+        super(message);
+        this.name = "SdkHttpError";
+        this.code = code;
+        this.data = data;
+      }
+      get status() { return this.data.status; }
+      get statusText() { return this.data.statusText; }
+    }
+    const reshaped = new WeakMap();
+    const reshape = (run, e) => {
+      if (!(e instanceof StreamableHTTPError) || typeof e.code !== "number" || e.code < 100) return e;
+      if (reshaped.has(e)) return reshaped.get(e);
+      const message = String(e.message).replace(/^Streamable HTTP error: /, "");
+      const code = /SSE stream/.test(message) ? "CLIENT_HTTP_FAILED_TO_OPEN_STREAM" : "CLIENT_HTTP_NOT_IMPLEMENTED";
+      const out = new SdkHttpError(code, message, { status: e.code, text: message });
+      reshaped.set(e, out);
+      emit(run, "sdk2", { status: e.code });
+      return out;
+    };
+    const runOf = (t) => sdk2Runs.get(t?._url?.href);
+    const send = Transport.prototype.send;
+    Transport.prototype.send = async function (...args) {
+      try {
+        return await send.apply(this, args);
+      } catch (e) {
+        const run = runOf(this);
+        throw run === undefined ? e : reshape(run, e);
+      }
+    };
+    Object.defineProperty(Transport.prototype, "onerror", {
+      configurable: true,
+      get() { return this.__mcpatchOnerror; },
+      set(fn) {
+        const run = runOf(this);
+        this.__mcpatchOnerror = run === undefined || typeof fn !== "function" ? fn : (e) => fn(reshape(run, e));
+      },
+    });
+  } catch (e) {
+    emit(null, "fatal", { error: `cannot reshape the SDK's errors as SDK 2.x errors: ${e?.stack ?? e}` });
+    process.exit(3);
+  }
+}
+
 let mod;
 try {
   mod = await import(targetUrl);
@@ -53,20 +126,36 @@ async function runOne(r) {
     effect(fn) { const d = fn(); if (typeof d === "function") disposers.push(d); return d; },
     get() { return undefined; },
   };
+  const knobs = r.knobs ?? {};
+  const toolCallTimeoutMs = knobs.toolCallTimeoutMs ?? cfg.callTimeoutMs;
+  if (knobs.sdk2) sdk2Runs.set(new URL(r.url).href, r.id);
   let calls = 0;
-  async function call(name, args = {}, label = name) {
+  // `opts.def`: a tool the host kept from before (it may be unregistered since);
+  // `opts.signalMs`: when the caller's abort signal fires (default: the call timeout).
+  async function call(name, args = {}, label = name, opts = {}) {
     const callId = `c${++calls}`;
-    const def = tools.get(`mcp__${cfg.serverName}__${name}`);
+    const def = opts.def ?? tools.get(`mcp__${cfg.serverName}__${name}`);
     const start = Date.now();
     const done = (ok, extra) => emit(r.id, "call", { call_id: callId, name: label, ok, ms: Date.now() - start, ...extra });
     if (!def) { done(false, { error: "tool not registered" }); return false; }
+    const signalMs = opts.signalMs ?? knobs.signalMs ?? cfg.callTimeoutMs;
+    emit(r.id, "call-start", { call_id: callId, name: label });
+    // A call whose promise outlives both its signal and its timeout by the grace never settled.
+    const neverSettled = Symbol("never settled");
+    let watchdog;
+    const settled = new Promise((resolve) => {
+      watchdog = setTimeout(() => resolve(neverSettled), Math.max(signalMs, toolCallTimeoutMs) + cfg.settleGraceMs);
+    });
     try {
-      const res = await def.execute({ ...args, call_id: callId }, { signal: AbortSignal.timeout(cfg.callTimeoutMs) });
+      const res = await Promise.race([def.execute({ ...args, call_id: callId }, { signal: AbortSignal.timeout(signalMs) }), settled]);
+      if (res === neverSettled) { done(false, { error: cfg.neverSettled }); return false; }
       done(true, { text: Array.isArray(res?.content) ? res.content.map((c) => c?.text ?? "").join("") : "" });
       return true;
     } catch (e) {
       done(false, { error: String(e?.message ?? e) });
       return false;
+    } finally {
+      clearTimeout(watchdog);
     }
   }
   const control = async (what, method = "POST") => {
@@ -99,7 +188,7 @@ async function runOne(r) {
     return false;
   }
   async function pollUntilRecovered() {
-    const deadline = Date.now() + r.deadlineMs;
+    const deadline = Date.now() + r.deadlineMs + (knobs.pollExtraMs ?? 0);
     while (Date.now() < deadline) {
       if (await call("echo", { text: "after" })) { emit(r.id, "recovered"); return; }
       await sleep(cfg.pollMs);
@@ -112,7 +201,7 @@ async function runOne(r) {
     serverName: cfg.serverName,
     url: r.url,
     headers: {},
-    toolCallTimeoutMs: cfg.callTimeoutMs,
+    toolCallTimeoutMs,
     failOnStartupError: true,
     ...(r.reconnect ? { reconnect: r.reconnect } : {}),
   };
@@ -126,6 +215,7 @@ async function runOne(r) {
 
   switch (r.plan) {
     case "invalidate":
+    case "sdk2":
       await call("echo", { text: "before" });
       await control("invalidate");
       await pollUntilRecovered();
@@ -168,6 +258,40 @@ async function runOne(r) {
       await call("slow", { text: "cut", ms: 5000 });
       await listening(generation + 1);
       await pollUntilRecovered();
+      break;
+    }
+    case "relist":
+      await call("echo", { text: "before" });
+      await control("invalidate");
+      await pollUntilRecovered();
+      // The new session's tool list is held back: judge once it was answered.
+      await witnessed((w) => w.filter((e) => e.rpc_method === "tools/list" && e.status === 200).length >= 2);
+      break;
+    case "timeout":
+      await call("echo", { text: "before" });
+      await call("slow", { text: "slow", ms: knobs.slowMs });
+      await sleep(r.settleMs);
+      await call("echo", { text: "after" });
+      break;
+    case "abort-waiting":
+    case "deadline-waiting":
+    case "deadline-resend": {
+      await call("echo", { text: "before" });
+      await control("invalidate");
+      const probe = knobs.probe;
+      await call(probe.tool, probe.args, "probe", { signalMs: probe.signalMs });
+      await pollUntilRecovered();
+      break;
+    }
+    case "give-up": {
+      await call("echo", { text: "before" });
+      // The host still holds the tool when reconnecting gives up and unregisters it.
+      const kept = tools.get(`mcp__${cfg.serverName}__echo`);
+      await control("invalidate");
+      await call("echo", { text: "waiting" }, "waiting", { def: kept });
+      // Every attempt the policy allows has been refused: reconnecting has stopped.
+      await witnessed((w) => w.filter((e) => e.rpc_method === "initialize" && e.status === 503).length >= knobs.attempts);
+      await call("echo", { text: "after" }, "after", { def: kept });
       break;
     }
     case "ordinary":

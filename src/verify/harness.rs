@@ -12,8 +12,11 @@ use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use super::scenario::{
-    HarnessCall, Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS,
-    FORGETFUL_CALLS, IDLE_FOR,
+    HarnessCall, Plan, ScenarioName, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
+    CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
+    DEADLINE_RESEND_CALL_TIMEOUT, DEADLINE_RESEND_REINIT_DELAY, DEADLINE_RESEND_TOOL,
+    DEADLINE_SIGNAL, DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, GIVE_UP_CALL_TIMEOUT, IDLE_FOR,
+    NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
 use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
@@ -38,6 +41,10 @@ pub enum Policy {
     Short,
     /// The package's own default (no `reconnect` config: 500 ms first backoff, 10 attempts).
     Default,
+    /// As short, but only 2 attempts, so reconnecting gives up within a call's timeout.
+    Brief,
+    /// A 5 s first backoff (3 attempts), so a first reconnect that waits it shows.
+    Long,
 }
 
 impl Policy {
@@ -45,12 +52,25 @@ impl Policy {
         match self {
             Policy::Short => "short",
             Policy::Default => "default",
+            Policy::Brief => "brief",
+            Policy::Long => "long",
+        }
+    }
+
+    /// The policy a scenario runs with (`expired-404` runs once more with the package's default).
+    pub fn for_scenario(name: ScenarioName) -> Policy {
+        match name {
+            ScenarioName::GaveUp => Policy::Brief,
+            ScenarioName::LongBackoff => Policy::Long,
+            _ => Policy::Short,
         }
     }
 
     fn config(self) -> Value {
         match self {
             Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
+            Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
+            Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),
             Policy::Default => Value::Null,
         }
     }
@@ -58,8 +78,9 @@ impl Policy {
     /// The first reconnect delay (the package's default is 500 ms).
     pub fn initial_delay(self) -> Duration {
         match self {
-            Policy::Short => Duration::from_millis(100),
+            Policy::Short | Policy::Brief => Duration::from_millis(100),
             Policy::Default => Duration::from_millis(500),
+            Policy::Long => Duration::from_millis(5000),
         }
     }
 
@@ -67,6 +88,8 @@ impl Policy {
     pub fn max_attempts(self) -> u32 {
         match self {
             Policy::Short => 5,
+            Policy::Brief => 2,
+            Policy::Long => 3,
             Policy::Default => 10,
         }
     }
@@ -74,8 +97,8 @@ impl Policy {
     /// The most one reconnect delay grows to (the package's default is 30 s).
     pub fn max_delay(self) -> Duration {
         match self {
-            Policy::Short => Duration::from_millis(1000),
-            Policy::Default => Duration::from_secs(30),
+            Policy::Short | Policy::Brief => Duration::from_millis(1000),
+            Policy::Default | Policy::Long => Duration::from_secs(30),
         }
     }
 
@@ -105,6 +128,47 @@ impl Policy {
     }
 }
 
+/// A plan's own call timeout and probe call, as the harness gets them.
+fn plan_knobs(plan: Plan) -> Value {
+    let ms = |d: Duration| d.as_millis() as u64;
+    match plan {
+        Plan::Timeout => json!({
+            "toolCallTimeoutMs": ms(SLOW_TIMEOUT_CALL),
+            "slowMs": ms(SLOW_TIMEOUT_TOOL),
+        }),
+        // The calls after the probe wait for the held-back new session too.
+        Plan::AbortWaiting => json!({
+            "probe": {"tool": "echo", "args": {"text": "probe"}, "signalMs": ms(ABORT_AFTER)},
+            "pollExtraMs": ms(ABORT_REINIT_DELAY),
+        }),
+        Plan::DeadlineWaiting => json!({
+            "toolCallTimeoutMs": ms(DEADLINE_CALL_TIMEOUT),
+            "probe": {"tool": "echo", "args": {"text": "probe"}, "signalMs": ms(DEADLINE_SIGNAL)},
+            "pollExtraMs": ms(DEADLINE_WAIT_REINIT_DELAY),
+        }),
+        Plan::DeadlineResend => json!({
+            "toolCallTimeoutMs": ms(DEADLINE_RESEND_CALL_TIMEOUT),
+            "probe": {"tool": "slow", "args": {"text": "probe", "ms": ms(DEADLINE_RESEND_TOOL)}, "signalMs": ms(DEADLINE_SIGNAL)},
+            "pollExtraMs": ms(DEADLINE_RESEND_REINIT_DELAY),
+        }),
+        Plan::GiveUp => json!({
+            "toolCallTimeoutMs": ms(GIVE_UP_CALL_TIMEOUT),
+            "signalMs": ms(GIVE_UP_CALL_TIMEOUT),
+            "attempts": Policy::Brief.max_attempts(),
+        }),
+        Plan::Sdk2 => json!({"sdk2": true}),
+        _ => json!({}),
+    }
+}
+
+/// Node's exit code when the event loop empties with a top-level await pending:
+/// the harness waits on a promise of the client that will never settle.
+const UNSETTLED_EXIT: i32 = 13;
+
+/// How long past its own timeout the harness waits for a call before it reports
+/// it as never settled.
+const SETTLE_GRACE: Duration = Duration::from_millis(3000);
+
 /// One run for the harness: a plan, a policy, a fake server.
 #[derive(Debug, Clone)]
 pub struct RunSpec {
@@ -124,6 +188,33 @@ pub struct HarnessRun {
     pub fatal: Option<String>,
     /// Whether the run reached its end.
     pub done: bool,
+    /// Calls started and not yet ended: (call id, name, harness ms at the start).
+    pub unsettled: Vec<(String, String, u64)>,
+    /// HTTP errors the harness handed to the client in the SDK 2.x shape.
+    pub reshaped: usize,
+    /// Whether the plugin's `apply()` returned (the run's plan started).
+    pub ready: bool,
+}
+
+impl HarnessRun {
+    /// Report the calls that never ended as calls that never settled, when node
+    /// stopped (or was stopped) with them pending; false when there were none.
+    fn settle_pending(&mut self, now_ms: u64) -> bool {
+        if self.unsettled.is_empty() {
+            return false;
+        }
+        for (call_id, name, at) in std::mem::take(&mut self.unsettled) {
+            self.calls.push(HarnessCall {
+                call_id,
+                name,
+                ok: false,
+                error: Some(NEVER_SETTLED.to_string()),
+                ms: now_ms.saturating_sub(at),
+            });
+        }
+        self.done = true;
+        true
+    }
 }
 
 /// What the node process said of itself.
@@ -163,6 +254,7 @@ pub async fn run_all(
                 "lateCalls": CONCURRENT_LATE_CALLS,
                 "ranAnswerDelayMs": RAN_BEFORE_LOSS_DELAY.as_millis() as u64,
                 "forgetfulCalls": FORGETFUL_CALLS,
+                "knobs": plan_knobs(s.plan),
             })
         })
         .collect();
@@ -170,6 +262,8 @@ pub async fn run_all(
         "serverName": "fake",
         "pollMs": 25,
         "callTimeoutMs": CALL_TIMEOUT.as_millis() as u64,
+        "settleGraceMs": SETTLE_GRACE.as_millis() as u64,
+        "neverSettled": NEVER_SETTLED,
         "jobs": jobs.max(1),
         "runs": runs,
     });
@@ -200,6 +294,8 @@ pub async fn run_all(
     let mut report = NodeReport::default();
     let mut fatal: Option<String> = None;
     let mut pending: HashMap<usize, HarnessRun> = HashMap::new();
+    let mut last_t: u64 = 0;
+    let mut ended: std::collections::HashSet<usize> = std::collections::HashSet::new();
     // The longest a run can take: a wait per step of its plan, each bounded.
     let per_run = Duration::from_secs(10) + IDLE_FOR + 4 * CALL_TIMEOUT;
     let waves = specs.len().div_ceil(jobs.max(1)) as u32;
@@ -231,26 +327,43 @@ pub async fn run_all(
                 }
                 continue;
             };
-            if run >= specs.len() {
+            // Events after a run's end (logs of its dispose) change nothing.
+            if run >= specs.len() || ended.contains(&run) {
                 continue;
             }
+            let t = v.get("t").and_then(Value::as_u64).unwrap_or(0);
+            last_t = last_t.max(t);
             let r = pending.entry(run).or_default();
             match s("event").as_deref() {
-                Some("ready") => r.tools_before = list("tools"),
+                Some("ready") => {
+                    r.ready = true;
+                    r.tools_before = list("tools")
+                }
                 Some("tools") => r.tools_after = list("tools"),
-                Some("call") => r.calls.push(HarnessCall {
-                    call_id: s("call_id").unwrap_or_default(),
-                    name: s("name").unwrap_or_default(),
-                    ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
-                    error: s("error"),
-                    ms: v.get("ms").and_then(Value::as_u64).unwrap_or(0),
-                }),
+                Some("call-start") => r.unsettled.push((
+                    s("call_id").unwrap_or_default(),
+                    s("name").unwrap_or_default(),
+                    t,
+                )),
+                Some("call") => {
+                    let call_id = s("call_id").unwrap_or_default();
+                    r.unsettled.retain(|(id, _, _)| *id != call_id);
+                    r.calls.push(HarnessCall {
+                        call_id,
+                        name: s("name").unwrap_or_default(),
+                        ok: v.get("ok").and_then(Value::as_bool).unwrap_or(false),
+                        error: s("error"),
+                        ms: v.get("ms").and_then(Value::as_u64).unwrap_or(0),
+                    })
+                }
+                Some("sdk2") => r.reshaped += 1,
                 Some("log") => r.logs.push(format!(
                     "{}: {}",
                     s("level").unwrap_or_default(),
                     s("msg").unwrap_or_default()
                 )),
                 Some("fatal") | Some("done") => {
+                    ended.insert(run);
                     let mut finished = pending.remove(&run).unwrap_or_default();
                     if s("event").as_deref() == Some("fatal") {
                         finished.fatal = s("error");
@@ -263,29 +376,63 @@ pub async fn run_all(
             }
         }
     };
-    if tokio::time::timeout(limit, collect).await.is_err() {
+    let timed_out = tokio::time::timeout(limit, collect).await.is_err();
+    let mut unsettled_exit = false;
+    let stopped = if timed_out {
         let _ = child.kill().await;
-        return Err(Error::Harness {
+        format!("the harness did not finish within {} s", limit.as_secs())
+    } else {
+        let status = child.wait().await.map_err(|e| Error::Harness {
             path: target.to_path_buf(),
-            detail: format!("the harness did not finish within {} s", limit.as_secs()),
-        });
-    }
-    let status = child.wait().await.map_err(|e| Error::Harness {
-        path: target.to_path_buf(),
-        detail: e.to_string(),
-    })?;
-    if let Some(fatal) = fatal {
-        return Err(Error::Harness {
-            path: target.to_path_buf(),
-            detail: fatal,
-        });
-    }
-    if !status.success() {
-        let err = stderr_text.await.unwrap_or_default();
-        return Err(Error::Harness {
-            path: target.to_path_buf(),
-            detail: format!("node exited with {status}: {}", err.trim()),
-        });
+            detail: e.to_string(),
+        })?;
+        if let Some(fatal) = fatal {
+            return Err(Error::Harness {
+                path: target.to_path_buf(),
+                detail: fatal,
+            });
+        }
+        if status.success() {
+            String::new()
+        } else if status.code() == Some(UNSETTLED_EXIT) {
+            unsettled_exit = true;
+            format!("node exited {UNSETTLED_EXIT}: a promise never settled")
+        } else {
+            let err = stderr_text.await.unwrap_or_default();
+            format!("node exited with {status}: {}", err.trim())
+        }
+    };
+    if !stopped.is_empty() {
+        // Node stopped with calls pending (an unsettled promise ends node with
+        // exit 13 once nothing else keeps it alive): those runs are reported as
+        // their calls that never settled, the others as stopped.
+        let left: Vec<usize> = (0..specs.len()).filter(|i| !ended.contains(i)).collect();
+        let mut hung = Vec::new();
+        for run in &left {
+            let mut r = pending.remove(run).unwrap_or_default();
+            if !r.settle_pending(last_t) {
+                r.fatal = Some(match (unsettled_exit, r.ready) {
+                    (true, false) => format!(
+                        "the plugin's apply() never settled (node exited {UNSETTLED_EXIT} with it pending)"
+                    ),
+                    (true, true) => format!(
+                        "the run never ended: a promise of the client never settled (node exited {UNSETTLED_EXIT})"
+                    ),
+                    (false, _) => format!("{stopped} before this run ended"),
+                });
+            }
+            hung.push((*run, r));
+        }
+        if !unsettled_exit && !hung.iter().any(|(_, r)| r.done) {
+            return Err(Error::Harness {
+                path: target.to_path_buf(),
+                detail: stopped,
+            });
+        }
+        for (run, r) in hung {
+            on_done(run, r);
+        }
+        return Ok(report);
     }
     // Runs that never reported their end (the harness stopped early).
     let mut left: Vec<usize> = pending.keys().copied().collect();
@@ -295,4 +442,35 @@ pub async fn run_all(
         on_done(run, r);
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_pending_when_node_stopped_are_reported_as_never_settled() {
+        let mut run = HarnessRun {
+            unsettled: vec![("c2".into(), "waiting".into(), 400)],
+            ..HarnessRun::default()
+        };
+        assert!(run.settle_pending(9400));
+        assert!(run.done && run.unsettled.is_empty());
+        assert_eq!(run.calls.len(), 1);
+        let c = &run.calls[0];
+        assert_eq!(
+            (
+                c.call_id.as_str(),
+                c.name.as_str(),
+                c.ok,
+                c.error.as_deref(),
+                c.ms
+            ),
+            ("c2", "waiting", false, Some(NEVER_SETTLED), 9000)
+        );
+        // Nothing pending: nothing to report, the run is not done.
+        let mut run = HarnessRun::default();
+        assert!(!run.settle_pending(100));
+        assert!(!run.done && run.calls.is_empty());
+    }
 }

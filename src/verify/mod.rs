@@ -3,12 +3,13 @@
 //! installed file, the real MCP SDK, real node, real HTTP servers.
 
 pub mod bridge;
+pub mod checks;
 pub mod harness;
 pub mod scenario;
 pub mod server;
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -40,6 +41,44 @@ pub struct VerifyOptions {
     pub json: bool,
     /// Scenario runs at once (default: all).
     pub jobs: Option<usize>,
+    /// Judge every file by the current revision's expectations, whatever its sha256.
+    pub strict: bool,
+}
+
+/// Which expectations a file was judged by, as `verify --json` reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Expectations {
+    /// The file is the current patch revision: recovery must be seamless.
+    CurrentRevision,
+    /// `--strict`: the current revision's expectations, for a file that is not it.
+    Strict,
+    /// Any other file (earlier revision, unknown, the saved original): recovering
+    /// after failed calls is enough.
+    Relaxed,
+}
+
+impl Expectations {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expectations::CurrentRevision => "current-revision",
+            Expectations::Strict => "strict",
+            Expectations::Relaxed => "relaxed",
+        }
+    }
+
+    /// Whether these are the current revision's (seamless) expectations.
+    pub fn seamless(self) -> bool {
+        self != Expectations::Relaxed
+    }
+
+    fn of(current_patch: bool, strict: bool) -> Self {
+        match (current_patch, strict) {
+            (true, _) => Expectations::CurrentRevision,
+            (false, true) => Expectations::Strict,
+            (false, false) => Expectations::Relaxed,
+        }
+    }
 }
 
 /// One scenario's result, as `verify --json` reports it.
@@ -83,6 +122,10 @@ pub struct InstallResult {
     pub node_version: String,
     /// Whether the harness had to add Promise.withResolvers (Node < 22).
     pub node_shim: bool,
+    /// The expectations the file was judged by: `current-revision` (it is the
+    /// current patch revision), `strict` (`--strict` on any other file) or
+    /// `relaxed` (any other file without `--strict`).
+    pub expectations: Expectations,
     /// SEAMLESS, RECOVERED or HELD when every scenario met its expectation (by the
     /// weakest recovery seen, HELD when no recovery scenario ran), else STUCK or FAILED.
     pub overall: &'static str,
@@ -193,7 +236,7 @@ fn verify_all(
                 Ok(result) => result,
                 Err(e @ Error::BridgeInterrupted { .. }) => return Err(e),
                 Err(e) => {
-                    results.push(not_checked(install, &node, &e));
+                    results.push(not_checked(install, &node, &e, true));
                     failures.absorb::<()>(Err(e))?;
                     continue;
                 }
@@ -222,7 +265,7 @@ fn verify_all(
                 // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
                 let result = rt.block_on(async {
                     tokio::select! {
-                        r = verify_install(&node, install, &target, &scenarios, opts.jobs, progress, false) => r,
+                        r = verify_install(&node, install, &target, &scenarios, opts, progress) => r,
                         signal = interrupts.next() => Err(Error::Interrupted { signal }),
                     }
                 });
@@ -234,7 +277,7 @@ fn verify_all(
             Ok(result) => result,
             Err(e @ Error::Interrupted { .. }) => return Err(e),
             Err(e) => {
-                results.push(not_checked(install, &node, &e));
+                results.push(not_checked(install, &node, &e, opts.strict));
                 failures.absorb::<()>(Err(e))?;
                 continue;
             }
@@ -295,8 +338,58 @@ fn no_backup(file: &std::path::Path, named: Option<&str>, root: &std::path::Path
     }
 }
 
+/// Run the verify scenarios against `file`, a client file inside the package
+/// folder `package_dir` (the install's `lib/index.js`, or a copy beside it, so
+/// its imports resolve from the install), by the current revision's
+/// expectations when `opts.strict`. Nothing is located or changed; only
+/// `scenarios`, `node`, `jobs` and `strict` of `opts` are used. For callers such
+/// as an apply that verifies a patched file before it keeps it.
+pub fn verify_file(
+    spec: &PatchSpec,
+    package_dir: &Path,
+    file: &Path,
+    opts: &VerifyOptions,
+) -> Result<InstallResult> {
+    let (bytes, sha256) = classify::hash_file(file)?;
+    let assessed = classify::assess(spec, &bytes, &sha256);
+    let install = Install {
+        target: spec.target,
+        path: package_dir.to_path_buf(),
+        file: file.to_path_buf(),
+        version: classify::package_version(package_dir),
+        sha256: sha256.clone(),
+        state: assessed.state,
+        revision: assessed.revision,
+        hard_links: 1,
+        same_file_as: Vec::new(),
+        found_via: vec!["verify_file".into()],
+        next_step: assessed.next_step,
+        note: assessed.note,
+        host_defect: None,
+        unfound: None,
+    };
+    let target = Target {
+        load: file.to_path_buf(),
+        file: file.to_path_buf(),
+        backup: None,
+        sha256,
+        state: install.state,
+        _copy: None,
+    };
+    let scenarios = select(&opts.scenarios);
+    let node = node::find(opts.node.as_deref())?;
+    let rt = runtime()?;
+    let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
+    rt.block_on(async {
+        tokio::select! {
+            r = verify_install(&node, &install, &target, &scenarios, opts, false) => r,
+            signal = interrupts.next() => Err(Error::Interrupted { signal }),
+        }
+    })
+}
+
 /// The report of an install whose check could not run: `error` says why.
-fn not_checked(install: &Install, node: &Node, e: &Error) -> InstallResult {
+fn not_checked(install: &Install, node: &Node, e: &Error, strict: bool) -> InstallResult {
     InstallResult {
         target: install.target,
         path: install.path.clone(),
@@ -310,6 +403,7 @@ fn not_checked(install: &Install, node: &Node, e: &Error) -> InstallResult {
         error: Some(e.to_string()),
         node_version: node.version.clone(),
         node_shim: !node.has_with_resolvers,
+        expectations: Expectations::of(install.state == State::Patched, strict),
         overall: "FAILED",
         note: None,
         scenarios: Vec::new(),
@@ -445,13 +539,17 @@ pub fn verify_staged_strict(
         _copy: Some(copy),
     };
     let scenarios = select(&[]);
+    let strict = VerifyOptions {
+        strict: true,
+        ..VerifyOptions::default()
+    };
     // Dropped last, after the runtime: apply goes on after the gate and must stay stoppable.
     let _defaults = SignalDefaults::save();
     let rt = runtime()?;
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     let result = rt.block_on(async {
         tokio::select! {
-            r = verify_install(node, install, &target, &scenarios, None, progress, true) => r,
+            r = verify_install(node, install, &target, &scenarios, &strict, progress) => r,
             signal = interrupts.next() => Err(Error::Interrupted { signal }),
         }
     });
@@ -513,11 +611,14 @@ async fn verify_install(
     install: &Install,
     target: &Target,
     scenarios: &[Scenario],
-    jobs: Option<usize>,
+    opts: &VerifyOptions,
     progress: bool,
-    strict: bool,
 ) -> Result<InstallResult> {
-    let mut runs: Vec<(&Scenario, Policy)> = scenarios.iter().map(|s| (s, Policy::Short)).collect();
+    let jobs = opts.jobs;
+    let mut runs: Vec<(&Scenario, Policy)> = scenarios
+        .iter()
+        .map(|s| (s, Policy::for_scenario(s.name)))
+        .collect();
     if let Some(first) = scenarios
         .iter()
         .find(|s| s.name == ScenarioName::Expired404)
@@ -537,8 +638,8 @@ async fn verify_install(
             url: server.url(),
         })
         .collect();
-    // `strict`: the current patch revision's expectations, whatever is loaded.
-    let seamless = strict || target.is_current_patch();
+    let expectations = Expectations::of(target.is_current_patch(), opts.strict);
+    let seamless = expectations.seamless();
     let total = runs.len();
     let started = Instant::now();
     let mut judged: Vec<Option<Judgement>> = vec![None; total];
@@ -559,7 +660,7 @@ async fn verify_install(
                     let witness = server.witness();
                     let dropped = server.dropped_sessions();
                     let counts = server.call_counts();
-                    scenario::judge(
+                    let mut j = scenario::judge(
                         scenario,
                         expect,
                         &Evidence {
@@ -570,7 +671,9 @@ async fn verify_install(
                             policy,
                             seamless,
                         },
-                    )
+                    );
+                    checks::refine(scenario, policy, expect, &run, &mut j);
+                    j
                 }
             };
             finished += 1;
@@ -613,8 +716,9 @@ async fn verify_install(
         error: None,
         node_version,
         node_shim: node_report.shim || !node.has_with_resolvers,
+        expectations,
         overall,
-        note: install_note(target, overall),
+        note: install_note(target, overall, expectations),
         scenarios: results,
     })
 }
@@ -817,27 +921,39 @@ fn verify_bridge(
         error: None,
         node_version: node.version.clone(),
         node_shim: false,
+        // A bridge is always held to seamless recovery.
+        expectations: Expectations::of(install.state == State::Patched, true),
         overall,
         note,
         scenarios,
     })
 }
 
-fn install_note(target: &Target, overall: &str) -> Option<String> {
+fn install_note(target: &Target, overall: &str, expectations: Expectations) -> Option<String> {
     if target.backup.is_some() {
         return Some("the saved original, run as the control: it is expected to be STUCK".into());
     }
+    let strict = expectations == Expectations::Strict;
     match (target.state, overall) {
-        (State::Outdated, "RECOVERED" | "SEAMLESS") => Some(
+        (State::Patched, _) => None,
+        (State::Outdated, "RECOVERED" | "SEAMLESS") if !strict => Some(
             "patched by an earlier mcpatch revision: it recovers, but calls that meet a lost session fail first; run `mcpatch apply` to upgrade to seamless recovery".into(),
         ),
         (State::Outdated, _) => Some(
             "patched by an earlier mcpatch revision; run `mcpatch apply` to upgrade".into(),
         ),
+        (State::Affected, _) => Some("not patched: run `mcpatch apply`".into()),
+        (_, "SEAMLESS" | "HELD") if strict => Some(
+            "not the current patch revision, judged by its expectations (--strict): it meets them"
+                .into(),
+        ),
+        (_, _) if strict => Some(
+            "not the current patch revision, judged by its expectations (--strict): it falls short of them"
+                .into(),
+        ),
         (State::Modified | State::UpstreamFixed, "RECOVERED") => Some(
             "not a revision mcpatch patched: recovering after failed calls is enough to pass".into(),
         ),
-        (State::Affected, _) => Some("not patched: run `mcpatch apply`".into()),
         _ => None,
     }
 }

@@ -55,6 +55,30 @@ pub enum ScenarioName {
     #[value(name = "cut-mid-call")]
     #[serde(rename = "cut-mid-call")]
     CutMidCall,
+    #[value(name = "expired-404-sdk2")]
+    #[serde(rename = "expired-404-sdk2")]
+    Expired404Sdk2,
+    #[value(name = "slow-timeout")]
+    #[serde(rename = "slow-timeout")]
+    SlowTimeout,
+    #[value(name = "slow-relist")]
+    #[serde(rename = "slow-relist")]
+    SlowRelist,
+    #[value(name = "abort-waiting")]
+    #[serde(rename = "abort-waiting")]
+    AbortWaiting,
+    #[value(name = "deadline-waiting")]
+    #[serde(rename = "deadline-waiting")]
+    DeadlineWaiting,
+    #[value(name = "deadline-resend")]
+    #[serde(rename = "deadline-resend")]
+    DeadlineResend,
+    #[value(name = "long-backoff")]
+    #[serde(rename = "long-backoff")]
+    LongBackoff,
+    #[value(name = "gave-up")]
+    #[serde(rename = "gave-up")]
+    GaveUp,
 }
 
 impl ScenarioName {
@@ -72,6 +96,14 @@ impl ScenarioName {
             ScenarioName::ConcurrentLoss => "concurrent-loss",
             ScenarioName::Forgetful => "forgetful",
             ScenarioName::CutMidCall => "cut-mid-call",
+            ScenarioName::Expired404Sdk2 => "expired-404-sdk2",
+            ScenarioName::SlowTimeout => "slow-timeout",
+            ScenarioName::SlowRelist => "slow-relist",
+            ScenarioName::AbortWaiting => "abort-waiting",
+            ScenarioName::DeadlineWaiting => "deadline-waiting",
+            ScenarioName::DeadlineResend => "deadline-resend",
+            ScenarioName::LongBackoff => "long-backoff",
+            ScenarioName::GaveUp => "gave-up",
         }
     }
 }
@@ -101,6 +133,24 @@ pub enum Plan {
     Forgetful,
     /// Call a slow tool while the server dies under it, wait until it listens again, call again.
     Cut,
+    /// As `Invalidate`, with every HTTP error of the SDK reshaped as the SDK 2.x
+    /// `SdkHttpError` (numeric `status`, string `code`) before the client sees it.
+    Sdk2,
+    /// Call a tool slower than the call's timeout on a healthy session, then call again.
+    Timeout,
+    /// As `Invalidate`, then wait until the new session's (held back) tool list is answered.
+    Relist,
+    /// Call, have the server drop the session, make one probe call whose abort
+    /// signal fires while it waits for the new session, then call until it works.
+    AbortWaiting,
+    /// As `AbortWaiting`, but `toolCallTimeoutMs` ends the wait (the signal is longer).
+    DeadlineWaiting,
+    /// As `DeadlineWaiting`, with a slow probe whose repeat must end by the call's
+    /// own deadline, not a fresh `toolCallTimeoutMs`.
+    DeadlineResend,
+    /// Call, have the server drop the session and refuse every new one; one call
+    /// waits while reconnecting gives up, one more is made after it.
+    GiveUp,
 }
 
 impl Plan {
@@ -114,6 +164,13 @@ impl Plan {
             Plan::Concurrent => "concurrent",
             Plan::Forgetful => "forgetful",
             Plan::Cut => "cut",
+            Plan::Sdk2 => "sdk2",
+            Plan::Timeout => "timeout",
+            Plan::Relist => "relist",
+            Plan::AbortWaiting => "abort-waiting",
+            Plan::DeadlineWaiting => "deadline-waiting",
+            Plan::DeadlineResend => "deadline-resend",
+            Plan::GiveUp => "give-up",
         }
     }
 }
@@ -133,6 +190,12 @@ pub enum Expectation {
     Bounded,
     /// A call cut while the tool ran fails and is never sent again (NOT-RETRIED).
     NoRetry,
+    /// A call that waits for a new session ends by its own abort signal or
+    /// deadline, and is not sent again after it; calls work again later (TIMELY).
+    Timely,
+    /// Once reconnecting has stopped, a waiting call and a later one fail at
+    /// once, with the server's words and why it stopped (FAILED-FAST).
+    FailFast,
 }
 
 impl Expectation {
@@ -144,6 +207,8 @@ impl Expectation {
             Expectation::Hold => "HELD",
             Expectation::Bounded => "BOUNDED",
             Expectation::NoRetry => "NOT-RETRIED",
+            Expectation::Timely => "TIMELY",
+            Expectation::FailFast => "FAILED-FAST",
         }
     }
 }
@@ -187,6 +252,44 @@ pub const FORGETFUL_CALLS: usize = 8;
 const BACKOFF_TOLERANCE_MS: u64 = 10;
 /// How much past its timeout a call may end before it counts as outliving it.
 const TIMEOUT_SLACK: Duration = Duration::from_millis(500);
+
+/// `slow-timeout`: the call's `toolCallTimeoutMs`, and how long its tool runs.
+pub const SLOW_TIMEOUT_CALL: Duration = Duration::from_millis(800);
+pub const SLOW_TIMEOUT_TOOL: Duration = Duration::from_millis(2000);
+/// `slow-relist`: how long the server holds the new session's tool list back.
+pub const RELIST_DELAY: Duration = Duration::from_millis(400);
+/// `abort-waiting`: when the probe call's abort signal fires, and how long the
+/// server holds the re-initialize back (the call's `toolCallTimeoutMs` is the usual 3 s).
+pub const ABORT_AFTER: Duration = Duration::from_millis(400);
+pub const ABORT_REINIT_DELAY: Duration = Duration::from_millis(1500);
+/// `deadline-*`: the call's `toolCallTimeoutMs`, and its abort signal (longer, so
+/// only the deadline can end the call in time).
+pub const DEADLINE_CALL_TIMEOUT: Duration = Duration::from_millis(1000);
+pub const DEADLINE_SIGNAL: Duration = Duration::from_millis(6000);
+/// `deadline-waiting`: the re-initialize is held back past the call's deadline.
+pub const DEADLINE_WAIT_REINIT_DELAY: Duration = Duration::from_millis(3000);
+/// `deadline-resend`: the call's `toolCallTimeoutMs`; the re-initialize is held
+/// back this long, then the probe's repeat runs a tool this slow: only the call's
+/// own deadline ends it in time (a repeat with a whole new `toolCallTimeoutMs`
+/// ends at 3.9 s at the earliest).
+pub const DEADLINE_RESEND_CALL_TIMEOUT: Duration = Duration::from_millis(3000);
+pub const DEADLINE_RESEND_REINIT_DELAY: Duration = Duration::from_millis(900);
+pub const DEADLINE_RESEND_TOOL: Duration = Duration::from_millis(5000);
+/// How much past its signal or deadline a probe call may end (timers, a loaded machine).
+const TIMELY_SLACK: Duration = Duration::from_millis(700);
+/// `gave-up`: reconnecting stops after two quick failed attempts (about 0.3 s);
+/// the call waiting meanwhile (its timeout and signal: [`GIVE_UP_CALL_TIMEOUT`])
+/// must fail by [`GIVE_UP_WAIT_LIMIT`], and a call made after it within [`FAIL_FAST_LIMIT`].
+pub const GIVE_UP_CALL_TIMEOUT: Duration = Duration::from_millis(6000);
+pub const GIVE_UP_WAIT_LIMIT: Duration = Duration::from_millis(3000);
+pub const FAIL_FAST_LIMIT: Duration = Duration::from_millis(1000);
+/// The current revision starts the first reconnect of an outage at once: the new
+/// initialize must arrive this soon after the session-lost answer. Judged where
+/// the policy's first backoff is at least twice as long (`long-backoff`: 5 s),
+/// so a client that waits it shows, and a loaded machine does not.
+pub const FIRST_RECONNECT_LIMIT: Duration = Duration::from_millis(2500);
+/// The error the harness reports for a call whose promise never settled.
+pub const NEVER_SETTLED: &str = "never settled";
 
 /// Every scenario, in the order verify reports them.
 pub fn all() -> Vec<Scenario> {
@@ -303,10 +406,81 @@ pub fn all() -> Vec<Scenario> {
             behaviour: ServerBehaviour {
                 lost_session: LostSessionAnswer::NotFoundText,
                 restart_during_slow_call: true,
-                ..base
+                ..base.clone()
             },
             plan: Plan::Cut,
             expect: Expectation::NoRetry,
+        },
+        Scenario {
+            name: ScenarioName::Expired404Sdk2,
+            what: "drops the session; answers 404 + JSON-RPC -32001; the client sees each HTTP error as the SDK 2.x SdkHttpError (numeric status, string code)",
+            behaviour: base.clone(),
+            plan: Plan::Sdk2,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::SlowTimeout,
+            what: "a tool runs past the call's 800 ms timeout on a healthy session (the SDK's timeout is -32001, the code some servers use for an unknown session)",
+            behaviour: base.clone(),
+            plan: Plan::Timeout,
+            expect: Expectation::Hold,
+        },
+        Scenario {
+            name: ScenarioName::SlowRelist,
+            what: "drops the session; holds the new session's tool list back 400 ms",
+            behaviour: ServerBehaviour {
+                relist_delay: Some(RELIST_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::Relist,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::AbortWaiting,
+            what: "drops the session; holds the re-initialize back 1.5 s; a call's abort signal fires at 400 ms while it waits (toolCallTimeoutMs 3 s)",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(ABORT_REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::AbortWaiting,
+            expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::DeadlineWaiting,
+            what: "drops the session; holds the re-initialize back 3 s, past a waiting call's 1 s toolCallTimeoutMs (its signal: 6 s)",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(DEADLINE_WAIT_REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::DeadlineWaiting,
+            expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::DeadlineResend,
+            what: "drops the session; holds the re-initialize back 0.9 s; the repeat of a 5 s tool must end by the call's own 3 s toolCallTimeoutMs",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(DEADLINE_RESEND_REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::DeadlineResend,
+            expect: Expectation::Timely,
+        },
+        Scenario {
+            name: ScenarioName::LongBackoff,
+            what: "drops the session; the client's first reconnect delay is 5 s, which a session-lost answer must skip",
+            behaviour: base.clone(),
+            plan: Plan::Invalidate,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::GaveUp,
+            what: "drops the session and refuses every new one (503): reconnecting stops after 2 attempts while a call waits",
+            behaviour: ServerBehaviour {
+                refuse_reinit: true,
+                ..base
+            },
+            plan: Plan::GiveUp,
+            expect: Expectation::FailFast,
         },
     ]
 }
@@ -397,6 +571,20 @@ pub fn judge_with(
         trigger_error: None,
         note: String::new(),
     };
+    if let Some(c) = ev
+        .calls
+        .iter()
+        .find(|c| !c.ok && c.error.as_deref() == Some(NEVER_SETTLED))
+    {
+        return Judgement {
+            verdict: "HANG",
+            note: format!(
+                "call {} ({}) never settled: its caller was still waiting after {} ms",
+                c.call_id, c.name, c.ms
+            ),
+            ..base
+        };
+    }
     if let Some(note) = repeated_call(ev) {
         return Judgement {
             verdict: "REPEATED",
@@ -416,6 +604,8 @@ pub fn judge_with(
         Expectation::Hold => judge_hold(scenario, ev, base),
         Expectation::Bounded => judge_bounded(ev, base),
         Expectation::NoRetry => judge_no_retry(ev, base),
+        Expectation::Timely => judge_timely(scenario, ev, base),
+        Expectation::FailFast => judge_fail_fast(scenario, ev, base),
     };
     j.ok = match expect {
         Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),
@@ -563,9 +753,16 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Jud
     else {
         return stuck("a new session started but its tools were never listed again".into());
     };
-    let Some(called) = witness[relisted..].iter().find(|e| {
+    let worked = |e: &&WitnessEntry| {
         on_fresh(e) && e.rpc_method.as_deref() == Some("tools/call") && e.call_ok == Some(true)
-    }) else {
+    };
+    // The log is in answer order: a call answered before the (held back) tool
+    // list shows before it; the rule below names it.
+    let Some(called) = witness[relisted..]
+        .iter()
+        .find(worked)
+        .or_else(|| witness[new_init..relisted].iter().find(worked))
+    else {
         return stuck(format!(
             "a new session started{}, but no tool call succeeded on it",
             if relist_tools {
@@ -599,16 +796,16 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Jud
             deadline.as_millis()
         ));
     }
-    let relisted = if relist_tools {
+    let relisted_words = if relist_tools {
         ", tools re-listed"
     } else {
         ""
     };
     let mut note = if later_inits == 0 {
-        format!("one fresh initialize without the dead id{relisted}, calls succeeded")
+        format!("one fresh initialize without the dead id{relisted_words}, calls succeeded")
     } else {
         format!(
-            "fresh initialize without the dead id{relisted}, calls succeeded; {later_inits} more initialize(s) after it"
+            "fresh initialize without the dead id{relisted_words}, calls succeeded; {later_inits} more initialize(s) after it"
         )
     };
     if rejected_reinit > 0 {
@@ -616,8 +813,41 @@ fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Jud
             "; {rejected_reinit} initialize(s) carried a session id"
         ));
     }
+    // Rules of the current revision that a recovery can break and still recover.
+    let mut lapses = Vec::new();
+    // No client that keeps a tool list may send a call on a new session
+    // before its tools are re-listed (a bridge's host lists them itself).
+    let listed_at = witness[relisted].answered_ms;
+    if let Some(early) = witness[new_init..].iter().find(|e| {
+        relist_tools
+            && on_fresh(e)
+            && e.rpc_method.as_deref() == Some("tools/call")
+            && e.t_ms < listed_at
+    }) {
+        lapses.push(format!(
+            "call {} was sent on the new session at {} ms, before its tools were re-listed ({} ms)",
+            early.call_id.as_deref().unwrap_or("(no id)"),
+            early.t_ms,
+            listed_at
+        ));
+    }
+    if ev.seamless {
+        let reconnect_ms = witness[new_init]
+            .t_ms
+            .saturating_sub(witness[first_failed].answered_ms);
+        let limit = FIRST_RECONNECT_LIMIT.as_millis() as u64;
+        if ev.policy.initial_delay() >= 2 * FIRST_RECONNECT_LIMIT && reconnect_ms > limit {
+            lapses.push(format!(
+                "the first reconnect started {reconnect_ms} ms after the session-lost answer, not at once (limit {limit} ms; the policy's first backoff is {} ms)",
+                ev.policy.initial_delay().as_millis()
+            ));
+        }
+    }
+    if !lapses.is_empty() {
+        note = format!("{}; {note}", lapses.join("; "));
+    }
     Judgement {
-        verdict: if base.failed_calls == 0 && later_inits == 0 {
+        verdict: if base.failed_calls == 0 && later_inits == 0 && lapses.is_empty() {
             "SEAMLESS"
         } else {
             "RECOVERED"
@@ -668,6 +898,20 @@ fn judge_hold(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgem
             );
         }
     }
+    if scenario.plan == Plan::Timeout {
+        let Some(slow) = ev.calls.iter().find(|c| c.name == "slow") else {
+            return verdict("BROKEN", "the slow call was never made".into());
+        };
+        if slow.ok {
+            return verdict(
+                "BROKEN",
+                format!(
+                    "the slow call {} did not time out: nothing was tested",
+                    slow.call_id
+                ),
+            );
+        }
+    }
     if scenario.plan == Plan::Ordinary {
         for (kind, words) in ORDINARY_ERROR_WORDS {
             let reached = ev
@@ -710,6 +954,7 @@ fn judge_hold(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgem
             "each error reached the caller once; {calls_on_session} calls on one session, no new initialize"
         ),
         Plan::Settle => "the GET 404 changed nothing: same session, no new initialize".into(),
+        Plan::Timeout => "the timed-out call failed once and was not sent again; same session, no new initialize".into(),
         _ => "kept working on the same session, no new initialize".into(),
     };
     verdict("HELD", note)
@@ -795,6 +1040,196 @@ fn handshakes_said(count: usize, bound: usize) -> String {
             n - 1
         ),
     }
+}
+
+/// Whether a call worked on a session started after witness entry `after`.
+fn worked_on_new_session(ev: &Evidence<'_>, after: usize) -> bool {
+    let fresh: Vec<&str> = ev.witness[after..]
+        .iter()
+        .filter(|e| initialize_fresh(e))
+        .filter_map(|e| e.session_issued.as_deref())
+        .collect();
+    ev.witness[after..].iter().any(|e| {
+        e.rpc_method.as_deref() == Some("tools/call")
+            && e.call_ok == Some(true)
+            && e.session_sent
+                .as_deref()
+                .is_some_and(|s| fresh.contains(&s))
+    })
+}
+
+fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let (bound, what, most_sends) = match scenario.plan {
+        Plan::AbortWaiting => (ABORT_AFTER, "abort signal", 1),
+        Plan::DeadlineWaiting => (DEADLINE_CALL_TIMEOUT, "toolCallTimeoutMs", 1),
+        _ => (DEADLINE_RESEND_CALL_TIMEOUT, "toolCallTimeoutMs", 2),
+    };
+    let Some(probe) = ev.calls.iter().find(|c| c.name == "probe") else {
+        return verdict("BROKEN", "the probe call was never made".into());
+    };
+    let Some(lost_at) = ev.witness.iter().position(|e| {
+        e.call_id.as_deref() == Some(probe.call_id.as_str())
+            && e.executed == Some(false)
+            && matches!(e.status, 400 | 401 | 404)
+    }) else {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} never met the lost session: nothing was tested",
+                probe.call_id
+            ),
+        );
+    };
+    let base = Judgement {
+        trigger_ms: Some(probe.ms),
+        trigger_error: probe.error.clone(),
+        ..base.clone()
+    };
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let bound_ms = bound.as_millis() as u64;
+    if probe.ms > (bound + TIMELY_SLACK).as_millis() as u64 {
+        return verdict(
+            "LATE",
+            format!(
+                "call {} ended after {} ms, past its {what} of {bound_ms} ms",
+                probe.call_id, probe.ms
+            ),
+        );
+    }
+    if probe.ok {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} succeeded within its {what}: the server never held it back, nothing was tested",
+                probe.call_id
+            ),
+        );
+    }
+    let sent = ev.counts.get(&probe.call_id).map_or(0, |c| c.sent);
+    if scenario.plan == Plan::DeadlineResend && ev.seamless && sent < 2 {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} was not sent again on the new session: the repeat's deadline was not tested",
+                probe.call_id
+            ),
+        );
+    }
+    if sent > most_sends {
+        return verdict(
+            "REPEATED",
+            format!(
+                "call {} was sent {sent} times; once its {what} has passed it must not be sent again",
+                probe.call_id
+            ),
+        );
+    }
+    if !worked_on_new_session(ev, lost_at) {
+        return verdict(
+            "STUCK",
+            "no call worked on a new session after the session was lost".into(),
+        );
+    }
+    verdict(
+        "TIMELY",
+        format!(
+            "call {} ended after {} ms, within its {what} ({bound_ms} ms), sent {sent} time(s); calls worked again on a new session",
+            probe.call_id, probe.ms
+        ),
+    )
+}
+
+fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    let (Some(waiting), Some(after)) = (
+        ev.calls.iter().find(|c| c.name == "waiting"),
+        ev.calls.iter().find(|c| c.name == "after"),
+    ) else {
+        return verdict(
+            "BROKEN",
+            "the waiting call or the call after it was never made".into(),
+        );
+    };
+    let refused = ev
+        .witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 503)
+        .count();
+    if refused == 0 {
+        return verdict(
+            "BROKEN",
+            "the client never tried a new session: nothing was tested".into(),
+        );
+    }
+    if let Some(c) = [waiting, after].into_iter().find(|c| c.ok) {
+        return verdict(
+            "BROKEN",
+            format!(
+                "call {} succeeded although the server refused every new session",
+                c.name
+            ),
+        );
+    }
+    for (c, limit) in [(waiting, GIVE_UP_WAIT_LIMIT), (after, FAIL_FAST_LIMIT)] {
+        if c.ms > limit.as_millis() as u64 {
+            return verdict(
+                "LATE",
+                format!(
+                    "call {} failed only after {} ms: once reconnecting has stopped it must fail at once (limit {} ms, its timeout {} ms)",
+                    c.name,
+                    c.ms,
+                    limit.as_millis(),
+                    GIVE_UP_CALL_TIMEOUT.as_millis()
+                ),
+            );
+        }
+    }
+    let words = scenario.behaviour.lost_session.words();
+    // The call that met the loss gets the server's answer; the call made after
+    // reconnecting stopped also says why.
+    if ev.seamless {
+        for (c, why) in [(waiting, None), (after, Some("gave up"))] {
+            let error = c.error.as_deref().unwrap_or("");
+            let said = error.contains(words) && why.is_none_or(|w| error.contains(w));
+            if !said {
+                return verdict(
+                    "MUTE",
+                    match why {
+                        None => format!(
+                            "the error of call {} does not carry the server's words ({words:?}): {error:?}",
+                            c.name
+                        ),
+                        Some(w) => format!(
+                            "the error of call {} does not carry the server's words ({words:?}) and why reconnecting stopped ({w:?}): {error:?}",
+                            c.name
+                        ),
+                    },
+                );
+            }
+        }
+    }
+    verdict(
+        "FAILED-FAST",
+        format!(
+            "once reconnecting stopped ({refused} refused initialize(s)), the waiting call failed after {} ms and the next after {} ms{}",
+            waiting.ms,
+            after.ms,
+            if ev.seamless { ", with the server's words" } else { "" }
+        ),
+    )
 }
 
 fn judge_no_retry(ev: &Evidence<'_>, base: Judgement) -> Judgement {
@@ -954,6 +1389,18 @@ mod tests {
                 counts: &self.counts,
                 calls: &self.calls,
                 policy: Policy::Short,
+                seamless: self.seamless,
+            };
+            judge(&find(name), expect, &ev)
+        }
+
+        fn judge_with(&self, name: ScenarioName, expect: Expectation, policy: Policy) -> Judgement {
+            let ev = Evidence {
+                witness: &self.witness,
+                dropped: &self.dropped,
+                counts: &self.counts,
+                calls: &self.calls,
+                policy,
                 seamless: self.seamless,
             };
             judge(&find(name), expect, &ev)
@@ -1554,6 +2001,292 @@ mod tests {
         run.witness.insert(3, call(20, "s1", "c0", 200));
         let j = run.judge(ScenarioName::CutMidCall, Expectation::NoRetry);
         assert_eq!(j.verdict, "STUCK", "{}", j.note);
+    }
+
+    // ---- the rules of the current revision ----
+
+    #[test]
+    fn a_call_sent_on_the_new_session_before_its_tools_are_listed_is_only_recovered() {
+        let mut run = seamless_recovery(404, 130);
+        run.witness[8].answered_ms = 124;
+        run.witness[9].t_ms = 123;
+        let j = run.judge(ScenarioName::SlowRelist, Expectation::Seamless);
+        assert_eq!((j.verdict, j.ok), ("RECOVERED", false));
+        assert_eq!(j.note, "call c2 was sent on the new session at 123 ms, before its tools were re-listed (124 ms); one fresh initialize without the dead id, tools re-listed, calls succeeded");
+        run.witness[9].t_ms = 124;
+        let j = run.judge(ScenarioName::SlowRelist, Expectation::Seamless);
+        assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
+        // Earlier revisions pass with it: they recovered.
+        run.witness[9].t_ms = 123;
+        run.seamless = false;
+        let j = run.judge(ScenarioName::SlowRelist, Expectation::Recover);
+        assert_eq!((j.verdict, j.ok), ("RECOVERED", true));
+        // A call answered before the held-back list shows before it in the log.
+        let mut run = seamless_recovery(404, 130);
+        let list = run.witness.remove(8);
+        run.witness.push(WitnessEntry {
+            answered_ms: 500,
+            ..list
+        });
+        let j = run.judge(ScenarioName::SlowRelist, Expectation::Seamless);
+        assert_eq!((j.verdict, j.ok), ("RECOVERED", false));
+        assert!(
+            j.note
+                .starts_with("call c2 was sent on the new session at 125 ms, before its tools were re-listed (500 ms)"),
+            "{}",
+            j.note
+        );
+    }
+
+    #[test]
+    fn the_first_reconnect_must_start_at_once_where_the_first_backoff_is_long() {
+        // The loss is answered at 111 ms; s2's initialize arrives `after` ms later.
+        let late = |after: u64| {
+            let mut run = seamless_recovery(404, 130);
+            let t = 111 + after;
+            run.witness[7] = init(t, "s2");
+            run.witness[8] = list(t + 9, "s2");
+            run.witness[9] = call(t + 13, "s2", "c2", 200);
+            run.judge_with(
+                ScenarioName::LongBackoff,
+                Expectation::Seamless,
+                Policy::Long,
+            )
+        };
+        let j = late(2500);
+        assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
+        let j = late(2501);
+        assert_eq!((j.verdict, j.ok), ("RECOVERED", false));
+        assert_eq!(j.note, "the first reconnect started 2501 ms after the session-lost answer, not at once (limit 2500 ms; the policy's first backoff is 5000 ms); one fresh initialize without the dead id, tools re-listed, calls succeeded");
+        // A short first backoff says nothing about it.
+        let mut run = seamless_recovery(404, 130);
+        run.witness[7] = init(111 + 2501, "s2");
+        run.witness[8] = list(111 + 2510, "s2");
+        run.witness[9] = call(111 + 2514, "s2", "c2", 200);
+        let j = run.judge_with(
+            ScenarioName::Expired404,
+            Expectation::Seamless,
+            Policy::Default,
+        );
+        assert_eq!(j.verdict, "SEAMLESS", "{}", j.note);
+    }
+
+    #[test]
+    fn a_call_that_never_settled_is_a_hang_named_by_its_call() {
+        let mut run = seamless_recovery(404, 130);
+        run.calls
+            .push(seen("c3", "echo", Some(NEVER_SETTLED), 6000));
+        let j = run.judge(ScenarioName::Expired404, Expectation::Seamless);
+        assert_eq!((j.verdict, j.ok), ("HANG", false));
+        assert_eq!(
+            j.note,
+            "call c3 (echo) never settled: its caller was still waiting after 6000 ms"
+        );
+        // An ordinary error with those words in it is no hang.
+        run.calls[2].error = Some(format!("Error: {NEVER_SETTLED}"));
+        let j = run.judge(ScenarioName::Expired404, Expectation::Seamless);
+        assert_ne!(j.verdict, "HANG");
+    }
+
+    #[test]
+    fn a_timed_out_call_on_a_healthy_session_holds_only_when_it_timed_out() {
+        let run = held(&[
+            ("c1", "echo", None),
+            ("c2", "slow", Some("MCP error -32001: Request timed out")),
+            ("c3", "echo", None),
+        ]);
+        let j = run.judge(ScenarioName::SlowTimeout, Expectation::Hold);
+        assert_eq!((j.verdict, j.ok), ("HELD", true), "{}", j.note);
+        assert_eq!(j.note, "the timed-out call failed once and was not sent again; same session, no new initialize");
+        let run = held(&[
+            ("c1", "echo", None),
+            ("c2", "slow", None),
+            ("c3", "echo", None),
+        ]);
+        let j = run.judge(ScenarioName::SlowTimeout, Expectation::Hold);
+        assert_eq!(
+            (j.verdict, j.note.as_str()),
+            (
+                "BROKEN",
+                "the slow call c2 did not time out: nothing was tested"
+            )
+        );
+        let mut run = held(&[
+            ("c1", "echo", None),
+            ("c2", "slow", Some("MCP error -32001: Request timed out")),
+            ("c3", "echo", None),
+        ]);
+        run.witness.push(init(30, "s2"));
+        let j = run.judge(ScenarioName::SlowTimeout, Expectation::Hold);
+        assert_eq!(j.verdict, "RECYCLED");
+    }
+
+    /// The probe c2 meets the loss of s1 at 110 ms and ends after `ms`; s2 starts
+    /// at 1500 ms and c3 works on it.
+    fn waited(ms: u64, sent: u32) -> Run {
+        Run {
+            witness: vec![
+                init(0, "s1"),
+                list(5, "s1"),
+                call(10, "s1", "c1", 200),
+                control(100, "invalidate: dropped 1 session(s)"),
+                call(110, "s1", "c2", 404),
+                init(1500, "s2"),
+                list(1510, "s2"),
+                call(1520, "s2", "c3", 200),
+            ],
+            dropped: vec!["s1".into()],
+            counts: counts(&[("c1", 1, 1), ("c2", sent, 0), ("c3", 1, 1)]),
+            calls: vec![
+                seen("c1", "echo", None, 2),
+                seen("c2", "probe", Some("This operation was aborted"), ms),
+                seen("c3", "echo", None, 3),
+            ],
+            seamless: true,
+        }
+    }
+
+    #[test]
+    fn a_waiting_call_is_timely_only_when_it_ends_by_its_signal_and_is_not_sent_again() {
+        let j = waited(1100, 1).judge(ScenarioName::AbortWaiting, Expectation::Timely);
+        assert_eq!(
+            (j.verdict, j.ok, j.trigger_ms),
+            ("TIMELY", true, Some(1100)),
+            "{}",
+            j.note
+        );
+        assert_eq!(j.note, "call c2 ended after 1100 ms, within its abort signal (400 ms), sent 1 time(s); calls worked again on a new session");
+        let j = waited(1101, 1).judge(ScenarioName::AbortWaiting, Expectation::Timely);
+        assert_eq!((j.verdict, j.ok), ("LATE", false));
+        assert_eq!(
+            j.note,
+            "call c2 ended after 1101 ms, past its abort signal of 400 ms"
+        );
+        let j = waited(1701, 1).judge(ScenarioName::DeadlineWaiting, Expectation::Timely);
+        assert_eq!(
+            j.note,
+            "call c2 ended after 1701 ms, past its toolCallTimeoutMs of 1000 ms"
+        );
+        let j = waited(500, 2).judge(ScenarioName::AbortWaiting, Expectation::Timely);
+        assert_eq!((j.verdict, j.ok), ("REPEATED", false));
+        assert_eq!(
+            j.note,
+            "call c2 was sent 2 times; once its abort signal has passed it must not be sent again"
+        );
+        let mut run = waited(500, 1);
+        run.witness.pop();
+        let j = run.judge(ScenarioName::AbortWaiting, Expectation::Timely);
+        assert_eq!(
+            (j.verdict, j.note.as_str()),
+            (
+                "STUCK",
+                "no call worked on a new session after the session was lost"
+            )
+        );
+        let mut run = waited(500, 1);
+        run.calls[1] = seen("c2", "probe", None, 500);
+        let j = run.judge(ScenarioName::AbortWaiting, Expectation::Timely);
+        assert_eq!(j.verdict, "BROKEN");
+        let mut run = waited(500, 1);
+        run.witness[4].status = 500;
+        let j = run.judge(ScenarioName::AbortWaiting, Expectation::Timely);
+        assert_eq!(
+            (j.verdict, j.note.as_str()),
+            (
+                "BROKEN",
+                "call c2 never met the lost session: nothing was tested"
+            )
+        );
+    }
+
+    #[test]
+    fn the_repeat_of_a_waiting_call_is_judged_only_when_it_was_sent() {
+        let j = waited(3700, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        assert_eq!((j.verdict, j.ok), ("TIMELY", true), "{}", j.note);
+        let j = waited(3701, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        assert_eq!(
+            j.note,
+            "call c2 ended after 3701 ms, past its toolCallTimeoutMs of 3000 ms"
+        );
+        let j = waited(3000, 1).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        assert_eq!((j.verdict, j.note.as_str()), ("BROKEN", "call c2 was not sent again on the new session: the repeat's deadline was not tested"));
+        let mut run = waited(3000, 1);
+        run.seamless = false;
+        let j = run.judge(ScenarioName::DeadlineResend, Expectation::Timely);
+        assert_eq!(j.verdict, "TIMELY");
+    }
+
+    /// s1 lost at 100 ms; c2 (waiting) meets it, two initializes are refused;
+    /// c3 (after) is made once reconnecting stopped.
+    fn gave_up(waiting_error: &str, waiting_ms: u64, after_error: &str, after_ms: u64) -> Run {
+        Run {
+            witness: vec![
+                init(0, "s1"),
+                list(5, "s1"),
+                call(10, "s1", "c1", 200),
+                control(100, "invalidate: dropped 1 session(s)"),
+                call(110, "s1", "c2", 404),
+                entry(112, "POST", Some("initialize"), None, 503),
+                entry(320, "POST", Some("initialize"), None, 503),
+            ],
+            dropped: vec!["s1".into()],
+            counts: counts(&[("c1", 1, 1), ("c2", 1, 0), ("c3", 0, 0)]),
+            calls: vec![
+                seen("c1", "echo", None, 2),
+                seen("c2", "waiting", Some(waiting_error), waiting_ms),
+                seen("c3", "after", Some(after_error), after_ms),
+            ],
+            seamless: true,
+        }
+    }
+
+    const SDK_404: &str = "Streamable HTTP error: Error POSTing to endpoint: {\"error\":{\"code\":-32001,\"message\":\"Session not found\"}}";
+    const STOPPED: &str = "mcp-client(fake): the server no longer recognises the session (Session not found) and gave up after 2 consecutive failed reconnect attempts";
+
+    #[test]
+    fn calls_fail_fast_with_the_servers_words_once_reconnecting_stopped() {
+        let j = gave_up(SDK_404, 3000, STOPPED, 1000)
+            .judge(ScenarioName::GaveUp, Expectation::FailFast);
+        assert_eq!((j.verdict, j.ok), ("FAILED-FAST", true), "{}", j.note);
+        assert_eq!(j.note, "once reconnecting stopped (2 refused initialize(s)), the waiting call failed after 3000 ms and the next after 1000 ms, with the server's words");
+        let j =
+            gave_up(SDK_404, 3001, STOPPED, 1).judge(ScenarioName::GaveUp, Expectation::FailFast);
+        assert_eq!((j.verdict, j.ok), ("LATE", false));
+        assert_eq!(j.note, "call waiting failed only after 3001 ms: once reconnecting has stopped it must fail at once (limit 3000 ms, its timeout 6000 ms)");
+        let j =
+            gave_up(SDK_404, 300, STOPPED, 1001).judge(ScenarioName::GaveUp, Expectation::FailFast);
+        assert_eq!(j.verdict, "LATE");
+        let j = gave_up("session lost", 300, STOPPED, 1)
+            .judge(ScenarioName::GaveUp, Expectation::FailFast);
+        assert_eq!((j.verdict, j.ok), ("MUTE", false));
+        assert_eq!(j.note, "the error of call waiting does not carry the server's words (\"Session not found\"): \"session lost\"");
+        let j = gave_up(
+            SDK_404,
+            300,
+            "mcp-client(fake): the server no longer recognises the session (Session not found)",
+            1,
+        )
+        .judge(ScenarioName::GaveUp, Expectation::FailFast);
+        assert_eq!(j.verdict, "MUTE");
+        assert!(j.note.starts_with("the error of call after does not carry the server's words (\"Session not found\") and why reconnecting stopped (\"gave up\")"), "{}", j.note);
+        // Earlier revisions need not say so.
+        let mut run = gave_up("session lost", 300, "Not connected", 1);
+        run.seamless = false;
+        assert_eq!(
+            run.judge(ScenarioName::GaveUp, Expectation::FailFast)
+                .verdict,
+            "FAILED-FAST"
+        );
+        let mut run = gave_up(SDK_404, 300, STOPPED, 1);
+        run.witness.truncate(5);
+        let j = run.judge(ScenarioName::GaveUp, Expectation::FailFast);
+        assert_eq!(
+            (j.verdict, j.note.as_str()),
+            (
+                "BROKEN",
+                "the client never tried a new session: nothing was tested"
+            )
+        );
     }
 
     #[test]

@@ -93,6 +93,12 @@ pub struct ServerBehaviour {
     /// Answer an initialize this much later once some session was lost, so calls
     /// made while a client replaces its session meet the replacement under way.
     pub reinit_delay: Option<Duration>,
+    /// Answer a tools/list this much later once some session was lost, so a client
+    /// that sends calls on its new session before the tools are re-listed shows it.
+    pub relist_delay: Option<Duration>,
+    /// Answer every initialize with 503 once some session was lost, so a client's
+    /// reconnect attempts all fail and it gives up.
+    pub refuse_reinit: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -106,6 +112,8 @@ impl Default for ServerBehaviour {
             forget_after_list: false,
             restart_during_slow_call: false,
             reinit_delay: None,
+            relist_delay: None,
+            refuse_reinit: false,
         }
     }
 }
@@ -892,9 +900,15 @@ async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> Response {
                 Ok(Ok(bytes)) => {
                     match handle_post(&shared, &headers, session_sent.as_deref(), bytes) {
                         Dispatch::Done(a) => {
-                            let reinit = a.session_issued.is_some()
-                                && !lock(&shared.dropped).order.is_empty();
+                            let after_loss = !lock(&shared.dropped).order.is_empty();
+                            let reinit = a.session_issued.is_some() && after_loss;
                             if let (true, Some(delay)) = (reinit, shared.behaviour.reinit_delay) {
+                                tokio::time::sleep(delay).await;
+                            }
+                            let relist = after_loss
+                                && a.status == StatusCode::OK
+                                && a.rpc_method.as_deref() == Some("tools/list");
+                            if let (true, Some(delay)) = (relist, shared.behaviour.relist_delay) {
                                 tokio::time::sleep(delay).await;
                             }
                             a
@@ -983,6 +997,20 @@ fn handle_delete(shared: &Shared, session: Option<&str>) -> Answer {
     match lock(&shared.sessions).remove(id) {
         Some(_) => Answer::empty(StatusCode::OK),
         None => lost_session(shared, &Value::Null),
+    }
+}
+
+impl LostSessionAnswer {
+    /// The words of this answer that a caller must get to see.
+    pub fn words(self) -> &'static str {
+        match self {
+            LostSessionAnswer::NotFoundJsonRpc
+            | LostSessionAnswer::NotFoundText
+            | LostSessionAnswer::UnauthorizedText => "Session not found",
+            LostSessionAnswer::BadRequestNoValidSession => "No valid session ID provided",
+            LostSessionAnswer::ForbiddenSessionExpired
+            | LostSessionAnswer::InternalErrorSessionExpired => "session expired",
+        }
     }
 }
 
@@ -1247,6 +1275,12 @@ fn initialize(
             ),
         );
     };
+    if shared.behaviour.refuse_reinit && !lock(&shared.dropped).order.is_empty() {
+        return Answer::text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Service Unavailable: the server is shutting down",
+        );
+    }
     if let Some(sent) = session {
         if shared.behaviour.strict_initialize {
             return Answer::json(

@@ -266,7 +266,7 @@ fn node22_version() -> String {
 #[test]
 fn scenario_names_are_listed_by_help_and_completions() {
     let sb = Sandbox::new();
-    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss forgetful cut-mid-call";
+    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up";
     let o = sb.run(&["verify", "--help"]);
     assert_eq!(code(&o), 0);
     assert_eq!(
@@ -281,6 +281,7 @@ Options:
       --backup [<ID>]    Check a saved original instead (the newest backup, or the one named): the control
       --scenario <NAME>  Run only these scenarios (repeatable) [possible values: {}]
   -j, --jobs <N>         Scenario runs at once (default: all of them)
+      --strict           Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --node <PATH>      The node binary to use (default: `node` on PATH)
       --json             Print JSON instead of a table
       --color <WHEN>     When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]

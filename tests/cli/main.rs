@@ -303,4 +303,5 @@ mod seamless;
 mod server;
 mod server_limits;
 mod status;
+mod strict;
 mod verify;

@@ -35,7 +35,7 @@ fn verdicts(v: &serde_json::Value) -> Vec<(String, String, String)> {
 }
 
 /// Every scenario run, in report order, with `verdicts[i]` for run i.
-fn rows(verdicts: [&str; 13]) -> Vec<(String, String, String)> {
+fn rows(verdicts: [&str; 21]) -> Vec<(String, String, String)> {
     let names = [
         ("expired-404", "short"),
         ("expired-400", "short"),
@@ -49,6 +49,14 @@ fn rows(verdicts: [&str; 13]) -> Vec<(String, String, String)> {
         ("concurrent-loss", "short"),
         ("forgetful", "short"),
         ("cut-mid-call", "short"),
+        ("expired-404-sdk2", "short"),
+        ("slow-timeout", "short"),
+        ("slow-relist", "short"),
+        ("abort-waiting", "short"),
+        ("deadline-waiting", "short"),
+        ("deadline-resend", "short"),
+        ("long-backoff", "long"),
+        ("gave-up", "brief"),
         ("expired-404", "default"),
     ];
     names
@@ -77,12 +85,14 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
     assert_eq!(code, 1, "{v:#}");
     assert_eq!(v["installs"][0]["overall"], "STUCK");
     assert_eq!(v["installs"][0]["state"], "affected");
+    assert_eq!(v["installs"][0]["expectations"], "relaxed");
     assert_eq!(v["installs"][0]["note"], "not patched: run `mcpatch apply`");
     assert_eq!(
         verdicts(&v),
         rows([
             "STUCK", "STUCK", "STUCK", "STUCK", "STUCK", "HELD", "HELD", "HELD", "STUCK", "STUCK",
-            "BOUNDED", "STUCK", "STUCK"
+            "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK", "STUCK",
+            "BROKEN", "STUCK"
         ])
     );
     for s in v["installs"][0]["scenarios"].as_array().unwrap() {
@@ -125,9 +135,18 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
             "SEAMLESS",
             "BOUNDED",
             "NOT-RETRIED",
+            "SEAMLESS",
+            "HELD",
+            "SEAMLESS",
+            "TIMELY",
+            "TIMELY",
+            "TIMELY",
+            "SEAMLESS",
+            "FAILED-FAST",
             "SEAMLESS"
         ])
     );
+    assert_eq!(v["installs"][0]["expectations"], "current-revision");
     for s in v["installs"][0]["scenarios"].as_array().unwrap() {
         let name = s["name"].as_str().unwrap();
         assert_eq!(s["ok"], true, "{s:#}");
@@ -153,6 +172,14 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
             }
             "NOT-RETRIED" => {
                 assert_eq!(s["failed_calls"], 1, "only the cut call fails: {s:#}");
+            }
+            "TIMELY" => {
+                assert_eq!(s["initialize_count"], 2, "one new session: {s:#}");
+                assert!(s["trigger_ms"].as_u64().is_some(), "{s:#}");
+            }
+            "FAILED-FAST" => {
+                assert_eq!(s["failed_calls"], 2, "{s:#}");
+                assert_eq!(s["initialize_count"], 1, "every new session refused: {s:#}");
             }
             other => panic!("unexpected verdict {other}: {s:#}"),
         }
@@ -381,7 +408,7 @@ fn an_unknown_scenario_is_an_error_listing_the_known_ones() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, forgetful, cut-mid-call]\n\nFor more information, try '--help'.\n"
+        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up]\n\nFor more information, try '--help'.\n"
     );
 }
 

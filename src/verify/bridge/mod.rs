@@ -133,20 +133,25 @@ struct BridgeReport {
 
 /// Why a scenario does not run against a bridge, if it does not.
 fn left_out_why(s: &Scenario) -> Option<&'static str> {
-    if s.plan == Plan::Forgetful {
-        return Some("its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share");
+    const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
+    if s.plan == Plan::Forgetful
+        || super::harness::Policy::for_scenario(s.name) != super::harness::Policy::Short
+    {
+        return Some(POLICY);
     }
-    let driven = matches!(
-        s.plan,
+    match s.plan {
         Plan::Invalidate
-            | Plan::Idle
-            | Plan::Restart
-            | Plan::Ordinary
-            | Plan::Settle
-            | Plan::Concurrent
-            | Plan::Cut
-    );
-    (!driven).then_some("mcpatch has no stdio driver for this scenario's plan yet")
+        | Plan::Idle
+        | Plan::Restart
+        | Plan::Ordinary
+        | Plan::Settle
+        | Plan::Concurrent
+        | Plan::Cut => None,
+        Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
+        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a stdio host cannot pass"),
+        Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
+        Plan::Forgetful | Plan::GiveUp => Some(POLICY),
+    }
 }
 
 /// What the DSH plugin's runs have that a bridge's do not.
@@ -845,13 +850,28 @@ mod tests {
     }
 
     #[test]
-    fn only_the_policy_scenario_is_left_out_for_bridges() {
-        let left: Vec<ScenarioName> = scenario::all()
+    fn only_the_dsh_plugin_api_scenarios_are_left_out_for_bridges() {
+        let run: Vec<ScenarioName> = scenario::all()
             .iter()
-            .filter(|s| left_out_why(s).is_some())
+            .filter(|s| left_out_why(s).is_none())
             .map(|s| s.name)
             .collect();
-        assert_eq!(left, [ScenarioName::Forgetful]);
+        assert_eq!(
+            run,
+            [
+                ScenarioName::Expired404,
+                ScenarioName::Expired400,
+                ScenarioName::Expired401,
+                ScenarioName::IdleTimeout,
+                ScenarioName::Restart,
+                ScenarioName::RestartPersisted,
+                ScenarioName::OrdinaryErrors,
+                ScenarioName::Sse404,
+                ScenarioName::StrictReinit,
+                ScenarioName::ConcurrentLoss,
+                ScenarioName::CutMidCall,
+            ]
+        );
     }
 
     #[test]
