@@ -279,6 +279,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
     assert_eq!(
         v["installs"][0],
         json!({
+            "target": "dsh-mcp-client",
             "path": A, "file": format!("{A}/lib/index.js"), "backup": null,
             "sha256": ORIGINAL, "state": "affected",
             "changed": false, "state_before": "affected", "state_after": "affected",
@@ -291,6 +292,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
     assert_eq!(
         verify_install_shape(&v["installs"][1]),
         json!({
+            "target": "dsh-mcp-client",
             "path": B,
             "file": format!("[SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss/{id}/index.js"),
             "backup": id,
