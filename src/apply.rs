@@ -395,6 +395,7 @@ fn apply_file(
         State::Modified => {}
     }
     let current = std::str::from_utf8(bytes).map_err(|_| Error::PatchDoesNotApply {
+        reinstall: spec.texts.reinstall,
         path: file.to_path_buf(),
         detail: "the file is not UTF-8 text".into(),
     })?;

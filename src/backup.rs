@@ -404,13 +404,21 @@ pub fn original_of(root: &Path, spec: &PatchSpec, file: &Path) -> Option<Backup>
 /// `mcpatch revert --yes`, not a reinstall. Any other error is left as it is.
 pub fn point_to_original(e: Error, root: &Path, spec: &PatchSpec, file: &Path) -> Error {
     match e {
-        Error::PatchDoesNotApply { path, detail } => match original_of(root, spec, file) {
+        Error::PatchDoesNotApply {
+            path,
+            detail,
+            reinstall,
+        } => match original_of(root, spec, file) {
             Some(b) => Error::PatchDoesNotApplyBackupHolds {
                 path,
                 detail,
                 id: b.id,
             },
-            None => Error::PatchDoesNotApply { path, detail },
+            None => Error::PatchDoesNotApply {
+                path,
+                detail,
+                reinstall,
+            },
         },
         e => e,
     }

@@ -38,8 +38,13 @@ pub enum Error {
         help: &'static str,
     },
 
-    #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`")]
-    PatchDoesNotApply { path: PathBuf, detail: String },
+    #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: {reinstall}, then run `mcpatch apply`")]
+    PatchDoesNotApply {
+        path: PathBuf,
+        detail: String,
+        /// How to get a clean copy back (the target's `texts.reinstall`).
+        reinstall: &'static str,
+    },
 
     #[error("the patch does not apply to {path}: {detail}\nhelp: nothing was changed; backup {id} holds the original of this file: run `mcpatch revert --yes` to restore it (the edits made to the file since are dropped), then `mcpatch apply`")]
     PatchDoesNotApplyBackupHolds {
@@ -121,8 +126,12 @@ pub enum Error {
     #[error("--command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of DSH's installed plugin: run one or the other")]
     BridgeConflict { flag: &'static str },
 
-    #[error("no @deepseek-ai/dsh-mcp-client install to verify; looked in:\n{}help: if DSH is installed elsewhere, pass its folder with --path", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
-    NothingToVerify { searched: Vec<String> },
+    #[error("no {packages} install to verify; looked in:\n{}help: if {hosts} is installed elsewhere, pass its folder with --path", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
+    NothingToVerify {
+        packages: String,
+        hosts: String,
+        searched: Vec<String>,
+    },
 
     #[error("{failed} of {total} install(s) could not be {action}; each error is above\nhelp: each install that failed was left as it was, the others were handled as reported; fix what each error names and run again{}", rerun_note(action))]
     SomeFailed {

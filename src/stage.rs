@@ -23,6 +23,7 @@ pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<Strin
             .map(|r| format!("`{}`", r.lines().next().unwrap_or_default()))
             .unwrap_or_default();
         return Err(Error::PatchDoesNotApply {
+            reinstall: spec.texts.reinstall,
             path: path.to_path_buf(),
             detail: format!(
                 "the file is of no code family a patch of {} is for (it lacks {lacks})",
@@ -54,6 +55,7 @@ pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<Strin
             None => e.to_string(),
         };
         Error::PatchDoesNotApply {
+            reinstall: spec.texts.reinstall,
             path: path.to_path_buf(),
             detail,
         }
@@ -81,6 +83,7 @@ pub fn remove_earlier(
                 crate::classify::without_patch(current, &e.parsed_diff()).map(|b| (b, e.revision))
             })
             .ok_or_else(|| Error::PatchDoesNotApply {
+                reinstall: spec.texts.reinstall,
                 path: path.to_path_buf(),
                 detail: format!(
                     "sha256 {current_hash} carries no earlier revision of the patch that comes out cleanly"
@@ -90,6 +93,7 @@ pub fn remove_earlier(
     let forward = earlier.parsed_diff();
     let reversed = forward.reverse();
     let original = diffy::apply(current, &reversed).map_err(|e| Error::PatchDoesNotApply {
+        reinstall: spec.texts.reinstall,
         path: path.to_path_buf(),
         detail: format!(
             "patch revision {} does not come out cleanly: {e}",
@@ -99,6 +103,7 @@ pub fn remove_earlier(
     let found = crate::classify::sha256_hex(original.as_bytes());
     if !spec.is_original(&found) {
         return Err(Error::PatchDoesNotApply {
+            reinstall: spec.texts.reinstall,
             path: path.to_path_buf(),
             detail: format!(
                 "taking patch revision {} out gives sha256 {found}, not the original {}",

@@ -331,7 +331,7 @@ pub fn outcome(report: &StatusReport) -> Outcome {
 /// each `--path` given (what `--json` reports as `searched`).
 pub fn searched_before(paths: &[PathBuf], e: &Error) -> Vec<String> {
     match e {
-        Error::NoInstallFound { searched, .. } | Error::NothingToVerify { searched } => {
+        Error::NoInstallFound { searched, .. } | Error::NothingToVerify { searched, .. } => {
             searched.clone()
         }
         _ => paths

@@ -194,6 +194,8 @@ fn verify_all(
     let report = status::collect(targets, &opts.paths, env)?;
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
+            packages: report.looked_for.packages,
+            hosts: report.looked_for.hosts,
             searched: report.searched,
         });
     }
