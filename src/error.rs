@@ -24,8 +24,8 @@ pub enum Error {
     #[error("verify --backup cannot run the saved original of {target} yet: it drives that target's install as a stdio bridge\nhelp: run `mcpatch revert`, verify, then `mcpatch apply`; or pass --target to leave it out")]
     BridgeBackup { target: &'static str },
 
-    #[error("mcpatch cannot verify {targets} yet: verify drives a client through its plugin API only\nhelp: leave out --target to verify the targets it can drive")]
-    NoVerifyDriver { targets: String },
+    #[error("probe has no port of the session-loss predicate of {targets}'s patch\nhelp: leave out --target: probe judges the server by the first target whose predicate it ports")]
+    NoProbePredicate { targets: String },
 
     #[error("{path} is not a dsh-mcp-client install, a lib/index.js, or a folder\nhelp: pass --path the package folder (the one holding package.json and lib/index.js) or a folder to search below")]
     NotAnInstall { path: PathBuf },

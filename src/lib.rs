@@ -161,7 +161,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             timeout,
             verbose,
         } => probe::run(
-            target::verified(&targets)?,
+            target::probed(&targets)?,
             &probe::ProbeOptions {
                 url,
                 headers,

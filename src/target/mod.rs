@@ -12,14 +12,14 @@ use crate::host_check::HostDefect;
 use crate::locate::{Environment, Search};
 use crate::registry::PatchSpec;
 
-/// The target `verify` and `probe` work with: the first of `targets` whose
-/// driver verify can run (the plugin harness).
-pub fn verified<'a>(targets: &[&'a PatchSpec]) -> Result<&'a PatchSpec> {
+/// The target `probe` judges a server by: the first of `targets` whose
+/// patch's session-loss predicate the probe has a port of.
+pub fn probed<'a>(targets: &[&'a PatchSpec]) -> Result<&'a PatchSpec> {
     targets
         .iter()
-        .find(|t| t.driver == Driver::PluginApi)
+        .find(|t| crate::probe::predicate::Predicate::from_spec(t).is_ok())
         .copied()
-        .ok_or_else(|| Error::NoVerifyDriver {
+        .ok_or_else(|| Error::NoProbePredicate {
             targets: crate::registry::said(targets.iter().map(|t| t.target)),
         })
 }

@@ -541,3 +541,49 @@ fn verify_with_no_path_covers_every_install_of_every_target() {
         .iter()
         .all(|(_, _, failed)| *failed == 0));
 }
+
+#[test]
+fn npms_cache_setting_in_the_user_npmrc_and_pnpms_dlx_cache_are_searched() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.root().join("home/.npmrc"), "cache=~/elsewhere/npm\n").unwrap();
+    let npx = npx_install(&sb.root().join("home/elsewhere/npm"), "feed", "0.1.44");
+    let dlx = copy_node_modules(
+        "0.15.1",
+        &sb.root()
+            .join("xdg/pnpm/dlx/k3y/1764547200000-4242/node_modules"),
+    );
+    let o = sb
+        .cmd(&["status", "--json"])
+        .env("XDG_CACHE_HOME", sb.root().join("xdg"))
+        .output()
+        .unwrap();
+    let v = json(&o);
+    let s = sb.root().display();
+    let via: Vec<(String, Value)> = v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["path"].as_str().unwrap().to_string(),
+                i["found_via"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        via,
+        [
+            (
+                npx.canonicalize().unwrap().display().to_string(),
+                serde_json::json!([format!(
+                    "npx cache ({s}/home/elsewhere/npm/_npx, cache in user config {s}/home/.npmrc)"
+                )])
+            ),
+            (
+                dlx.canonicalize().unwrap().display().to_string(),
+                serde_json::json!([format!("pnpm dlx cache ({s}/xdg/pnpm/dlx)")])
+            ),
+        ],
+        "{v:#}"
+    );
+}
