@@ -189,7 +189,7 @@ fn revert_all(
             continue;
         };
         matched_named = true;
-        let newest = backup::pick(&backups, file, None).unwrap_or(chosen);
+        let newest = backup::pick(backups, file, None).unwrap_or(chosen);
         let result = revert_file(spec, file, chosen, newest, opts.yes);
         if let Err(e) = &result {
             entry.error = Some(e.to_string());
