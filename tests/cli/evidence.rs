@@ -411,14 +411,6 @@ mod unknown_revisions {
 
     const DIR: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client";
 
-    fn node_version() -> String {
-        let o = std::process::Command::new(node22_dir().join("node"))
-            .arg("--version")
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    }
-
     /// What is left in the install's lib folder besides its own files.
     fn leftovers(client: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(client.join("lib"))
@@ -447,8 +439,8 @@ mod unknown_revisions {
         let file = client.join("lib/index.js");
         let edited = edit_file(&file, |t| t + "\n// local edit\n");
         let verified = format!(
-            "  verified first (a revision mcpatch does not know): the patched copy was SEAMLESS in all 13 scenario runs, as the current patch revision must be (node {})\n",
-            node_version()
+            "  verified first (a revision mcpatch does not know): all 21 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\n",
+            node22_version()
         );
 
         // A dry run shows the same verdicts and writes nothing.
