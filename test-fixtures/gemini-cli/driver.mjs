@@ -7,14 +7,23 @@
 // meet a server that no longer knows the CLI's session and answers 404, 400 or 401 (the
 // variant). No real model, loopback only (with --netns the whole run is inside a fresh
 // network namespace whose only interface is lo), bounded in time, every child killed.
+// With --parallel, the model asks for calls 2 and 3 in one answer (two function calls), so the
+// CLI may send them together on the lost session.
+// With --stop, the MCP server is stopped after the first call and its port then resets every
+// connection once it has read the request (logged "reset <POST json-rpc method | GET …>"):
+// calls 2 and 3 meet a network error, which a patched CLI must report unchanged, sent once.
+// With --slow, the server is not restarted, but answers calls 2 and 3 only after 6 s while the
+// CLI's timeout for this server is 2 s: both time out, which a patched CLI must report
+// unchanged, sent once (server log "call echo call-N" once each).
 // argv: <package dir> <404|400|401> [--node <node binary>] [--sdk <ts sdk prefix>]
-//       [--timeout-ms N] [--netns] [--keep]
+//       [--timeout-ms N] [--netns] [--parallel] [--stop] [--slow] [--keep]
 // stdout: one JSON object: {version, variant, calls: [{n, ok, text}], answered, exit_code,
 //         timed_out, restarts, mcp: [server log lines], cli_stderr_tail}
 // exit: 0 when the run completed (whatever the verdict), 1 on a harness failure.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, realpathSync } from "node:fs";
 import { createServer } from "node:http";
+import { createServer as createNetServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -39,9 +48,12 @@ const sdkPrefix = opt("--sdk", path.join(repo, ".cache/mcp-servers/ts-sdk-1.32.2
 const timeoutMs = Number(opt("--timeout-ms", "120000"));
 const netns = flag("--netns");
 const keep = flag("--keep");
+const parallel = flag("--parallel");
+const stop = flag("--stop");
+const slow = flag("--slow");
 const [pkgArg, variant] = argv;
 if (!pkgArg || !["404", "400", "401"].includes(variant)) {
-  console.error("usage: driver.mjs <package dir> <404|400|401> [--node N] [--sdk P] [--timeout-ms N] [--netns] [--keep]");
+  console.error("usage: driver.mjs <package dir> <404|400|401> [--node N] [--sdk P] [--timeout-ms N] [--netns] [--parallel] [--stop] [--slow] [--keep]");
   process.exit(2);
 }
 
@@ -83,7 +95,7 @@ let mcpPort = 0;
 let mcp;
 function startMcp() {
   return new Promise((resolve, reject) => {
-    const child = spawn(nodeBin, [path.join(here, "mcp-server.cjs"), sdkPrefix, variant, String(mcpPort)], {
+    const child = spawn(nodeBin, [path.join(here, "mcp-server.cjs"), sdkPrefix, variant, String(mcpPort), slow ? "6000" : "0"], {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
     });
@@ -108,13 +120,37 @@ function startMcp() {
       children.delete(child);
       reject(new Error(`MCP server exited before listening (${code ?? sig})`));
     });
+    child.on("error", (e) => reject(new Error(`cannot start the MCP server: ${e.message}`)));
   });
+}
+let resetter;
+function resetPort() {
+  resetter = createNetServer((sock) => {
+    let buf = "";
+    sock.on("data", (d) => {
+      buf += d;
+      const head = buf.indexOf("\r\n\r\n");
+      if (head < 0) return;
+      const verb = buf.slice(0, buf.indexOf(" "));
+      const rpc = /"method"\s*:\s*"([^"]+)"/.exec(buf.slice(head));
+      if (verb === "POST" && !rpc) return; // the body has not arrived yet
+      mcpLog.push(`reset ${verb}${rpc ? ` ${rpc[1]}` : ""}`);
+      sock.resetAndDestroy();
+    });
+    sock.on("error", () => {});
+  });
+  return new Promise((r) => resetter.listen(mcpPort, "127.0.0.1", r));
 }
 async function restartMcp() {
   const old = mcp;
   const gone = new Promise((r) => old.on("exit", r));
   process.kill(-old.pid, "SIGKILL");
   await gone;
+  if (stop) {
+    mcpLog.push("-- stopped --");
+    await resetPort();
+    return;
+  }
   mcpLog.push("-- restarted --");
   mcp = await startMcp();
 }
@@ -151,9 +187,12 @@ async function answer(body) {
     const text = JSON.stringify(r.response);
     calls[i] ??= { n: i + 1, ok: text.includes(TOOL_TEXT(i + 1)) && !/"error"/.test(text), text: text.slice(0, 400) };
   });
-  if (responses.length === 1 && restarts === 0) {
+  if (responses.length === 1 && restarts === 0 && !slow) {
     restarts++;
     await restartMcp();
+  }
+  if (parallel && responses.length === 1) {
+    return candidate([2, 3].map((n) => ({ functionCall: { name, args: { text: TOOL_TEXT(n) } } })));
   }
   if (responses.length < 3) {
     return candidate([{ functionCall: { name, args: { text: TOOL_TEXT(responses.length + 1) } } }]);
@@ -203,7 +242,7 @@ const settings = {
   general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
   privacy: { usageStatisticsEnabled: false },
   telemetry: { enabled: false },
-  mcpServers: { fx: { httpUrl: `http://127.0.0.1:${mcpPort}/mcp`, timeout: 15000, trust: true } },
+  mcpServers: { fx: { httpUrl: `http://127.0.0.1:${mcpPort}/mcp`, timeout: slow ? 2000 : 15000, trust: true } },
 };
 writeFileSync(path.join(home, ".gemini", "settings.json"), JSON.stringify(settings, null, 2));
 
@@ -252,6 +291,9 @@ try {
 const result = {
   version: pkg.version,
   variant: Number(variant),
+  parallel,
+  stop,
+  slow,
   calls,
   answered: calls.filter((c) => c.ok).length,
   exit_code: exitCode,
@@ -266,6 +308,7 @@ const result = {
 console.log(JSON.stringify(result, null, 2));
 killAll();
 api.close();
+resetter?.close();
 if (!keep) rmSync(work, { recursive: true, force: true });
 else console.error(`kept ${work}`);
 process.exit(0);

@@ -7,14 +7,17 @@
 //   400  JSON-RPC -32000 "Bad Request: No valid session ID provided" (TS SDK 1.x examples)
 //   401  text "Unauthorized: Session not found"                      (rmcp < 0.17)
 // One tool, `echo`, returns its text.
-// argv: <prefix the SDK is installed in> <404|400|401> <port, 0 = any free>
-// stdout: "listening <url>", "session issued <id>", "call echo <text>", "lost <status> <id>".
+// argv: <prefix the SDK is installed in> <404|400|401> <port, 0 = any free> [slow ms: echo
+//       answers every text but "call-1" only after this long]
+// stdout: "listening <url>", "session issued <id>", "call echo <text>",
+//         "lost <status> <POST json-rpc method | GET | DELETE> <id>" for each request of an unknown session.
 "use strict";
 const { createRequire } = require("node:module");
 const { randomUUID } = require("node:crypto");
 const path = require("node:path");
 
-const [prefix, lost, portArg] = process.argv.slice(2);
+const [prefix, lost, portArg, slowArg] = process.argv.slice(2);
+const slowMs = Number(slowArg ?? 0);
 if (!prefix || !["404", "400", "401"].includes(lost) || portArg === undefined) {
   console.error("usage: mcp-server.cjs <sdk prefix> <404|400|401> <port>");
   process.exit(2);
@@ -34,14 +37,16 @@ const getServer = () => {
     { description: "Returns its text.", inputSchema: { text: z.string() } },
     async ({ text }) => {
       console.log(`call echo ${text}`);
+      if (slowMs > 0 && text !== "call-1") await new Promise((r) => setTimeout(r, slowMs));
       return { content: [{ type: "text", text }] };
     },
   );
   return server;
 };
 
-const answerLost = (res, sessionId) => {
-  console.log(`lost ${lost} ${sessionId}`);
+const answerLost = (req, res, sessionId) => {
+  const method = req.method === "POST" ? `POST ${req.body?.method ?? "?"}` : req.method;
+  console.log(`lost ${lost} ${method} ${sessionId}`);
   if (lost === "404") {
     res.status(404).json({ jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
   } else if (lost === "400") {
@@ -75,7 +80,7 @@ app.post("/mcp", async (req, res) => {
       };
       await getServer().connect(transport);
     } else if (!transport && sessionId) {
-      answerLost(res, sessionId);
+      answerLost(req, res, sessionId);
       return;
     } else if (!transport) {
       res.status(400).json({
@@ -101,7 +106,7 @@ const sessionRoute = async (req, res) => {
   }
   const transport = transports.get(sessionId);
   if (!transport) {
-    answerLost(res, sessionId);
+    answerLost(req, res, sessionId);
     return;
   }
   await transport.handleRequest(req, res);
