@@ -18,7 +18,9 @@
 // argv: <package dir> <404|400|401> [--node <node binary>] [--sdk <ts sdk prefix>]
 //       [--timeout-ms N] [--netns] [--parallel] [--stop] [--slow] [--keep]
 // stdout: one JSON object: {version, variant, calls: [{n, ok, text}], answered, exit_code,
-//         timed_out, restarts, mcp: [server log lines], cli_stderr_tail}
+//         timed_out, restarts, server: {sessions_issued, tool_calls_run, lost_tool_calls,
+//         reset_tool_calls, initialize_after_restart, tools_list_after_restart},
+//         cli_tool_stats, mcp: [server log lines], cli_stderr_tail}
 // exit: 0 when the run completed (whatever the verdict), 1 on a harness failure.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, realpathSync } from "node:fs";
@@ -299,6 +301,19 @@ const result = {
   exit_code: exitCode,
   timed_out: timedOut,
   restarts,
+  server: (() => {
+    const count = (re, lines = mcpLog) => lines.filter((l) => re.test(l)).length;
+    const cut = mcpLog.findIndex((l) => /^-- (restarted|stopped) --$/.test(l));
+    const after = cut < 0 ? [] : mcpLog.slice(cut);
+    return {
+      sessions_issued: count(/^session issued /),
+      tool_calls_run: count(/^call echo /),
+      lost_tool_calls: count(/^lost \d+ POST tools\/call /),
+      reset_tool_calls: count(/^reset POST tools\/call$/),
+      initialize_after_restart: count(/^rpc initialize$/, after),
+      tools_list_after_restart: count(/^rpc tools\/list$/, after),
+    };
+  })(),
   cli_tool_stats: cliJson?.stats?.tools ? { totalCalls: cliJson.stats.tools.totalCalls, totalSuccess: cliJson.stats.tools.totalSuccess, totalFail: cliJson.stats.tools.totalFail } : undefined,
   unknown_api_requests: unknownRequests,
   mcp: mcpLog,

@@ -9,7 +9,8 @@
 // One tool, `echo`, returns its text.
 // argv: <prefix the SDK is installed in> <404|400|401> <port, 0 = any free> [slow ms: echo
 //       answers every text but "call-1" only after this long]
-// stdout: "listening <url>", "session issued <id>", "call echo <text>",
+// stdout: "listening <url>", "rpc <json-rpc method>" for every POSTed request or notification,
+//         "session issued <id>", "call echo <text>",
 //         "lost <status> <POST json-rpc method | GET | DELETE> <id>" for each request of an unknown session.
 "use strict";
 const { createRequire } = require("node:module");
@@ -64,6 +65,7 @@ const app = createMcpExpressApp();
 const transports = new Map();
 app.post("/mcp", async (req, res) => {
   const sessionId = req.headers["mcp-session-id"];
+  for (const m of [req.body].flat()) if (m?.method) console.log(`rpc ${m.method}`);
   try {
     let transport = sessionId ? transports.get(sessionId) : undefined;
     if (!transport && !sessionId && isInitializeRequest(req.body)) {

@@ -35,7 +35,7 @@ var McpClient = class {
   async mcpatchRecoverSession(failed) {
     if (this.mcpatchRecovery) return this.mcpatchRecovery;
     if (this.client !== failed) {
-      if (this.client && this.status === {{STATUS}}.CONNECTED) return this.client;
+      if (this.client) return this.client;
       throw new Error(`MCP server '${this.serverName}' is not connected`);
     }
     this.mcpatchRecovery = (async () => {
@@ -48,15 +48,19 @@ var McpClient = class {
           failed.close().catch(() => {
           });
         }, 3e4).unref?.();
-        for (const registries of this.registeredRegistries) {
-          const tools = await this.discoverTools(this.cliConfig, registries.toolRegistry.getMessageBus());
-          registries.toolRegistry.removeMcpToolsByServer(this.serverName);
-          for (const tool of tools) {
-            registries.toolRegistry.registerTool(tool);
-          }
-          registries.toolRegistry.sortTools();
-        }
         this.cliConfig.emitMcpDiagnostic("info", `MCP server '${this.serverName}' lost the session; started a new one (mcpatch)`, void 0, this.serverName);
+        try {
+          for (const registries of this.registeredRegistries) {
+            const tools = await this.discoverTools(this.cliConfig, registries.toolRegistry.getMessageBus());
+            registries.toolRegistry.removeMcpToolsByServer(this.serverName);
+            for (const tool of tools) {
+              registries.toolRegistry.registerTool(tool);
+            }
+            registries.toolRegistry.sortTools();
+          }
+        } catch (error) {
+          this.cliConfig.emitMcpDiagnostic("error", `MCP server '${this.serverName}': listing the tools of the new session failed (mcpatch)`, error, this.serverName);
+        }
         return this.client;
       } finally {
         this.mcpatchRecovery = void 0;
