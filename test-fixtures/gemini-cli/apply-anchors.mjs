@@ -12,7 +12,8 @@
 //                                        capture the same identifier both times
 //                 "replace": "fragments/<name>.js",  the replacement: the file's text minus
 //                                        its one final "\n", {{NAME}} replaced by the capture
-//                 "replace_sha256": … }] sha256 of that fragment file, as stored
+//                 "replace_sha256": … }] sha256 of that fragment file, as stored; a fragment
+//                                        may only use the names its anchor captures
 //   "patch_marker": a string every replacement contains; a file that contains it is already
 //                  patched: apply leaves it alone (idempotent).
 // An anchor matches at every offset where its whole text matches; it must match at exactly
@@ -105,7 +106,11 @@ export function loadAnchors(manifestPath) {
     if (!replace.endsWith("\n")) throw new Error(`${fragPath} must end with a newline`);
     replace = replace.slice(0, -1);
     if (!replace.includes(manifest.patch_marker)) throw new Error(`${fragPath} does not contain the patch marker ${manifest.patch_marker}`);
-    return { name: a.name, parts: parseAnchor(a.name, a.match.join("\n")), replace };
+    const parts = parseAnchor(a.name, a.match.join("\n"));
+    const captured = new Set(parts.filter((p) => p.ph !== undefined).map((p) => p.ph));
+    for (const m of replace.matchAll(/\{\{([A-Za-z0-9_]*)\}\}/g))
+      if (!captured.has(m[1])) throw new Error(`${fragPath} uses {{${m[1]}}}, which anchor \`${a.name}\` does not capture`);
+    return { name: a.name, parts, replace };
   });
   return { manifest, anchors };
 }
