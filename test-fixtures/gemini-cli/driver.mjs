@@ -89,7 +89,11 @@ const killAll = () => {
     } catch {}
   }
 };
-process.on("exit", killAll);
+process.on("exit", () => {
+  killAll();
+  if (!keep) rmSync(work, { recursive: true, force: true });
+});
+for (const sig of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(sig, () => process.exit(1));
 
 // ---- the MCP server, restartable on the same port ----
 const mcpLog = [];
@@ -321,9 +325,7 @@ const result = {
   cli_stderr_tail: stderr.slice(-3000),
 };
 console.log(JSON.stringify(result, null, 2));
-killAll();
 api.close();
 resetter?.close();
-if (!keep) rmSync(work, { recursive: true, force: true });
-else console.error(`kept ${work}`);
-process.exit(0);
+if (keep) console.error(`kept ${work}`);
+process.exit(0); // the exit handler kills every child and removes the scratch folder
