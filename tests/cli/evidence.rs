@@ -455,7 +455,7 @@ mod unknown_revisions {
             err.starts_with(&format!("{DIR}/lib/index.js is a revision mcpatch does not know: verifying the patched copy before writing it\n")),
             "{err}"
         );
-        assert!(err.contains("[13/13] "), "{err}");
+        assert!(err.contains("[21/21] "), "{err}");
         assert_eq!(sha256_file(&file), edited);
         assert_eq!(backup_count(&sb), 0);
         assert_eq!(leftovers(&client), Vec::<String>::new());
@@ -466,7 +466,7 @@ mod unknown_revisions {
         let gate = &v["installs"][0]["verify"];
         assert_eq!(gate["passed"], true, "{v:#}");
         assert_eq!(gate["overall"], "SEAMLESS");
-        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 13);
+        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 21);
         assert!(gate["scenarios"]
             .as_array()
             .unwrap()
@@ -480,7 +480,7 @@ mod unknown_revisions {
         assert_eq!(
             sb.normalize(&o.stdout),
             format!(
-                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, original saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify`\n",
+                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify`\n",
                 short(&patched)
             )
         );
