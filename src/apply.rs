@@ -59,9 +59,9 @@ impl Gate {
         match self {
             Gate::Known => None,
             Gate::Passed(r) => Some(format!(
-                "verified first (a revision mcpatch does not know): the patched copy was {} in all {} scenario runs, as the current patch revision must be (node {})",
-                r.overall,
+                "verified first (a revision mcpatch does not know): all {} scenario runs of the patched copy met the current patch revision's expectations (overall {}, node {})",
                 r.scenarios.len(),
+                r.overall,
                 r.node_version
             )),
             Gate::Skipped => Some(NOT_VERIFIED.to_string()),
@@ -557,6 +557,10 @@ fn apply_file(
     tx.replace(pending)?;
     let now = tx.confirm(&after)?;
     tx.commit();
+    if reused {
+        // The patch this backup was made for is on again: no longer reverted.
+        backup::unmark_reverted(&made);
+    }
     kill_point::reached("committed")?;
     Ok(FileResult::Patched {
         backup_id: made.id,

@@ -18,7 +18,7 @@ pub const ATTENTION: u8 = 1;
 pub const ERROR: u8 = 2;
 
 /// The exit codes of `status`, as its `--help` says them.
-pub const STATUS_HELP: &str = "Exit codes: 0 nothing needs attention (no install found, or each one patched, upstream-fixed or unsupported); 1 attention: an install is affected, outdated or modified; 2 error: bad input (such as a --path that holds no install), or an install found that cannot be read.";
+pub const STATUS_HELP: &str = "Exit codes: 0 nothing needs attention (no install found, or each one patched, upstream-fixed or unsupported); 1 attention: an install is affected, outdated or modified, or its DSH host cannot start; 2 error: bad input (such as a --path that holds no install), or an install found that cannot be read.";
 /// The exit codes of `diff`, as its `--help` says them: 1 when there is a
 /// change to show, as `diff(1)` and `git diff --exit-code` do.
 pub const DIFF_HELP: &str = "Exit codes: 0 nothing to change (no install found, or each one patched, upstream-fixed or unsupported); 1 there is a change to show: an install is affected, outdated or modified (as with diff(1) and `git diff --exit-code`); 2 error: bad input, or an install found that cannot be read.";

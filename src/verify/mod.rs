@@ -770,7 +770,7 @@ impl Drop for SignalDefaults {
 
 /// SIGINT, SIGTERM and SIGHUP (the terminal closed), caught from the moment
 /// they are listened to.
-struct Interrupts {
+pub(crate) struct Interrupts {
     #[cfg(unix)]
     int: tokio::signal::unix::Signal,
     #[cfg(unix)]
@@ -781,7 +781,7 @@ struct Interrupts {
 
 impl Interrupts {
     /// Start catching the signals (call inside the runtime).
-    fn listen() -> Result<Self> {
+    pub(crate) fn listen() -> Result<Self> {
         #[cfg(unix)]
         {
             use tokio::signal::unix::{signal, SignalKind};
@@ -800,7 +800,7 @@ impl Interrupts {
     }
 
     /// The next signal caught.
-    async fn next(&mut self) -> &'static str {
+    pub(crate) async fn next(&mut self) -> &'static str {
         #[cfg(unix)]
         {
             tokio::select! {

@@ -219,7 +219,21 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         .iter()
         .map(|l| l["name"].as_str().unwrap())
         .collect();
-    assert_eq!(left_out, ["forgetful", "expired-404 (default policy)"]);
+    assert_eq!(
+        left_out,
+        [
+            "forgetful",
+            "expired-404-sdk2",
+            "slow-timeout",
+            "slow-relist",
+            "abort-waiting",
+            "deadline-waiting",
+            "deadline-resend",
+            "long-backoff",
+            "gave-up",
+            "expired-404 (default policy)"
+        ]
+    );
     assert_eq!(
         v["left_out"][0]["why"],
         "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share"
@@ -412,7 +426,11 @@ fn mcp_remote_0_1_38_hangs_on_404_within_the_deadline() {
 
 #[test]
 fn an_interrupted_bridge_verify_leaves_no_process_behind() {
-    for (signal, name) in [(libc::SIGINT, "SIGINT"), (libc::SIGTERM, "SIGTERM")] {
+    for (signal, name) in [
+        (libc::SIGINT, "SIGINT"),
+        (libc::SIGTERM, "SIGTERM"),
+        (libc::SIGHUP, "SIGHUP"),
+    ] {
         let sb = Sandbox::new();
         assert_eq!(marked_processes(sb.root()), vec![], "before");
         let child = sb

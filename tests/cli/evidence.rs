@@ -411,14 +411,6 @@ mod unknown_revisions {
 
     const DIR: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client";
 
-    fn node_version() -> String {
-        let o = std::process::Command::new(node22_dir().join("node"))
-            .arg("--version")
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&o.stdout).trim().to_string()
-    }
-
     /// What is left in the install's lib folder besides its own files.
     fn leftovers(client: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(client.join("lib"))
@@ -447,8 +439,8 @@ mod unknown_revisions {
         let file = client.join("lib/index.js");
         let edited = edit_file(&file, |t| t + "\n// local edit\n");
         let verified = format!(
-            "  verified first (a revision mcpatch does not know): the patched copy was SEAMLESS in all 13 scenario runs, as the current patch revision must be (node {})\n",
-            node_version()
+            "  verified first (a revision mcpatch does not know): all 21 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\n",
+            node22_version()
         );
 
         // A dry run shows the same verdicts and writes nothing.
@@ -463,7 +455,7 @@ mod unknown_revisions {
             err.starts_with(&format!("{DIR}/lib/index.js is a revision mcpatch does not know: verifying the patched copy before writing it\n")),
             "{err}"
         );
-        assert!(err.contains("[13/13] "), "{err}");
+        assert!(err.contains("[21/21] "), "{err}");
         assert_eq!(sha256_file(&file), edited);
         assert_eq!(backup_count(&sb), 0);
         assert_eq!(leftovers(&client), Vec::<String>::new());
@@ -474,7 +466,7 @@ mod unknown_revisions {
         let gate = &v["installs"][0]["verify"];
         assert_eq!(gate["passed"], true, "{v:#}");
         assert_eq!(gate["overall"], "SEAMLESS");
-        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 13);
+        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 21);
         assert!(gate["scenarios"]
             .as_array()
             .unwrap()
@@ -488,7 +480,7 @@ mod unknown_revisions {
         assert_eq!(
             sb.normalize(&o.stdout),
             format!(
-                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, original saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify`\n",
+                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify`\n",
                 short(&patched)
             )
         );

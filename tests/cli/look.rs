@@ -253,14 +253,6 @@ fn verify_json_shows_progress_on_a_terminal_while_stdout_goes_to_a_file() {
     assert_eq!(stderr(&o), "");
 }
 
-fn node22_version() -> String {
-    let o = std::process::Command::new(node22_dir().join("node"))
-        .arg("--version")
-        .output()
-        .unwrap();
-    stdout(&o).trim().to_string()
-}
-
 // ---- scenario names in help and completions ----
 
 #[test]
@@ -276,17 +268,20 @@ fn scenario_names_are_listed_by_help_and_completions() {
 Usage: mcpatch verify [OPTIONS]
 
 Options:
-      --path <P>         A file to patch, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
-      --npm              Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
-      --backup [<ID>]    Check a saved original instead (the newest backup, or the one named): the control
-      --scenario <NAME>  Run only these scenarios (repeatable) [possible values: {}]
-  -j, --jobs <N>         Scenario runs at once (default: all of them)
-      --strict           Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
-      --node <PATH>      The node binary to use (default: `node` on PATH)
-      --json             Print JSON instead of a table
-      --color <WHEN>     When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]
-      --target <NAME>    Work on this target only (a folder under patches/: dsh-mcp-client, mcp-remote); default: every target
-  -h, --help             Print help
+      --path <P>                A file to patch, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
+      --npm                     Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
+      --backup [<ID>]           Check a saved original instead (the newest backup, or the one named): the control
+      --scenario <NAME>         Run only these scenarios (repeatable) [possible values: {}]
+  -j, --jobs <N>                Scenario runs at once (default: all of them)
+      --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
+      --node <PATH>             The node binary to use (default: `node` on PATH)
+      --json                    Print JSON instead of a table
+      --command <CMD>           Verify a stdio MCP bridge instead (e.g. 'npx -y mcp-remote@0.15.1'), quoted as for a shell: the fake server's URL replaces {{url}} in an argument, else comes last
+      --startup-timeout <SECS>  With --command: how long the bridge may take to answer its first initialize (npx may download it first) [default: 60]
+  -v, --verbose                 With --command: print the bridge's stderr of each scenario (to stderr)
+      --color <WHEN>            When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]
+      --target <NAME>           Work on this target only (a target under patches/: dsh-mcp-client, mcp-remote); default: every target
+  -h, --help                    Print help
 
 Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did not (STUCK, RECYCLED, BROKEN, ...), or an install was skipped as unsupported; 2 error: bad input, node missing, or an install could not be checked (any others were checked as reported); verify changes no install. 2 wins over 1.
 ", names.replace(' ', ", "))
@@ -660,11 +655,11 @@ fn each_commands_help_states_the_exit_codes_of_that_command() {
     let sb = Sandbox::new();
     assert_eq!(
         exit_codes_of(&sb, "status"),
-        "Exit codes: 0 nothing needs attention (no install found, or each one patched, upstream-fixed or unsupported); 1 attention: an install is affected, outdated or modified; 2 error: bad input (such as a --path that holds no install), or an install found that cannot be read.\n"
+        "Exit codes: 0 nothing needs attention (no install found, or each one patched, upstream-fixed or unsupported); 1 attention: an install is affected, outdated or modified, or its DSH host cannot start; 2 error: bad input (such as a --path that holds no install), or an install found that cannot be read.\n"
     );
     assert_eq!(
         exit_codes_of(&sb, "apply"),
-        "Exit codes: 0 done: each affected or outdated install patched (with --dry-run: would be), or nothing to patch; 1 attention: an install was refused (modified without --yes, unsupported); 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.\n"
+        "Exit codes: 0 done: each affected or outdated install patched (with --dry-run: would be), or nothing to patch; 1 attention: an install was refused (modified without --yes, a revision mcpatch does not know whose patched copy failed verify, unsupported); 2 error: bad input, or an install failed: that install was left as it was, and any others were handled as reported (with --json, each install's `changed` and `error` say which); rerun after the fix, it skips what is done. 2 wins over 1.\n"
     );
     assert_eq!(
         exit_codes_of(&sb, "revert"),
@@ -674,9 +669,12 @@ fn each_commands_help_states_the_exit_codes_of_that_command() {
         exit_codes_of(&sb, "diff"),
         "Exit codes: 0 nothing to change (no install found, or each one patched, upstream-fixed or unsupported); 1 there is a change to show: an install is affected, outdated or modified (as with diff(1) and `git diff --exit-code`); 2 error: bad input, or an install found that cannot be read.\n"
     );
+    // Each speaks of its own command: apply's gate runs verify's scenarios, but
+    // neither speaks of verify's own outcomes, nor apply of revert.
+    assert!(!exit_codes_of(&sb, "revert").contains("verify"));
     for command in ["apply", "revert"] {
         let text = exit_codes_of(&sb, command);
-        assert!(!text.contains("verify"), "{command}: {text}");
+        assert!(!text.contains("verify scenario"), "{command}: {text}");
     }
     assert!(!exit_codes_of(&sb, "apply").contains("revert"));
 }

@@ -45,6 +45,15 @@ fn node22_dir() -> PathBuf {
     d
 }
 
+/// `node --version` of the Node.js 22 the tests run (as verify and apply print it).
+fn node22_version() -> String {
+    let o = std::process::Command::new(node22_dir().join("node"))
+        .arg("--version")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&o.stdout).trim().to_string()
+}
+
 /// A sha256 as tables show it: the first 8 and last 4 hex digits.
 fn short(hash: &str) -> String {
     format!("{}…{}", &hash[..8], &hash[hash.len() - 4..])

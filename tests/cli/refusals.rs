@@ -330,7 +330,7 @@ SyntaxError: Unexpected token ';'
 Node.js {}
 help: nothing was changed; report this with the output of `mcpatch status --json`
 ",
-            node_version()
+            node22_version()
         )
     );
     assert_eq!(stdout(&o), "", "no dry-run success line");
@@ -366,7 +366,7 @@ fn a_dry_run_reports_a_staged_file_that_does_not_load() {
         "{err}"
     );
     assert!(
-        err.ends_with(&format!("Node.js {}\nhelp: nothing was changed; check that the install's dependencies are present (`npm ls` in that folder) and that node is 22 or later\n", node_version())),
+        err.ends_with(&format!("Node.js {}\nhelp: nothing was changed; check that the install's dependencies are present (`npm ls` in that folder) and that node is 22 or later\n", node22_version())),
         "{err}"
     );
     assert_eq!(stdout(&o), "", "no dry-run success line");
@@ -395,14 +395,6 @@ fn lines_the_patch_adds() -> usize {
             .count()
     };
     count('+', "+++") - count('-', "---")
-}
-
-fn node_version() -> String {
-    let o = std::process::Command::new(node22_dir().join("node"))
-        .arg("--version")
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
 }
 
 #[test]

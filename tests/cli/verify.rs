@@ -364,14 +364,6 @@ fn verify_prints_a_table_and_a_last_line_per_install() {
     );
 }
 
-fn node22_version() -> String {
-    let out = std::process::Command::new(node22_dir().join("node"))
-        .arg("--version")
-        .output()
-        .unwrap();
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
-
 #[test]
 fn verify_on_node_20_says_it_shims_promise_with_resolvers_and_still_runs() {
     let sb = Sandbox::new();

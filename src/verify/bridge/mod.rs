@@ -250,7 +250,7 @@ fn run_all(
     let progress = !opts.json || std::io::stderr().is_terminal();
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
-        let mut signals = Signals::listen()?;
+        let mut signals = super::Interrupts::listen()?;
         let started = Instant::now();
         let total = chosen.len();
         // A bridge that could not start once is not started again (each try may
@@ -599,48 +599,6 @@ fn render(
     s.push_str(&paint.paint(super::overall_style(overall), overall));
     s.push('\n');
     s
-}
-
-/// SIGINT and SIGTERM, caught from the moment they are listened to.
-struct Signals {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn listen() -> Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let catch = |kind: SignalKind, name: &str| {
-                signal(kind)
-                    .map_err(|e| Error::io("catch", name, e, "check the machine's signal limits"))
-            };
-            Ok(Signals {
-                int: catch(SignalKind::interrupt(), "SIGINT")?,
-                term: catch(SignalKind::terminate(), "SIGTERM")?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Signals {})
-    }
-
-    async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.int.recv() => "SIGINT",
-                _ = self.term.recv() => "SIGTERM",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            "SIGINT"
-        }
-    }
 }
 
 #[cfg(test)]
