@@ -30,7 +30,7 @@ pub struct Cli {
         display_order = 900
     )]
     pub color: ColorChoice,
-    /// Work on this target only (a folder under patches/: dsh-mcp-client,
+    /// Work on this target only (a target under patches/: dsh-mcp-client,
     /// mcp-remote); default: every target.
     #[arg(long, global = true, value_name = "NAME", display_order = 901)]
     pub target: Option<String>,
