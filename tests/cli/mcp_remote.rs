@@ -480,7 +480,7 @@ fn verdicts(install: &Value) -> Vec<(String, String, u64)> {
 #[test]
 fn verify_drives_each_release_stuck_before_apply_and_seamless_after() {
     let sb = Sandbox::new();
-    for version in ["0.15.1", "0.1.44"] {
+    for version in RELEASES {
         let dir = project(&sb, version, &format!("p-{version}"));
         let path = dir.to_str().unwrap();
         let (o, v) = verify_answers(&sb, &["--path", path]);
