@@ -480,14 +480,23 @@ fn verdicts(install: &Value) -> Vec<(String, String, u64)> {
 #[test]
 fn verify_drives_each_release_stuck_before_apply_and_seamless_after() {
     let sb = Sandbox::new();
-    for version in RELEASES {
+    // Before apply: 0.15.1 recovers from 404 only; 0.1.44 from nothing; 0.1.38
+    // never answers a call after the loss (HANG, so the whole run FAILED).
+    let before = [
+        ("0.15.1", "STUCK", ["SEAMLESS", "STUCK", "STUCK"]),
+        ("0.1.44", "STUCK", ["STUCK", "STUCK", "STUCK"]),
+        ("0.1.38", "FAILED", ["HANG", "HANG", "HANG"]),
+    ];
+    for (version, overall, each) in before {
         let dir = project(&sb, version, &format!("p-{version}"));
         let path = dir.to_str().unwrap();
         let (o, v) = verify_answers(&sb, &["--path", path]);
         assert_eq!(code(&o), 1, "{version}: {v:#}");
         let install = &v["installs"][0];
         assert_eq!(install["target"], "mcp-remote", "{v:#}");
-        assert_eq!(install["overall"], "STUCK", "{version}: {v:#}");
+        assert_eq!(install["overall"], overall, "{version}: {v:#}");
+        let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
+        assert_eq!(found, each, "{version}: {v:#}");
 
         let o = sb.run(&["apply", "--path", path]);
         assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
