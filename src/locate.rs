@@ -250,10 +250,8 @@ impl ReadCounter {
 }
 
 /// One search for the installs of some targets (drivers add their own places to it).
-pub struct Search<'a> {
+pub struct Search {
     wanted: Vec<Wanted>,
-    /// The targets, for drivers.
-    _targets: &'a [&'a PatchSpec],
     found: Vec<Found>,
     searched: Vec<String>,
     /// Real paths of the folders already listed, so that links and repeats are read once.
@@ -263,8 +261,8 @@ pub struct Search<'a> {
     folders_read: usize,
 }
 
-impl<'a> Search<'a> {
-    fn new(targets: &'a [&'a PatchSpec]) -> Self {
+impl Search {
+    fn new(targets: &[&PatchSpec]) -> Self {
         Search {
             wanted: targets
                 .iter()
@@ -274,7 +272,6 @@ impl<'a> Search<'a> {
                     find: t.find.clone(),
                 })
                 .collect(),
-            _targets: targets,
             found: Vec::new(),
             searched: Vec::new(),
             visited: HashSet::new(),

@@ -47,7 +47,7 @@ impl Driver {
     }
 
     /// Search the places only this driver knows (after npm's global root).
-    pub fn search(self, search: &mut Search<'_>, env: &Environment) {
+    pub fn search(self, search: &mut Search, env: &Environment) {
         match self {
             Driver::PluginApi => plugin_api::search(search, env),
             Driver::StdioBridge => {}

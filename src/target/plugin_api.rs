@@ -8,7 +8,7 @@ use crate::locate::{Environment, Search};
 
 /// The host's profiles: `$DSH_HOME/profiles/node_modules` and
 /// `$DSH_HOME/profiles/<profile>/node_modules`.
-pub fn search(search: &mut Search<'_>, env: &Environment) {
+pub fn search(search: &mut Search, env: &Environment) {
     if let Ok(home) = env.dsh_home() {
         search.profiles(&home.join("profiles"), "DSH_HOME profiles");
     }
