@@ -27,8 +27,8 @@ pub enum Error {
     #[error("probe has no port of the session-loss predicate of {targets}'s patch\nhelp: leave out --target: probe judges the server by the first target whose predicate it ports")]
     NoProbePredicate { targets: String },
 
-    #[error("{path} is not a dsh-mcp-client install, a lib/index.js, or a folder\nhelp: pass --path the package folder (the one holding package.json and lib/index.js) or a folder to search below")]
-    NotAnInstall { path: PathBuf },
+    #[error("{path} is not an install of {packages}, a file one patches, or a folder\nhelp: pass --path the package folder (the one holding package.json) or a folder to search below")]
+    NotAnInstall { path: PathBuf, packages: String },
 
     #[error("cannot run node ({node}): {detail}\nhelp: {help}")]
     NodeUnavailable {

@@ -312,6 +312,9 @@ impl Search {
                 (None, None) => {
                     return Err(Error::NotAnInstall {
                         path: p.to_path_buf(),
+                        packages: crate::registry::said(
+                            self.wanted.iter().map(|w| w.package.as_str()),
+                        ),
                     })
                 }
             }

@@ -596,3 +596,24 @@ fn npms_cache_setting_in_the_user_npmrc_and_pnpms_dlx_cache_are_searched() {
         "{v:#}"
     );
 }
+
+#[test]
+fn a_file_given_with_path_that_no_target_patches_is_an_error_naming_every_package() {
+    let sb = Sandbox::new();
+    let file = sb.root().join("notes.txt");
+    std::fs::write(&file, "x").unwrap();
+    let o = sb.run(&["status", "--path", file.to_str().unwrap()]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        "error: [SANDBOX]/notes.txt is not an install of @deepseek-ai/dsh-mcp-client or mcp-remote, a file one patches, or a folder\nhelp: pass --path the package folder (the one holding package.json) or a folder to search below\n"
+    );
+    // A chunk of mcp-remote given as the file: its package is found above it.
+    let dir = project(&sb, "0.1.44", "p");
+    let chunk = dir.join("node_modules/mcp-remote").join(chunk_of("0.1.44"));
+    let o = sb.run(&["status", "--json", "--path", chunk.to_str().unwrap()]);
+    assert_eq!(
+        summary(&json(&o)),
+        [("mcp-remote".into(), "affected".into(), "0.1.44".into())]
+    );
+}
