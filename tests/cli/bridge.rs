@@ -10,7 +10,6 @@ use serde_json::Value;
 
 use super::*;
 
-const TS_SDK: &str = "1.32.2";
 /// The environment variable that marks every process a test's verify starts.
 const MARKER: &str = "MCPATCH_BRIDGE_TEST_MARKER";
 

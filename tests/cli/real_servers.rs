@@ -15,8 +15,6 @@ use serde_json::{json, Value};
 
 use super::*;
 
-/// The TypeScript MCP SDK the fixtures run (scripts/fetch-fixtures.sh `TS_SDK`).
-const TS_SDK: &str = "1.32.2";
 /// The Python MCP SDK the fixtures run (scripts/fetch-fixtures.sh `PY_MCP`).
 const PY_MCP: &str = "1.30.0";
 /// How long a server or the client may take to start on a loaded machine.
