@@ -1018,6 +1018,41 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         ),
         columns,
     ));
+    let rows: Vec<(String, &Judgement, Expectation)> = r
+        .scenarios
+        .iter()
+        .map(|x| {
+            let name = if x.policy == "default" {
+                format!("{} (default policy)", x.name)
+            } else {
+                x.name.to_string()
+            };
+            (name, &x.judgement, x.expected)
+        })
+        .collect();
+    s.push_str(&scenario_table(&rows, columns, paint));
+    if let Some(note) = &r.note {
+        s.push_str(&hanging(
+            "note: ",
+            &crate::output::clean_lines(note),
+            columns,
+        ));
+    }
+    s.push_str(&paint.paint(overall_style(r.overall), r.overall));
+    s.push('\n');
+    s
+}
+
+/// The scenario table of a report (an install's, or a bridge's), in at most
+/// `columns` (when given): a row per scenario (name, verdict, failed calls,
+/// recovery ms, handshakes, note wrapped under itself) when the note gets at
+/// least 30 columns, else each scenario on a line of its own (name and verdict)
+/// above its figures and note. Notes carry servers' words: escaped.
+pub(crate) fn scenario_table(
+    rows: &[(String, &Judgement, Expectation)],
+    columns: Option<usize>,
+    paint: Painter,
+) -> String {
     let mut table = Table::new(
         &[
             "SCENARIO",
@@ -1036,37 +1071,25 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             Align::Left,
         ],
     );
-    let name = |x: &ScenarioResult| {
-        if x.policy == "default" {
-            format!("{} (default policy)", x.name)
-        } else {
-            x.name.to_string()
-        }
-    };
-    let recovery = |j: &Judgement| {
-        j.recovery_ms
-            .map(|m| m.to_string())
-            .unwrap_or_else(|| "-".into())
-    };
-    for x in &r.scenarios {
-        let j = &x.judgement;
+    for (name, j, expected) in rows {
         table.row(vec![
-            name(x),
-            shown_verdict(paint, j, x.expected),
+            name.clone(),
+            shown_verdict(paint, j, *expected),
             j.failed_calls.to_string(),
-            recovery(j),
+            j.recovery_ms
+                .map(|m| m.to_string())
+                .unwrap_or_else(|| "-".into()),
             j.initialize_count.to_string(),
             crate::output::clean(&j.note).into_owned(),
         ]);
     }
     match columns {
-        // The note column gets at least 30 columns, or each scenario its own lines.
         Some(c) if table.width() > c && table.lead_width() + 30 > c => {
-            for x in &r.scenarios {
-                let j = &x.judgement;
+            let mut s = String::new();
+            for (name, j, expected) in rows {
                 s.push_str(&hanging(
                     "",
-                    &format!("{}: {}", name(x), shown_verdict(paint, j, x.expected)),
+                    &format!("{name}: {}", shown_verdict(paint, j, *expected)),
                     Some(c),
                 ));
                 let calls = if j.failed_calls == 1 { "call" } else { "calls" };
@@ -1087,21 +1110,12 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
                     ),
                     Some(c),
                 ));
-                s.push_str(&hanging("    ", &j.note, Some(c)));
+                s.push_str(&hanging("    ", &crate::output::clean(&j.note), Some(c)));
             }
+            s
         }
-        _ => s.push_str(&table.lines_within(columns).concat()),
+        _ => table.lines_within(columns).concat(),
     }
-    if let Some(note) = &r.note {
-        s.push_str(&hanging(
-            "note: ",
-            &crate::output::clean_lines(note),
-            columns,
-        ));
-    }
-    s.push_str(&paint.paint(overall_style(r.overall), r.overall));
-    s.push('\n');
-    s
 }
 
 /// `mcpatch serve`: the fake server alone, with sessions dropped by a key press or a control request.

@@ -533,3 +533,44 @@ fn a_bridge_silent_at_start_up_hangs_after_the_start_up_limit_and_one_that_exits
     );
     assert_eq!(s["stderr"], "cannot reach the server");
 }
+
+#[test]
+fn a_bridge_report_fits_the_terminal_width_and_is_whole_into_a_pipe() {
+    let sb = Sandbox::new();
+    let command = fixture("keeps-dead-session");
+    let args = [
+        "verify",
+        "--command",
+        command.as_str(),
+        "--scenario",
+        "expired-404",
+    ];
+    for columns in [80, 60] {
+        let o = sb
+            .cmd(&args)
+            .env("COLUMNS", columns.to_string())
+            .output()
+            .unwrap();
+        assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+        let text = stdout(&o);
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= columns,
+                "{columns} columns: {line:?} is {} wide:\n{text}",
+                line.chars().count()
+            );
+        }
+        assert!(
+            text.lines().any(|l| l.starts_with("expired-404: STUCK")),
+            "each scenario on a line of its own:\n{text}"
+        );
+    }
+    // Into a pipe: one row per scenario, whatever its width.
+    let o = sb.run(&args);
+    let text = stdout(&o);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("expired-404") && l.contains("STUCK") && l.len() > 80),
+        "{text}"
+    );
+}

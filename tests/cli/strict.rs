@@ -5,21 +5,8 @@
 
 use serde_json::Value;
 
+use super::verify::verify_json;
 use super::*;
-
-fn verify_json(sb: &Sandbox, args: &[&str]) -> (i32, Value) {
-    let mut all = vec!["verify", "--json"];
-    all.extend_from_slice(args);
-    let o = sb.run(&all);
-    let v = serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "verify --json is not JSON ({e}): {}{}",
-            stdout(&o),
-            stderr(&o)
-        )
-    });
-    (code(&o), v)
-}
 
 /// A sandbox with the real 0.1.0-rc.8 client patched by `mcpatch apply`; its package folder.
 fn patched(sb: &Sandbox) -> PathBuf {

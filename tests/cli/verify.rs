@@ -5,7 +5,8 @@ use std::process::Stdio;
 
 use super::*;
 
-fn verify_json(sb: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
+/// `mcpatch verify --json ARGS`: its exit code and its JSON.
+pub(super) fn verify_json(sb: &Sandbox, args: &[&str]) -> (i32, serde_json::Value) {
     let mut all = vec!["verify", "--json"];
     all.extend_from_slice(args);
     let o = sb.run(&all);

@@ -22,7 +22,6 @@ use super::server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIO
 use crate::color;
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
-use crate::table::{Align, Table};
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
@@ -560,41 +559,28 @@ fn render(
     overall: &str,
 ) -> String {
     let paint = color::stdout();
-    let mut s = format!("bridge: {}\n", crate::output::clean(command));
-    let mut table = Table::new(
-        &[
-            "SCENARIO",
-            "VERDICT",
-            "FAILED CALLS",
-            "RECOVERY MS",
-            "HANDSHAKES",
-            "NOTE",
-        ],
-        &[
-            Align::Left,
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
-    );
-    for x in results {
-        let j = &x.judgement;
-        table.row(vec![
-            x.name.to_string(),
-            super::shown_verdict(paint, j, x.expected),
-            j.failed_calls.to_string(),
-            j.recovery_ms
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "-".into()),
-            j.initialize_count.to_string(),
-            crate::output::clean_lines(&j.note).into_owned(),
-        ]);
-    }
-    s.push_str(&table.lines().concat());
+    let columns = crate::width::stdout_columns();
+    // A word wider than the room (a long path) is shortened from the middle, as status does.
+    let lead = "bridge: ";
+    let shown: Vec<String> = crate::output::clean(command)
+        .split(' ')
+        .map(|w| match columns {
+            Some(c) => crate::table::shorten_middle(w, c.saturating_sub(lead.len()).max(1)),
+            None => w.to_string(),
+        })
+        .collect();
+    let mut s = crate::table::hanging(lead, &shown.join(" "), columns);
+    let rows: Vec<(String, &Judgement, Expectation)> = results
+        .iter()
+        .map(|x| (x.name.to_string(), &x.judgement, x.expected))
+        .collect();
+    s.push_str(&super::scenario_table(&rows, columns, paint));
     for l in left_out {
-        s.push_str(&format!("left out {}: {}\n", l.name, l.why));
+        s.push_str(&crate::table::hanging(
+            "left out ",
+            &format!("{}: {}", l.name, l.why),
+            columns,
+        ));
     }
     s.push_str(&paint.paint(super::overall_style(overall), overall));
     s.push('\n');
