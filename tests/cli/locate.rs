@@ -29,24 +29,12 @@ fn real_npm_package() -> PathBuf {
 }
 
 /// Run a command, failing the test if it has not finished after a minute (a hang).
-pub(super) fn output_within_a_minute(mut cmd: std::process::Command) -> Output {
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("mcpatch did not finish within a minute: it blocked on something it read");
-        }
-    }
+pub(super) fn output_within_a_minute(cmd: std::process::Command) -> Output {
+    output_within(
+        cmd,
+        std::time::Duration::from_secs(60),
+        "mcpatch (blocked on something it read?)",
+    )
 }
 
 fn searched(v: &serde_json::Value) -> Vec<String> {

@@ -48,6 +48,29 @@ fn node22_dir() -> PathBuf {
     d
 }
 
+/// Run a command, failing the test if it has not finished within `limit` (a
+/// hang): then it is killed and the panic says `what` did not finish.
+fn output_within(mut cmd: std::process::Command, limit: std::time::Duration, what: &str) -> Output {
+    let child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            // SAFETY: kill(2) on our own child's pid.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{what} did not finish within {limit:?}");
+        }
+    }
+}
+
 /// `node --version` of the Node.js 22 the tests run (as verify and apply print it).
 fn node22_version() -> String {
     let o = std::process::Command::new(node22_dir().join("node"))

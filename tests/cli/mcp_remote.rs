@@ -441,24 +441,8 @@ fn verify_answers(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
 }
 
 /// Run a command, failing the test if it has not finished after five minutes (a hang).
-fn output_within_five_minutes(mut cmd: std::process::Command) -> Output {
-    let child = cmd
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(std::time::Duration::from_secs(300)) {
-        Ok(out) => out.unwrap(),
-        Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
-            panic!("mcpatch verify did not finish within five minutes");
-        }
-    }
+fn output_within_five_minutes(cmd: std::process::Command) -> Output {
+    output_within(cmd, std::time::Duration::from_secs(300), "mcpatch verify")
 }
 
 /// Each scenario of one install of a `verify --json`: (name, verdict, failed calls).
