@@ -263,7 +263,7 @@ fn apply_all(
                 if let Some(line) = gate.line() {
                     say(format_args!("    {line}"));
                 }
-                let running = processes.running(package_dir, file);
+                let running = processes.running(spec, package_dir, file);
                 for line in running::lines(&running) {
                     say(format_args!("    {line}"));
                 }
@@ -299,7 +299,7 @@ fn apply_all(
             }
             FileResult::AlreadyPatched => {
                 say(format_args!("already patched: {label}; nothing to do"));
-                for line in running::lines(&processes.running(package_dir, file)) {
+                for line in running::lines(&processes.running(spec, package_dir, file)) {
                     say(format_args!("    {line}"));
                 }
             }
@@ -330,7 +330,7 @@ fn apply_all(
         }
     }
     drop(locked);
-    report_out.fill_running(&processes);
+    report_out.fill_running(targets, &processes);
     for e in failed {
         failures.absorb::<()>(Err(e))?;
     }

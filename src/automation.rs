@@ -104,9 +104,10 @@ pub struct ChangeReport {
 impl ChangeReport {
     /// Fill each install's `running` from one read of the process table
     /// (call when every file is as this run leaves it).
-    pub fn fill_running(&mut self, table: &ProcessTable) {
+    pub fn fill_running(&mut self, targets: &[&PatchSpec], table: &ProcessTable) {
         for i in &mut self.installs {
-            i.running = table.running(&i.path, &i.file).processes;
+            let spec = crate::registry::find(targets, i.target);
+            i.running = table.running(spec, &i.path, &i.file).processes;
         }
     }
 

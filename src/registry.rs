@@ -98,6 +98,9 @@ pub struct Texts {
     pub restart_patched: &'static str,
     /// After a revert: "restart DSH so it loads the restored client".
     pub restart_restored: &'static str,
+    /// The command that restarts a running host (one of `installs.hosts`), if
+    /// there is one to give; else each process is to be stopped and started again.
+    pub restart_command: Option<&'static str>,
 }
 
 /// One diff of a target, for the code family its `requires` strings show.
@@ -257,6 +260,8 @@ struct TextsEntry {
     reinstall: String,
     unsupported_step: String,
     restart: String,
+    #[serde(default)]
+    restart_command: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -471,6 +476,7 @@ pub fn load(
         unsupported_step: forever(t.unsupported_step.clone()),
         restart_patched: forever(t.restart.replace("{state}", "patched")),
         restart_restored: forever(t.restart.replace("{state}", "restored")),
+        restart_command: t.restart_command.clone().map(forever),
     };
     let file_label = match &find {
         FileFind::Path(p) => p.clone(),

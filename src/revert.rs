@@ -212,7 +212,7 @@ fn revert_all(
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
                 ));
-                for line in running::lines(&processes.running(package_dir, file)) {
+                for line in running::lines(&processes.running(spec, package_dir, file)) {
                     say(format_args!("    {line}"));
                 }
             }
@@ -227,7 +227,7 @@ fn revert_all(
             }
         }
     }
-    report_out.fill_running(&processes);
+    report_out.fill_running(targets, &processes);
     if let (Some(id), false) = (&opts.backup, matched_named) {
         if let Some(named) = groups.iter().flat_map(|g| &g.backups).find(|b| &b.id == id) {
             return Err(Error::BackupOfAnotherInstall {

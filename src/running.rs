@@ -10,15 +10,14 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-/// The host package that carries the client, whose `dsh` bin is what users start.
-const HOST_PACKAGE: &str = "@deepseek-ai/dsh";
-/// How DSH is restarted (the design seed's recipe: the web profile listens on port 3080).
-pub const DSH_RESTART: &str = "kill $(lsof -ti tcp:3080 -sTCP:LISTEN); dsh web";
-/// What to do for processes of an install outside a DSH host.
+use crate::registry::PatchSpec;
+
+/// What to do for processes of an install outside a host, or of a target whose
+/// manifest gives no restart command (`texts.restart_command`).
 pub const OTHER_RESTART: &str = "stop each of these processes and start it again";
 /// What mcpatch says where it cannot read the process table.
 pub const CANNOT_TELL: &str =
-    "mcpatch cannot tell on this system which processes still run the old code; restart every DSH that runs it";
+    "mcpatch cannot tell on this system which processes still run the old code; restart every process that runs it";
 /// Arguments of node that name a file it loads before the script.
 const NODE_FILE_OPTIONS: [&str; 6] = [
     "-r",
@@ -120,14 +119,13 @@ impl ProcessTable {
     }
 
     /// The processes that run the install at `package_dir` (its package, or
-    /// the `@deepseek-ai/dsh` host package it is nested in) and started
+    /// the host package it is nested in, one of the target's `installs.hosts`) and started
     /// before `file` last changed.
-    pub fn running(&self, package_dir: &Path, file: &Path) -> RunningReport {
-        let host = host_of(package_dir);
-        let restart = if host.is_some() {
-            DSH_RESTART
-        } else {
-            OTHER_RESTART
+    pub fn running(&self, spec: &PatchSpec, package_dir: &Path, file: &Path) -> RunningReport {
+        let host = host_of(package_dir, &spec.installs.hosts);
+        let restart = match (&host, spec.texts.restart_command) {
+            (Some(_), Some(command)) => command,
+            _ => OTHER_RESTART,
         };
         let (Some(procs), Some(boot)) = (&self.procs, self.boot) else {
             return RunningReport {
@@ -264,9 +262,9 @@ fn resolve(pid: u32, arg: &str) -> Option<PathBuf> {
     std::fs::canonicalize(full).ok()
 }
 
-/// The `@deepseek-ai/dsh` host package an install is nested in
-/// (`<host>/node_modules/@deepseek-ai/dsh-mcp-client`), if any.
-pub fn host_of(package_dir: &Path) -> Option<PathBuf> {
+/// The host package (one of the target's `installs.hosts`) an install is
+/// nested in (`<host>/node_modules/<scope>/<package>`), if any.
+pub fn host_of(package_dir: &Path, hosts: &[String]) -> Option<PathBuf> {
     let scope = package_dir.parent()?;
     let node_modules = scope.parent()?;
     if node_modules.file_name()? != "node_modules" {
@@ -280,7 +278,8 @@ pub fn host_of(package_dir: &Path) -> Option<PathBuf> {
     )
     .ok()?;
     let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
-    (value.get("name")?.as_str()? == HOST_PACKAGE).then(|| host.to_path_buf())
+    let name = value.get("name")?.as_str()?;
+    hosts.iter().any(|h| h == name).then(|| host.to_path_buf())
 }
 
 /// When `file` last changed: the later of its modification and status-change
@@ -423,7 +422,8 @@ mod tests {
     #[test]
     fn no_process_table_means_cannot_tell() {
         let t = ProcessTable::scan_in(Path::new("/nonexistent/proc"));
-        let r = t.running(Path::new("/x"), Path::new("/x/lib/index.js"));
+        let spec = &crate::registry::all().unwrap()[0];
+        let r = t.running(spec, Path::new("/x"), Path::new("/x/lib/index.js"));
         assert_eq!(r.processes, None);
         assert_eq!(lines(&r), [CANNOT_TELL]);
     }

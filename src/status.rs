@@ -139,7 +139,7 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
                 .expect("installs are of the targets searched for");
             Aftermath {
                 dropped: dropped(&backups[at], targets[at], i),
-                running: Some(table.running(&i.path, &i.file)),
+                running: Some(table.running(targets[at], &i.path, &i.file)),
             }
         })
         .collect();
