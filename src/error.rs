@@ -73,7 +73,7 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("backup {id} is damaged: {detail}\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh")]
+    #[error("backup {id} is damaged: {detail}\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall the package that holds the file")]
     BackupDamaged { id: String, detail: String },
 
     #[error("no backup named {id} under {dir}\nhelp: list the backups with `mcpatch backups`")]
@@ -181,7 +181,7 @@ pub enum Error {
     #[error("{failed} of {total} install(s) could not be read; each error is above\nhelp: fix what each error names and run again; the other installs are reported above")]
     SomeUnreadable { failed: usize, total: usize },
 
-    #[error("node cannot load {path}: its path is not UTF-8 (as a URL: {url})\nhelp: nothing was changed; node, and so DSH, cannot import a module from such a path: reinstall @deepseek-ai/dsh under a folder whose name is UTF-8")]
+    #[error("node cannot load {path}: its path is not UTF-8 (as a URL: {url})\nhelp: nothing was changed; node cannot import a module from such a path, so no host can load it: reinstall it under a folder whose name is UTF-8")]
     PathNotLoadable { path: PathBuf, url: String },
 
     #[error("fault injected at step {step} (MCPATCH_TEST_FAIL_AT)\nhelp: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests")]

@@ -434,7 +434,7 @@ fn a_damaged_backup_is_refused_and_nothing_changes() {
         sb.normalize(&o.stderr),
         format!(
             "error: backup {id} is damaged: [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss/{id}/index.js has sha256 {damaged}, its manifest says {ORIGINAL}
-help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh
+help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall the package that holds the file
 "
         )
     );

@@ -240,7 +240,7 @@ fn a_backup_whose_saved_file_was_changed_or_removed_is_listed_damaged_as_revert_
         assert_eq!(code(&o), 2, "{}", stdout(&o));
         assert_eq!(
             sb.normalize(&o.stderr),
-            format!("error: backup {id} is damaged: {why}\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh\n")
+            format!("error: backup {id} is damaged: {why}\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall the package that holds the file\n")
         );
         assert_eq!(sha256_file(&client.join("lib/index.js")), patched_hash());
     }

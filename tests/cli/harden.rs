@@ -727,7 +727,7 @@ fn a_non_utf8_install_path_is_carried_losslessly_and_never_panics() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: node cannot load [SANDBOX]/caf\u{FFFD}/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib: its path is not UTF-8 (as a URL: file://[SANDBOX]/caf%E9/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib)
-help: nothing was changed; node, and so DSH, cannot import a module from such a path: reinstall @deepseek-ai/dsh under a folder whose name is UTF-8
+help: nothing was changed; node cannot import a module from such a path, so no host can load it: reinstall it under a folder whose name is UTF-8
 "
     );
     assert_eq!(sha256_file(&file), ORIGINAL);
@@ -1043,7 +1043,7 @@ fn a_damaged_backup_is_listed_and_refused_never_skipped() {
         .ends_with("is not a valid manifest: key must be a string at line 1 column 2"));
     assert_eq!(v["backups"][0]["damaged"], serde_json::Value::Null);
 
-    let help = "help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh\n";
+    let help = "help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall the package that holds the file\n";
     let o = sb.run(&["revert", "--backup", bad, "--path", p]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
@@ -1085,7 +1085,7 @@ fn a_backup_that_lost_its_saved_file_is_damaged_and_nothing_changes() {
     assert_eq!(
         sb.normalize(&o.stderr),
         format!("error: backup {id} is damaged: cannot read [SANDBOX]/home/.dsh/{BACKUPS}/{id}/index.js: No such file or directory (os error 2)
-help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh
+help: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall the package that holds the file
 ")
     );
     assert_eq!(sha256_file(&file), patched_hash());

@@ -417,7 +417,7 @@ fn a_backup_holding_the_patched_revision_is_refused() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: backup {id} is damaged: [SANDBOX]/home/.dsh/{BACKUPS}/{id}/index.js is the patched revision, not an original\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall @deepseek-ai/dsh\n")
+        format!("error: backup {id} is damaged: [SANDBOX]/home/.dsh/{BACKUPS}/{id}/index.js is the patched revision, not an original\nhelp: nothing was changed; pick another backup with `mcpatch backups` and `--backup ID`, or reinstall the package that holds the file\n")
     );
     assert_eq!(sha256_file(&file), patched_hash(), "nothing changed");
 }
