@@ -3,6 +3,7 @@
 //! them so they recover, reverts from backup, and verifies the result against
 //! a bundled fake stateful MCP server.
 
+pub mod anchors;
 pub mod apply;
 pub mod automation;
 pub mod backup;
