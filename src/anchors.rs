@@ -289,6 +289,27 @@ impl Anchors {
         })
     }
 
+    /// Each anchor's text against its replacement, as unified diffs (what
+    /// `mcpatch diff` shows with no install).
+    pub fn preview(&self) -> String {
+        let mut out = String::new();
+        for a in &self.anchors {
+            let text: String = a
+                .parts
+                .iter()
+                .map(|p| match p {
+                    Part::Literal(l) => l.clone(),
+                    Part::Placeholder(n) => format!("{{{{{n}}}}}"),
+                })
+                .collect();
+            out.push_str(&format!("# anchor `{}`\n", a.name));
+            out.push_str(
+                &diffy::create_patch(&format!("{text}\n"), &format!("{}\n", a.replace)).to_string(),
+            );
+        }
+        out
+    }
+
     /// Whether `src` holds the patch marker (patched by some mcpatch revision).
     pub fn is_patched(&self, src: &str) -> bool {
         src.contains(self.marker.as_str())

@@ -24,6 +24,7 @@ pub mod on_signal;
 pub mod output;
 pub mod path_json;
 pub mod probe;
+pub mod reachable;
 pub mod registry;
 pub mod replace;
 pub mod revert;

@@ -294,7 +294,7 @@ impl Search {
                     let dir = p.ancestors().nth(up)?;
                     p.ends_with(rel).then(|| (w.target, dir.to_path_buf()))
                 }
-                FileFind::Content { .. } => None,
+                FileFind::Content { .. } | FileFind::Reachable { .. } => None,
             });
             let pkg = p.ancestors().skip(1).take(4).find_map(|d| {
                 let w = self.wanted_at(d)?;
@@ -496,6 +496,36 @@ impl Search {
                 self.searched.push(via.clone());
                 self.search_below(vec![(root, Listing::NodeModules)], &via);
             }
+        }
+    }
+
+    /// Homebrew's Cellar: `<Cellar>/<formula>/<version>/libexec/lib/node_modules`,
+    /// for `$HOMEBREW_CELLAR` and the usual prefixes (below the sysroot).
+    pub fn homebrew_cellar(&mut self, formula: &str, env: &Environment) {
+        let mut cellars: Vec<PathBuf> = env
+            .vars
+            .iter()
+            .find(|(k, _)| k == "HOMEBREW_CELLAR")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+            .into_iter()
+            .collect();
+        for prefix in ["opt/homebrew", "usr/local", "home/linuxbrew/.linuxbrew"] {
+            cellars.push(env.sysroot.join(prefix).join("Cellar"));
+        }
+        for cellar in cellars {
+            let formula_dir = cellar.join(formula);
+            if !formula_dir.is_dir() {
+                continue;
+            }
+            let via = format!("Homebrew Cellar ({})", formula_dir.display());
+            self.searched.push(via.clone());
+            let roots = self
+                .child_dirs(&formula_dir)
+                .into_iter()
+                .map(|v| (v.join("libexec/lib/node_modules"), Listing::NodeModules))
+                .collect();
+            self.search_below(roots, &via);
         }
     }
 
@@ -712,7 +742,7 @@ impl Search {
             w.package == name
                 && match &w.find {
                     FileFind::Path(rel) => dir.join(rel).is_file(),
-                    FileFind::Content { .. } => true,
+                    FileFind::Content { .. } | FileFind::Reachable { .. } => true,
                 }
         })
     }
@@ -725,6 +755,12 @@ impl Search {
                 Ok(file) => (file, None),
                 Err(why) => (dir.join(glob), Some(why)),
             },
+            FileFind::Reachable { from, declares } => {
+                match crate::reachable::find(dir, from, declares) {
+                    Ok(file) => (file, None),
+                    Err(why) => (dir.join(from), Some(why)),
+                }
+            }
         };
         self.found.push(Found {
             target: w.target,
