@@ -274,3 +274,59 @@ fn gemini_on_path_is_resolved_to_its_package_and_verify_says_it_cannot_drive_it_
         stderr(&o)
     );
 }
+
+/// `status` on a gemini-cli install with this sandbox's own settings only.
+fn status_of(sb: &Sandbox, pkg: &Path, json: bool) -> Output {
+    let mut args = vec!["status", "--path", pkg.to_str().unwrap()];
+    if json {
+        args.push("--json");
+    }
+    let mut c = sb.command(&args);
+    c.env("MCPATCH_SYSROOT", sb.root().join("sys"))
+        .env("COLUMNS", "400")
+        .env_remove("GEMINI_CLI_HOME")
+        .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+        .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH");
+    c.output().unwrap()
+}
+
+#[test]
+fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let o = status_of(&sb, &pkg, false);
+    let text = sb.normalize(&o.stdout);
+    assert!(
+        text.contains("\n  auto-update: on (gemini-cli's default; no settings file turns it off): gemini-cli's next update replaces the package and drops the patch; turn it off (\"general\": {\"enableAutoUpdate\": false} in ~/.gemini/settings.json), or re-apply after every update unattended (`mcpatch apply --yes --quiet`, e.g. from cron or a login script)\n"),
+        "{text}"
+    );
+    let v = json(&status_of(&sb, &pkg, true));
+    assert_eq!(
+        v["installs"][0]["auto_update"],
+        serde_json::json!({"on": true, "set_by": null})
+    );
+    // Turned off in the user's settings (JSON with comments): no note.
+    let settings = sb.root().join("home/.gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        "{\n  // mcpatch's patch stays\n  \"general\": { \"enableAutoUpdate\": false }\n}\n",
+    )
+    .unwrap();
+    let text = sb.normalize(&status_of(&sb, &pkg, false).stdout);
+    assert!(!text.contains("auto-update"), "{text}");
+    let v = json(&status_of(&sb, &pkg, true));
+    assert_eq!(
+        v["installs"][0]["auto_update"],
+        serde_json::json!({"on": false, "set_by": settings.to_str().unwrap()})
+    );
+    // The system settings file wins over the user's.
+    let system = sb.root().join("sys/etc/gemini-cli/settings.json");
+    std::fs::create_dir_all(system.parent().unwrap()).unwrap();
+    std::fs::write(&system, r#"{"general":{"enableAutoUpdate":true}}"#).unwrap();
+    let text = sb.normalize(&status_of(&sb, &pkg, false).stdout);
+    assert!(
+        text.contains("\n  auto-update: on (as [SANDBOX]/sys/etc/gemini-cli/settings.json says): "),
+        "{text}"
+    );
+}
