@@ -564,6 +564,8 @@ impl Search {
             }
             roots.push(home.join(".config/yarn/global/node_modules"));
             roots.push(home.join(".yarn/global/node_modules"));
+            // bun add -g
+            roots.push(home.join(".bun/install/global/node_modules"));
             roots.push(home.join(".npm-global/lib/node_modules"));
         }
         let pnpm_home = env

@@ -330,3 +330,66 @@ fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
         "{text}"
     );
 }
+
+#[test]
+fn homebrew_cellar_and_bun_globals_are_searched() {
+    let sb = Sandbox::new();
+    let cellar = install(
+        &sb,
+        "0.61.0",
+        "sys/opt/homebrew/Cellar/gemini-cli/0.61.0/libexec",
+    );
+    let bun = sb
+        .root()
+        .join("home/.bun/install/global/node_modules")
+        .join(PACKAGE);
+    std::fs::create_dir_all(bun.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(fetched_package("0.56.0"))
+        .arg(&bun)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut c = sb.command(&["status", "--json", "--target", "gemini-cli"]);
+    c.env_remove("MCPATCH_SYSTEM_ROOTS")
+        .env("MCPATCH_SYSROOT", sb.root().join("sys"));
+    let v = json(&c.output().unwrap());
+    let found: Vec<(String, String, String)> = v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["path"].as_str().unwrap().to_string(),
+                i["state"].as_str().unwrap().to_string(),
+                i["found_via"][0].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let cellar = cellar.canonicalize().unwrap();
+    let bun = bun.canonicalize().unwrap();
+    let bun_root = sb.root().join("home/.bun/install/global/node_modules");
+    let formula = sb.root().join("sys/opt/homebrew/Cellar/gemini-cli");
+    let mut want = vec![
+        (
+            cellar.display().to_string(),
+            "affected".to_string(),
+            format!("Homebrew Cellar ({})", formula.display()),
+        ),
+        (
+            bun.display().to_string(),
+            "affected".to_string(),
+            format!("global root {}", bun_root.display()),
+        ),
+    ];
+    want.sort();
+    let mut found = found;
+    found.sort();
+    assert_eq!(found, want, "{v:#}");
+    // Homebrew's gemini-cli is never auto-updated by gemini-cli itself.
+    for i in v["installs"].as_array().unwrap() {
+        let in_cellar = i["path"].as_str().unwrap().contains("/Cellar/");
+        assert_eq!(i.get("auto_update").is_none(), in_cellar, "{i:#}");
+    }
+}
