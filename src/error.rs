@@ -24,6 +24,9 @@ pub enum Error {
     #[error("verify --backup cannot run the saved original of {target} yet: it drives that target's install as a stdio bridge\nhelp: run `mcpatch revert`, verify, then `mcpatch apply`; or pass --target to leave it out")]
     BridgeBackup { target: &'static str },
 
+    #[error("verify cannot drive {target} yet: mcpatch has no verify driver for it\nhelp: `mcpatch status` says whether the install is patched; pass --target to verify the other targets")]
+    NoVerifyDriver { target: &'static str },
+
     #[error("probe has no port of the session-loss predicate of {targets}'s patch\nhelp: leave out --target: probe judges the server by the first target whose predicate it ports")]
     NoProbePredicate { targets: String },
 
@@ -43,6 +46,14 @@ pub enum Error {
         path: PathBuf,
         detail: String,
         /// How to get a clean copy back (the target's `texts.reinstall`).
+        reinstall: &'static str,
+    },
+
+    #[error("the patch of {target} does not fit {path}: {detail}\nhelp: nothing was changed; the patch goes where each of its content anchors matches exactly once, and this file has changed there: {reinstall}, then run `mcpatch status` (a release mcpatch does not fit yet needs a newer mcpatch)")]
+    AnchorsDoNotFit {
+        target: &'static str,
+        path: PathBuf,
+        detail: String,
         reinstall: &'static str,
     },
 

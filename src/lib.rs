@@ -3,6 +3,7 @@
 //! them so they recover, reverts from backup, and verifies the result against
 //! a bundled fake stateful MCP server.
 
+pub mod anchors;
 pub mod apply;
 pub mod automation;
 pub mod backup;
@@ -23,6 +24,7 @@ pub mod on_signal;
 pub mod output;
 pub mod path_json;
 pub mod probe;
+pub mod reachable;
 pub mod registry;
 pub mod replace;
 pub mod revert;

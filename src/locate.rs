@@ -294,7 +294,7 @@ impl Search {
                     let dir = p.ancestors().nth(up)?;
                     p.ends_with(rel).then(|| (w.target, dir.to_path_buf()))
                 }
-                FileFind::Content { .. } => None,
+                FileFind::Content { .. } | FileFind::Reachable { .. } => None,
             });
             let pkg = p.ancestors().skip(1).take(4).find_map(|d| {
                 let w = self.wanted_at(d)?;
@@ -499,6 +499,36 @@ impl Search {
         }
     }
 
+    /// Homebrew's Cellar: `<Cellar>/<formula>/<version>/libexec/lib/node_modules`,
+    /// for `$HOMEBREW_CELLAR` and the usual prefixes (below the sysroot).
+    pub fn homebrew_cellar(&mut self, formula: &str, env: &Environment) {
+        let mut cellars: Vec<PathBuf> = env
+            .vars
+            .iter()
+            .find(|(k, _)| k == "HOMEBREW_CELLAR")
+            .map(|(_, v)| PathBuf::from(v))
+            .filter(|p| p.is_absolute())
+            .into_iter()
+            .collect();
+        for prefix in ["opt/homebrew", "usr/local", "home/linuxbrew/.linuxbrew"] {
+            cellars.push(env.sysroot.join(prefix).join("Cellar"));
+        }
+        for cellar in cellars {
+            let formula_dir = cellar.join(formula);
+            if !formula_dir.is_dir() {
+                continue;
+            }
+            let via = format!("Homebrew Cellar ({})", formula_dir.display());
+            self.searched.push(via.clone());
+            let roots = self
+                .child_dirs(&formula_dir)
+                .into_iter()
+                .map(|v| (v.join("libexec/lib/node_modules"), Listing::NodeModules))
+                .collect();
+            self.search_below(roots, &via);
+        }
+    }
+
     /// The usual global package roots of node version managers and package managers.
     fn usual_global_roots(&mut self, env: &Environment) -> Vec<PathBuf> {
         let mut roots = Vec::new();
@@ -534,6 +564,8 @@ impl Search {
             }
             roots.push(home.join(".config/yarn/global/node_modules"));
             roots.push(home.join(".yarn/global/node_modules"));
+            // bun add -g
+            roots.push(home.join(".bun/install/global/node_modules"));
             roots.push(home.join(".npm-global/lib/node_modules"));
         }
         let pnpm_home = env
@@ -712,7 +744,7 @@ impl Search {
             w.package == name
                 && match &w.find {
                     FileFind::Path(rel) => dir.join(rel).is_file(),
-                    FileFind::Content { .. } => true,
+                    FileFind::Content { .. } | FileFind::Reachable { .. } => true,
                 }
         })
     }
@@ -725,6 +757,12 @@ impl Search {
                 Ok(file) => (file, None),
                 Err(why) => (dir.join(glob), Some(why)),
             },
+            FileFind::Reachable { from, declares } => {
+                match crate::reachable::find(dir, from, declares) {
+                    Ok(file) => (file, None),
+                    Err(why) => (dir.join(from), Some(why)),
+                }
+            }
         };
         self.found.push(Found {
             target: w.target,

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
+use crate::anchors::{AnchorEntry, Anchors};
 use crate::error::{Error, Result};
 use crate::target::Driver;
 
@@ -53,6 +54,9 @@ pub struct PatchSpec {
     pub verify_env: BTreeMap<String, String>,
     /// The target's words in messages.
     pub texts: Texts,
+    /// Content anchors (see [`crate::anchors`]): when given, they patch the
+    /// file instead of diffs, and `patches` is empty.
+    pub anchors: Option<Anchors>,
 }
 
 /// How the file to patch is found in a package folder.
@@ -62,6 +66,9 @@ pub enum FileFind {
     Path(String),
     /// The one file matching `glob` (`*` in its last part only) that holds every `contains` string.
     Content { glob: String, contains: Vec<String> },
+    /// The one file reachable from the entry file `from` (following relative
+    /// imports, see [`crate::reachable`]) that holds `declares`.
+    Reachable { from: String, declares: String },
 }
 
 /// Where installs of a target live (each true entry is a search place).
@@ -210,6 +217,11 @@ struct ManifestFile {
     verify: VerifyEntry,
     texts: TextsEntry,
     revisions: Vec<Revision>,
+    /// What a `{{NAME}}` of an anchor matches (see [`crate::anchors`]).
+    #[serde(default)]
+    placeholder: Option<String>,
+    #[serde(default)]
+    anchors: Vec<AnchorEntry>,
 }
 
 #[derive(Deserialize)]
@@ -226,6 +238,10 @@ struct FindEntry {
     glob: Option<String>,
     #[serde(default)]
     contains: Vec<String>,
+    #[serde(default)]
+    reachable_from: Option<String>,
+    #[serde(default)]
+    declares: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -315,6 +331,23 @@ const EMBEDDED: &[Folder] = &[
             ),
         ],
     ),
+    (
+        "gemini-cli",
+        &[
+            (
+                "manifest.json",
+                include_str!("../patches/gemini-cli/manifest.json"),
+            ),
+            (
+                "fragments/mcp-client-fields.js",
+                include_str!("../patches/gemini-cli/fragments/mcp-client-fields.js"),
+            ),
+            (
+                "fragments/callable-call-tool.js",
+                include_str!("../patches/gemini-cli/fragments/callable-call-tool.js"),
+            ),
+        ],
+    ),
 ];
 
 /// A string that lives as long as mcpatch (targets are loaded once).
@@ -347,9 +380,16 @@ pub fn load(
             parsed.files.len()
         )));
     };
+    let f = &file.find;
     let find =
-        match (&file.find.path, &file.find.glob) {
-            (Some(path), None) if file.find.contains.is_empty() => FileFind::Path(path.clone()),
+        match (&f.path, &f.glob) {
+            (None, None) if f.contains.is_empty() && f.reachable_from.is_some() && f.declares.is_some() => {
+                FileFind::Reachable {
+                    from: f.reachable_from.clone().unwrap_or_default(),
+                    declares: f.declares.clone().unwrap_or_default(),
+                }
+            }
+            (Some(path), None) if f.contains.is_empty() && f.reachable_from.is_none() => FileFind::Path(path.clone()),
             (None, Some(glob)) if !file.find.contains.is_empty() && glob_parts(glob).is_some() => {
                 FileFind::Content {
                     glob: glob.clone(),
@@ -357,13 +397,13 @@ pub fn load(
                 }
             }
             _ => return Err(bad(
-                "files[0].find needs either path, or glob (one `*`, in its last part) and contains"
+                "files[0].find needs either path, or glob (one `*`, in its last part) and contains, or reachable_from and declares"
                     .into(),
             )),
         };
     let driver = Driver::from_name(&parsed.verify.driver).ok_or_else(|| {
         bad(format!(
-            "verify.driver {:?} is not plugin-api or stdio-bridge",
+            "verify.driver {:?} is not plugin-api, stdio-bridge or gemini-cli",
             parsed.verify.driver
         ))
     })?;
@@ -391,7 +431,21 @@ pub fn load(
             refuses: p.refuses.clone(),
         });
     }
-    if patches.is_empty() {
+    let anchors = if parsed.anchors.is_empty() {
+        None
+    } else {
+        if !patches.is_empty() {
+            return Err(bad("the manifest gives both patches and anchors".into()));
+        }
+        let placeholder = parsed.placeholder.as_deref().unwrap_or_default();
+        Some(
+            Anchors::load(placeholder, &parsed.patch_marker, &parsed.anchors, |name| {
+                diff_name_to_text(name)
+            })
+            .map_err(bad)?,
+        )
+    };
+    if patches.is_empty() && anchors.is_none() {
         return Err(bad("the manifest names no patch".into()));
     }
     let mut earlier = Vec::new();
@@ -443,13 +497,23 @@ pub fn load(
         ));
     }
     for r in originals {
-        let (Some(patch), Some(patched)) = (&r.patch, &r.patched_sha256) else {
+        let (patch, Some(patched)) = (&r.patch, &r.patched_sha256) else {
             return Err(bad(format!(
                 "original revision {:?} needs patch and patched_sha256",
                 r.versions
             )));
         };
-        if !patches.iter().any(|p| &p.file == patch) {
+        let patch = match (patch, &anchors) {
+            (Some(patch), None) => patch,
+            (None, Some(_)) => "",
+            _ => {
+                return Err(bad(format!(
+                    "original revision {:?} needs patch and patched_sha256 (with anchors: patched_sha256 only)",
+                    r.versions
+                )))
+            }
+        };
+        if anchors.is_none() && !patches.iter().any(|p| p.file == patch) {
             return Err(bad(format!(
                 "original revision {:?} names patch {patch}, which the manifest does not list",
                 r.versions
@@ -481,6 +545,13 @@ pub fn load(
     let file_label = match &find {
         FileFind::Path(p) => p.clone(),
         FileFind::Content { glob, .. } => glob.clone(),
+        FileFind::Reachable { declares, .. } => format!("the file declaring `{declares}`"),
+    };
+    // What `mcpatch diff` shows with no install: the first diff, or each
+    // anchor's text against its replacement.
+    let diff = match &anchors {
+        None => patches[0].diff.clone(),
+        Some(a) => a.preview(),
     };
     Ok(PatchSpec {
         id: parsed.id,
@@ -490,7 +561,7 @@ pub fn load(
         file: file_label,
         exports: file.exports.clone(),
         description: parsed.description,
-        diff: patches[0].diff.clone(),
+        diff,
         patches,
         supervisor_markers: parsed.markers.hook,
         upstream_fix_markers: parsed.markers.upstream_fix,
@@ -502,6 +573,7 @@ pub fn load(
         verify_command: parsed.verify.command,
         verify_env: parsed.verify.env,
         texts,
+        anchors,
     })
 }
 
@@ -690,7 +762,7 @@ mod tests {
             "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56"
         );
         let names: Vec<&str> = all().unwrap().iter().map(|t| t.target).collect();
-        assert_eq!(names, ["dsh-mcp-client", "mcp-remote"]);
+        assert_eq!(names, ["dsh-mcp-client", "mcp-remote", "gemini-cli"]);
     }
 
     /// Whether a folder under `patches/` is a target: its manifest is in
@@ -716,6 +788,14 @@ mod tests {
                     .map(|f| f.file_name().to_string_lossy().into_owned())
                     .filter(|n| n == "manifest.json" || n.ends_with(".patch"))
                     .collect();
+                // Anchor replacements live in `fragments/`.
+                if let Ok(fragments) = std::fs::read_dir(e.path().join("fragments")) {
+                    files.extend(
+                        fragments
+                            .flatten()
+                            .map(|f| format!("fragments/{}", f.file_name().to_string_lossy())),
+                    );
+                }
                 files.sort();
                 (e.file_name().to_string_lossy().into_owned(), files)
             })
@@ -738,10 +818,36 @@ mod tests {
         let err = select(Some("nope")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote\nhelp: pass one of those to --target, or leave --target out for all of them"
+            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli\nhelp: pass one of those to --target, or leave --target out for all of them"
         );
         assert_eq!(select(Some("mcp-remote")).unwrap()[0].package, "mcp-remote");
-        assert_eq!(select(None).unwrap().len(), 2);
+        assert_eq!(select(None).unwrap().len(), 3);
+    }
+
+    #[test]
+    fn gemini_cli_is_found_by_reachability_and_patched_by_content_anchors() {
+        let g = select(Some("gemini-cli")).unwrap()[0];
+        assert_eq!(
+            g.find,
+            FileFind::Reachable {
+                from: "bundle/gemini.js".into(),
+                declares: "var McpClient = class {".into()
+            }
+        );
+        let names: Vec<&str> = g
+            .anchors
+            .as_ref()
+            .unwrap()
+            .anchors
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        assert_eq!(names, ["mcp-client-fields", "callable-call-tool"]);
+        assert!(g.patches.is_empty());
+        assert!(g
+            .diff
+            .starts_with("# anchor `mcp-client-fields`\n--- original\n"));
+        assert_eq!(g.driver, Driver::GeminiCli);
     }
 
     #[test]

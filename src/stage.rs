@@ -13,6 +13,23 @@ use crate::registry::PatchSpec;
 /// first of the target's diffs that applies; if none does, the error is the
 /// first candidate's.
 pub fn apply_diff(spec: &PatchSpec, original: &str, path: &Path) -> Result<String> {
+    if let Some(anchors) = &spec.anchors {
+        return match anchors.apply(original) {
+            Ok(crate::anchors::Applied::Patched(text)) => Ok(text),
+            Ok(crate::anchors::Applied::AlreadyPatched) => Err(Error::AnchorsDoNotFit {
+                target: spec.target,
+                path: path.to_path_buf(),
+                detail: format!("it already holds the patch marker {}", spec.patch_marker),
+                reinstall: spec.texts.reinstall,
+            }),
+            Err(refused) => Err(Error::AnchorsDoNotFit {
+                target: spec.target,
+                path: path.to_path_buf(),
+                detail: refused.to_string(),
+                reinstall: spec.texts.reinstall,
+            }),
+        };
+    }
     let candidates: Vec<_> = spec.families_of(original).collect();
     let Some(first) = candidates.first() else {
         let lacks = spec

@@ -1,5 +1,7 @@
 //! `mcpatch status`: find and classify every install, print a table or JSON.
 
+use crate::target::gemini_cli::{self, AutoUpdate};
+use crate::target::Driver;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -58,6 +60,8 @@ impl Said {
 #[derive(Debug, Clone, Default)]
 pub struct Aftermath {
     pub dropped: Option<Dropped>,
+    /// gemini-cli: whether its auto-update (which drops the patch) is on.
+    pub auto_update: Option<AutoUpdate>,
     pub running: Option<RunningReport>,
 }
 
@@ -89,6 +93,9 @@ struct InstallJson<'a> {
     dropped: Option<&'a Dropped>,
     /// Processes that started before the file last changed; null where mcpatch cannot tell.
     running: Option<&'a [RunningProcess]>,
+    /// gemini-cli installs its own updater replaces: whether auto-update is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    auto_update: Option<&'a AutoUpdate>,
 }
 
 /// Whether mcpatch's patch on this install was dropped: the newest backup of
@@ -129,6 +136,10 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
         })
         .collect();
     let table = ProcessTable::scan();
+    let gemini_update = targets
+        .iter()
+        .any(|t| t.driver == Driver::GeminiCli)
+        .then(|| gemini_cli::auto_update(env));
     report.aftermath = report
         .installs
         .iter()
@@ -140,6 +151,10 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
             Aftermath {
                 dropped: dropped(&backups[at], targets[at], i),
                 running: Some(table.running(targets[at], &i.path, &i.file)),
+                auto_update: gemini_update
+                    .clone()
+                    .filter(|_| targets[at].driver == Driver::GeminiCli)
+                    .filter(|_| gemini_cli::self_updating(&i.path)),
             }
         })
         .collect();
@@ -361,6 +376,7 @@ pub fn run(
                         running: a
                             .and_then(|a| a.running.as_ref())
                             .and_then(|r| r.processes.as_deref()),
+                        auto_update: a.and_then(|a| a.auto_update.as_ref()),
                     }
                 })
                 .collect(),
@@ -557,6 +573,13 @@ pub fn render_table_within(
                     "mcpatch patched this file at {} (backup {}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)",
                     d.patched_at, d.backup
                 ),
+                columns,
+            ));
+        }
+        if let Some(a) = after.and_then(|a| a.auto_update.as_ref()).filter(|a| a.on) {
+            s.push_str(&hanging(
+                "    auto-update: ",
+                &gemini_cli::auto_update_note(a),
                 columns,
             ));
         }

@@ -2,6 +2,7 @@
 //! named by the manifest's `verify.driver`. Everything else about a target is
 //! in its folder under `patches/` (see [`crate::registry`]).
 
+pub mod gemini_cli;
 pub mod plugin_api;
 pub mod stdio_bridge;
 
@@ -34,6 +35,9 @@ pub enum Driver {
     /// A program a host starts as a child and talks to over stdio
     /// (mcp-remote): verify starts it with mcpatch as its stdio host.
     StdioBridge,
+    /// gemini-cli, a CLI that loads its MCP client from a bundle chunk:
+    /// found also in Homebrew's Cellar; verify cannot drive it yet.
+    GeminiCli,
 }
 
 impl Driver {
@@ -42,6 +46,7 @@ impl Driver {
         match name {
             "plugin-api" => Some(Driver::PluginApi),
             "stdio-bridge" => Some(Driver::StdioBridge),
+            "gemini-cli" => Some(Driver::GeminiCli),
             _ => None,
         }
     }
@@ -51,6 +56,7 @@ impl Driver {
         match self {
             Driver::PluginApi => plugin_api::search(search, env),
             Driver::StdioBridge => {}
+            Driver::GeminiCli => gemini_cli::search(search, env),
         }
     }
 
@@ -58,7 +64,7 @@ impl Driver {
     pub fn host_defect(self, install: &Path, env: &Environment) -> Option<HostDefect> {
         match self {
             Driver::PluginApi => plugin_api::host_defect(install, env),
-            Driver::StdioBridge => None,
+            Driver::StdioBridge | Driver::GeminiCli => None,
         }
     }
 }

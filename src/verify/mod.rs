@@ -233,6 +233,14 @@ fn verify_all(
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
         let spec = crate::registry::find(targets, install.target);
+        if spec.driver == Driver::GeminiCli {
+            let e = Error::NoVerifyDriver {
+                target: spec.target,
+            };
+            results.push(not_checked(install, &node, &e, false));
+            failures.absorb::<()>(Err(e))?;
+            continue;
+        }
         if spec.driver == Driver::StdioBridge && install.state != State::Unsupported {
             let result = match verify_bridge(spec, &node, install, opts, progress) {
                 Ok(result) => result,

@@ -2,8 +2,8 @@
 # Fetch the gemini-cli releases that prove.sh proves patches/gemini-cli on, from the npm
 # registry into the ignored .cache/gemini-cli/<version> (about 130 MB each), installed like
 # `npm install -g`: .cache/gemini-cli/<version>/lib/node_modules/@google/gemini-cli (bin:
-# bundle/gemini.js). Kept out of scripts/fetch-fixtures.sh while no test of the test command
-# runs them. 0.51.0 is the first whose bundled SDK throws a plain
+# bundle/gemini.js). Run at the end of scripts/fetch-fixtures.sh: tests/cli/gemini.rs runs them
+# on copies. 0.51.0 is the first whose bundled SDK throws a plain
 # Error("Error POSTing to endpoint (HTTP 404): ...") instead of a StreamableHTTPError.
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail

@@ -323,6 +323,7 @@ mod backups;
 mod bridge;
 mod dropped;
 mod evidence;
+mod gemini;
 mod harden;
 mod host;
 mod locate;

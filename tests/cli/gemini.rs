@@ -1,0 +1,395 @@
+//! gemini-cli, mcpatch's third target, content-anchored: real releases from
+//! the npm registry (test-fixtures/gemini-cli/fetch.sh, run by
+//! scripts/fetch-fixtures.sh, puts 0.45.2 0.47.0 0.51.0 0.56.0 0.61.0 in
+//! .cache/gemini-cli/<v>), their loaded McpClient chunk found by reachability
+//! from the bin entry, classified by sha256, patched through the manifest's
+//! anchors, and reverted byte for byte; a chunk the anchors do not fit is
+//! refused naming the anchor.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+
+use serde_json::Value;
+
+use super::*;
+
+const RELEASES: [&str; 5] = ["0.61.0", "0.56.0", "0.51.0", "0.47.0", "0.45.2"];
+const PACKAGE: &str = "@google/gemini-cli";
+
+/// The fetched real gemini-cli `version`'s package folder.
+fn fetched_package(version: &str) -> PathBuf {
+    let p = cache().join("gemini-cli").join(version);
+    assert!(
+        p.join(".done").is_file(),
+        "the real package {PACKAGE}@{version} is missing from {}: run scripts/fetch-fixtures.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p.join("lib/node_modules").join(PACKAGE)
+}
+
+fn gemini() -> &'static mcpatch::registry::PatchSpec {
+    mcpatch::registry::all()
+        .unwrap()
+        .iter()
+        .find(|t| t.target == "gemini-cli")
+        .unwrap()
+}
+
+/// The known original of `version`: (sha256, chunk in the package, patched sha256).
+fn original_of(version: &str) -> (String, String, String) {
+    let r = gemini()
+        .revisions
+        .iter()
+        .find(|r| {
+            r.kind == mcpatch::registry::RevisionKind::Original
+                && r.versions.iter().any(|v| v == version)
+        })
+        .unwrap_or_else(|| panic!("no original revision of {version} in the manifest"));
+    let m: Value =
+        serde_json::from_str(include_str!("../../patches/gemini-cli/manifest.json")).unwrap();
+    let chunk = m["revisions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["sha256"].as_str() == r.sha256.as_deref())
+        .map(|x| x["file"].as_str().unwrap().to_string())
+        .unwrap();
+    (
+        r.sha256.clone().unwrap(),
+        chunk,
+        r.patched_sha256.clone().unwrap(),
+    )
+}
+
+/// A global install of `version` under `<root>/<name>`: `lib/node_modules/@google/gemini-cli`
+/// (node_modules hard-linked, bundle/ and package.json real copies).
+fn install(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
+    let src = fetched_package(version);
+    let dest = sb.root().join(name).join("lib/node_modules").join(PACKAGE);
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(&src)
+        .arg(&dest)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::fs::remove_dir_all(dest.join("bundle")).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(src.join("bundle"))
+        .arg(dest.join("bundle"))
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let pj = std::fs::read(dest.join("package.json")).unwrap();
+    std::fs::remove_file(dest.join("package.json")).unwrap();
+    std::fs::write(dest.join("package.json"), pj).unwrap();
+    dest
+}
+
+/// Every file of bundle/ as (inode, size, mtime), and the chunk's sha256:
+/// what apply and revert may change.
+fn bundle(pkg: &Path, chunk: &str) -> (BTreeMap<PathBuf, (u64, u64, i64)>, String) {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(pkg.join("bundle")).unwrap().flatten() {
+        let m = e.metadata().unwrap();
+        if m.is_file() && e.file_name().to_string_lossy() != chunk.trim_start_matches("bundle/") {
+            out.insert(e.path(), (m.ino(), m.len(), m.mtime()));
+        }
+    }
+    (out, sha256_file(&pkg.join(chunk)))
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+#[test]
+fn each_proven_release_is_affected_patched_once_and_reverted_byte_for_byte() {
+    let sb = Sandbox::new();
+    for version in RELEASES {
+        let pkg = install(&sb, version, &format!("g-{version}"))
+            .canonicalize()
+            .unwrap();
+        let path = pkg.to_str().unwrap();
+        let (sha, chunk, patched) = original_of(version);
+        let before = bundle(&pkg, &chunk);
+        assert_eq!(before.1, sha, "{version}");
+
+        let o = sb.run(&["status", "--json", "--path", path]);
+        assert_eq!(code(&o), 1, "{version}: {}", stderr(&o));
+        let v = json(&o);
+        let i = &v["installs"][0];
+        assert_eq!(v["installs"].as_array().unwrap().len(), 1, "{v:#}");
+        assert_eq!(i["target"], "gemini-cli");
+        assert_eq!(i["file"], pkg.join(&chunk).to_str().unwrap());
+        assert_eq!(i["version"], version);
+        assert_eq!(i["state"], "affected", "{version}: {v:#}");
+        assert_eq!(i["next_step"], "run `mcpatch apply`");
+
+        let o = sb.run(&["apply", "--json", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        let v = json(&o);
+        assert_eq!(v["changed"], true, "{version}: {v:#}");
+        assert_eq!(v["installs"][0]["state_before"], "affected");
+        assert_eq!(v["installs"][0]["state_after"], "patched");
+        let after = bundle(&pkg, &chunk);
+        assert_eq!(after.1, patched, "{version}");
+        assert_eq!(after.0, before.0, "{version}: apply touched another file");
+
+        let o = sb.run(&["status", "--json", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}", stderr(&o));
+        assert_eq!(json(&o)["installs"][0]["state"], "patched", "{version}");
+
+        // A second apply changes nothing.
+        let o = sb.run(&["apply", "--json", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}", stderr(&o));
+        assert_eq!(json(&o)["changed"], false, "{version}");
+        assert_eq!(bundle(&pkg, &chunk), after, "{version}");
+
+        let o = sb.run(&["revert", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        assert!(
+            stdout(&o).ends_with("restart gemini-cli so it loads the restored MCP client\n"),
+            "{}",
+            stdout(&o)
+        );
+        let reverted = bundle(&pkg, &chunk);
+        assert_eq!(reverted.1, sha, "{version}: revert is not byte for byte");
+        assert_eq!(reverted.0, before.0, "{version}");
+    }
+}
+
+#[test]
+fn a_release_whose_anchor_does_not_match_is_refused_naming_it_and_left_untouched() {
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let (_, chunk, _) = original_of("0.61.0");
+    let file = pkg.join(&chunk);
+    let edited = edit_file(&file, |t| {
+        t.replacen(
+            "        arguments: call.args,\n",
+            "        arguments: call.args ,\n",
+            1,
+        )
+    });
+    let path = pkg.to_str().unwrap();
+    let o = sb.run(&["status", "--json", "--path", path]);
+    let v = json(&o);
+    let i = &v["installs"][0];
+    assert_eq!(i["state"], "modified", "{v:#}");
+    assert_eq!(
+        i["note"],
+        "unknown revision; the patch's content anchors do not fit it (anchor `callable-call-tool` matched 0 times (expected exactly once))"
+    );
+    assert_eq!(
+        i["next_step"],
+        "reinstall gemini-cli (`npm install -g @google/gemini-cli`, or however it was installed), then run `mcpatch apply`"
+    );
+    let o = sb.run(&["apply", "--yes", "--no-verify", "--path", path]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: the patch of gemini-cli does not fit [SANDBOX]/g/lib/node_modules/@google/gemini-cli/{chunk}: anchor `callable-call-tool` matched 0 times (expected exactly once)\nhelp: nothing was changed; the patch goes where each of its content anchors matches exactly once, and this file has changed there: reinstall gemini-cli (`npm install -g @google/gemini-cli`, or however it was installed), then run `mcpatch status` (a release mcpatch does not fit yet needs a newer mcpatch)\n")
+    );
+    assert_eq!(sha256_file(&file), edited, "the install was changed");
+    let backups: Vec<_> = std::fs::read_dir(sb.dsh_home().join("backups/gemini-cli-session-loss"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .map(|e| e.file_name())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(backups.is_empty(), "{backups:?}");
+}
+
+#[test]
+fn a_file_never_seen_that_the_anchors_fit_is_patched_only_with_no_verify() {
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let (_, chunk, _) = original_of("0.61.0");
+    let file = pkg.join(&chunk);
+    let edited = edit_file(&file, |t| format!("{t}// a local edit\n"));
+    let path = pkg.to_str().unwrap();
+    let v = json(&sb.run(&["status", "--json", "--path", path]));
+    assert_eq!(v["installs"][0]["state"], "modified", "{v:#}");
+    assert_eq!(
+        v["installs"][0]["note"],
+        "unknown revision; the patch's content anchors fit it"
+    );
+    let o = sb.run(&["apply", "--yes", "--json", "--path", path]);
+    let v = json(&o);
+    assert_eq!(v["changed"], false, "{v:#}");
+    assert_eq!(
+        v["installs"][0]["error"],
+        format!("refused: sha256 {edited} is not a revision mcpatch knows, and mcpatch cannot verify a patched copy of gemini-cli before writing it; rerun with --no-verify to write it unverified; the install is untouched")
+    );
+    assert_eq!(sha256_file(&file), edited);
+    let o = sb.run(&["apply", "--yes", "--no-verify", "--json", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("(mcpatch: gemini-cli-session-loss)"));
+    assert!(text.ends_with("// a local edit\n"));
+    let v = json(&sb.run(&["status", "--json", "--path", path]));
+    assert_eq!(v["installs"][0]["state"], "patched", "{v:#}");
+    // A second apply leaves it alone.
+    let o = sb.run(&["apply", "--yes", "--no-verify", "--json", "--path", path]);
+    assert_eq!(json(&o)["changed"], false);
+}
+
+#[test]
+fn gemini_on_path_is_resolved_to_its_package_and_verify_says_it_cannot_drive_it_yet() {
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "prefix");
+    std::os::unix::fs::symlink(
+        "../prefix/lib/node_modules/@google/gemini-cli/bundle/gemini.js",
+        sb.root().join("bin/gemini"),
+    )
+    .unwrap();
+    let v = json(&sb.run(&["status", "--json", "--target", "gemini-cli"]));
+    let pkg = pkg.canonicalize().unwrap();
+    assert_eq!(v["installs"][0]["path"], pkg.to_str().unwrap(), "{v:#}");
+    assert_eq!(v["installs"][0]["state"], "affected");
+    assert_eq!(
+        v["installs"][0]["found_via"][0],
+        format!(
+            "`gemini` on PATH ({})",
+            sb.root().join("bin/gemini").display()
+        )
+    );
+    let o = sb.run(&[
+        "verify",
+        "--target",
+        "gemini-cli",
+        "--path",
+        pkg.to_str().unwrap(),
+    ]);
+    assert_ne!(code(&o), 0);
+    assert!(
+        sb.normalize(&o.stderr).contains("verify cannot drive gemini-cli yet: mcpatch has no verify driver for it\nhelp: `mcpatch status` says whether the install is patched; pass --target to verify the other targets\n"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `status` on a gemini-cli install with this sandbox's own settings only.
+fn status_of(sb: &Sandbox, pkg: &Path, json: bool) -> Output {
+    let mut args = vec!["status", "--path", pkg.to_str().unwrap()];
+    if json {
+        args.push("--json");
+    }
+    let mut c = sb.command(&args);
+    c.env("MCPATCH_SYSROOT", sb.root().join("sys"))
+        .env("COLUMNS", "400")
+        .env_remove("GEMINI_CLI_HOME")
+        .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+        .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH");
+    c.output().unwrap()
+}
+
+#[test]
+fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let o = status_of(&sb, &pkg, false);
+    let text = sb.normalize(&o.stdout);
+    assert!(
+        text.contains("\n  auto-update: on (gemini-cli's default; no settings file turns it off): gemini-cli's next update replaces the package and drops the patch; turn it off (\"general\": {\"enableAutoUpdate\": false} in ~/.gemini/settings.json), or re-apply after every update unattended (`mcpatch apply --yes --quiet`, e.g. from cron or a login script)\n"),
+        "{text}"
+    );
+    let v = json(&status_of(&sb, &pkg, true));
+    assert_eq!(
+        v["installs"][0]["auto_update"],
+        serde_json::json!({"on": true, "set_by": null})
+    );
+    // Turned off in the user's settings (JSON with comments): no note.
+    let settings = sb.root().join("home/.gemini/settings.json");
+    std::fs::create_dir_all(settings.parent().unwrap()).unwrap();
+    std::fs::write(
+        &settings,
+        "{\n  // mcpatch's patch stays\n  \"general\": { \"enableAutoUpdate\": false }\n}\n",
+    )
+    .unwrap();
+    let text = sb.normalize(&status_of(&sb, &pkg, false).stdout);
+    assert!(!text.contains("auto-update"), "{text}");
+    let v = json(&status_of(&sb, &pkg, true));
+    assert_eq!(
+        v["installs"][0]["auto_update"],
+        serde_json::json!({"on": false, "set_by": settings.to_str().unwrap()})
+    );
+    // The system settings file wins over the user's.
+    let system = sb.root().join("sys/etc/gemini-cli/settings.json");
+    std::fs::create_dir_all(system.parent().unwrap()).unwrap();
+    std::fs::write(&system, r#"{"general":{"enableAutoUpdate":true}}"#).unwrap();
+    let text = sb.normalize(&status_of(&sb, &pkg, false).stdout);
+    assert!(
+        text.contains("\n  auto-update: on (as [SANDBOX]/sys/etc/gemini-cli/settings.json says): "),
+        "{text}"
+    );
+}
+
+#[test]
+fn homebrew_cellar_and_bun_globals_are_searched() {
+    let sb = Sandbox::new();
+    let cellar = install(
+        &sb,
+        "0.61.0",
+        "sys/opt/homebrew/Cellar/gemini-cli/0.61.0/libexec",
+    );
+    let bun = sb
+        .root()
+        .join("home/.bun/install/global/node_modules")
+        .join(PACKAGE);
+    std::fs::create_dir_all(bun.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("cp")
+        .arg("-al")
+        .arg(fetched_package("0.56.0"))
+        .arg(&bun)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let mut c = sb.command(&["status", "--json", "--target", "gemini-cli"]);
+    c.env_remove("MCPATCH_SYSTEM_ROOTS")
+        .env("MCPATCH_SYSROOT", sb.root().join("sys"));
+    let v = json(&c.output().unwrap());
+    let found: Vec<(String, String, String)> = v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            (
+                i["path"].as_str().unwrap().to_string(),
+                i["state"].as_str().unwrap().to_string(),
+                i["found_via"][0].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let cellar = cellar.canonicalize().unwrap();
+    let bun = bun.canonicalize().unwrap();
+    let bun_root = sb.root().join("home/.bun/install/global/node_modules");
+    let formula = sb.root().join("sys/opt/homebrew/Cellar/gemini-cli");
+    let mut want = vec![
+        (
+            cellar.display().to_string(),
+            "affected".to_string(),
+            format!("Homebrew Cellar ({})", formula.display()),
+        ),
+        (
+            bun.display().to_string(),
+            "affected".to_string(),
+            format!("global root {}", bun_root.display()),
+        ),
+    ];
+    want.sort();
+    let mut found = found;
+    found.sort();
+    assert_eq!(found, want, "{v:#}");
+    // Homebrew's gemini-cli is never auto-updated by gemini-cli itself.
+    for i in v["installs"].as_array().unwrap() {
+        let in_cellar = i["path"].as_str().unwrap().contains("/Cellar/");
+        assert_eq!(i.get("auto_update").is_none(), in_cellar, "{i:#}");
+    }
+}
