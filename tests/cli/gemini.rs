@@ -27,24 +27,9 @@ fn fetched_package(version: &str) -> PathBuf {
     p.join("lib/node_modules").join(PACKAGE)
 }
 
-fn gemini() -> &'static mcpatch::registry::PatchSpec {
-    mcpatch::registry::all()
-        .unwrap()
-        .iter()
-        .find(|t| t.target == "gemini-cli")
-        .unwrap()
-}
-
 /// The known original of `version`: (sha256, chunk in the package, patched sha256).
 fn original_of(version: &str) -> (String, String, String) {
-    let r = gemini()
-        .revisions
-        .iter()
-        .find(|r| {
-            r.kind == mcpatch::registry::RevisionKind::Original
-                && r.versions.iter().any(|v| v == version)
-        })
-        .unwrap_or_else(|| panic!("no original revision of {version} in the manifest"));
+    let r = original_revision("gemini-cli", version);
     let m: Value =
         serde_json::from_str(include_str!("../../patches/gemini-cli/manifest.json")).unwrap();
     let chunk = m["revisions"]

@@ -71,6 +71,27 @@ fn output_within(mut cmd: std::process::Command, limit: std::time::Duration, wha
     }
 }
 
+/// The embedded target named `name` (its manifest data).
+fn target_spec(name: &str) -> &'static mcpatch::registry::PatchSpec {
+    mcpatch::registry::all()
+        .unwrap()
+        .iter()
+        .find(|t| t.target == name)
+        .unwrap_or_else(|| panic!("no target {name} is embedded"))
+}
+
+/// The known original revision of `version` in target `name`'s manifest.
+fn original_revision(name: &str, version: &str) -> &'static mcpatch::registry::Revision {
+    target_spec(name)
+        .revisions
+        .iter()
+        .find(|r| {
+            r.kind == mcpatch::registry::RevisionKind::Original
+                && r.versions.iter().any(|v| v == version)
+        })
+        .unwrap_or_else(|| panic!("no original revision of {version} in {name}'s manifest"))
+}
+
 /// `node --version` of the Node.js 22 the tests run (as verify and apply print it).
 fn node22_version() -> String {
     let o = std::process::Command::new(node22_dir().join("node"))

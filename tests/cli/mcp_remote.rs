@@ -25,25 +25,9 @@ fn fetched_project(version: &str) -> PathBuf {
     p
 }
 
-/// The target's manifest data for mcp-remote.
-fn remote() -> &'static mcpatch::registry::PatchSpec {
-    mcpatch::registry::all()
-        .unwrap()
-        .iter()
-        .find(|t| t.target == "mcp-remote")
-        .unwrap()
-}
-
 /// The known original revision of `version`: (sha256, file in the package, patched sha256).
 fn original_of(version: &str) -> (String, String, String) {
-    let r = remote()
-        .revisions
-        .iter()
-        .find(|r| {
-            r.kind == mcpatch::registry::RevisionKind::Original
-                && r.versions.iter().any(|v| v == version)
-        })
-        .unwrap_or_else(|| panic!("no original revision of {version} in the manifest"));
+    let r = original_revision("mcp-remote", version);
     (
         r.sha256.clone().unwrap(),
         chunk_of(version),
