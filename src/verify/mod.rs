@@ -241,25 +241,7 @@ fn verify_all(
             failures.absorb::<()>(Err(e))?;
             continue;
         }
-        if spec.driver == Driver::StdioBridge && install.state != State::Unsupported {
-            let result = match verify_bridge(spec, &node, install, opts, progress) {
-                Ok(result) => result,
-                Err(e @ Error::BridgeInterrupted { .. }) => return Err(e),
-                Err(e) => {
-                    results.push(not_checked(install, &node, &e, true));
-                    failures.absorb::<()>(Err(e))?;
-                    continue;
-                }
-            };
-            if !result.scenarios.iter().all(|s| s.judgement.ok) {
-                outcome = Outcome::Attention;
-            }
-            if !opts.json {
-                crate::out!("{}", render(&result));
-            }
-            results.push(result);
-            continue;
-        }
+        let bridge = spec.driver == Driver::StdioBridge;
         if install.state == State::Unsupported {
             if !opts.json {
                 crate::outln!(
@@ -270,24 +252,31 @@ fn verify_all(
             outcome = Outcome::Attention;
             continue;
         }
-        let checked = Target::for_install(spec, install, opts.backup.as_deref(), env).and_then(
-            |target| {
-                // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
-                let result = rt.block_on(async {
-                    tokio::select! {
-                        r = verify_install(&node, install, &target, &scenarios, opts, progress) => r,
-                        signal = interrupts.next() => Err(Error::Interrupted { signal }),
-                    }
+        // A bridge is always held to the current revision's expectations.
+        let (checked, strict) = if bridge {
+            (verify_bridge(spec, &node, install, opts, progress), true)
+        } else {
+            let checked = Target::for_install(spec, install, opts.backup.as_deref(), env)
+                .and_then(|target| {
+                    // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
+                    let result = rt.block_on(async {
+                        tokio::select! {
+                            r = verify_install(&node, install, &target, &scenarios, opts, progress) => r,
+                            signal = interrupts.next() => Err(Error::Interrupted { signal }),
+                        }
+                    });
+                    drop(target);
+                    result
                 });
-                drop(target);
-                result
-            },
-        );
+            (checked, opts.strict)
+        };
         let result = match checked {
             Ok(result) => result,
-            Err(e @ Error::Interrupted { .. }) => return Err(e),
+            Err(e @ (Error::Interrupted { .. } | Error::BridgeInterrupted { .. })) => {
+                return Err(e)
+            }
             Err(e) => {
-                results.push(not_checked(install, &node, &e, opts.strict));
+                results.push(not_checked(install, &node, &e, strict));
                 failures.absorb::<()>(Err(e))?;
                 continue;
             }
