@@ -119,7 +119,7 @@ pub enum Command {
         /// Run only these scenarios (repeatable).
         #[arg(long = "scenario", value_name = "NAME")]
         scenarios: Vec<ScenarioName>,
-        /// Scenario runs at once (default: all of them).
+        /// Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own).
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
         /// Judge every file by the current patch revision's expectations (SEAMLESS

@@ -183,17 +183,23 @@ impl Scratch {
 
 /// A [`Scratch`] folder named `<prefix>XXXXXX`, after removing dead runs' ones.
 pub fn scratch_dir(prefix: &str) -> Result<Scratch> {
-    remove_dead_scratch(&std::env::temp_dir(), prefix);
+    scratch_dir_in(&std::env::temp_dir(), prefix, SCRATCH_HELP)
+}
+
+/// A [`Scratch`] folder named `<prefix>XXXXXX` inside `parent`, after removing
+/// dead runs' ones there; `help` names the fix when it cannot be made.
+pub fn scratch_dir_in(parent: &Path, prefix: &str, help: &'static str) -> Result<Scratch> {
+    remove_dead_scratch(parent, prefix);
     let mut builder = tempfile::Builder::new();
     builder.prefix(prefix);
     #[cfg(unix)]
     builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o700));
     let dir = builder
-        .tempdir()
-        .map_err(|e| Error::io("create", std::env::temp_dir(), e, SCRATCH_HELP))?;
+        .tempdir_in(parent)
+        .map_err(|e| Error::io("create", parent, e, help))?;
     let lock = std::fs::File::open(dir.path())
         .and_then(|f| f.try_lock().map(|()| f).map_err(std::io::Error::from))
-        .map_err(|e| Error::io("lock", dir.path(), e, SCRATCH_HELP))?;
+        .map_err(|e| Error::io("lock", dir.path(), e, help))?;
     Ok(Scratch { dir, _lock: lock })
 }
 

@@ -4,9 +4,11 @@
 
 pub mod bridge;
 pub mod checks;
+mod gemini_cli;
 pub mod harness;
 pub mod scenario;
 pub mod server;
+pub(crate) mod steps;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -200,7 +202,7 @@ fn verify_all(
         });
     }
     if let Some(wanted) = opts.backup.as_deref() {
-        for spec in targets.iter().filter(|t| t.driver == Driver::PluginApi) {
+        for spec in targets.iter().filter(|t| t.driver != Driver::StdioBridge) {
             let installs: Vec<Install> = report
                 .installs
                 .iter()
@@ -233,14 +235,6 @@ fn verify_all(
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
         let spec = crate::registry::find(targets, install.target);
-        if spec.driver == Driver::GeminiCli {
-            let e = Error::NoVerifyDriver {
-                target: spec.target,
-            };
-            results.push(not_checked(install, &node, &e, false));
-            failures.absorb::<()>(Err(e))?;
-            continue;
-        }
         let bridge = spec.driver == Driver::StdioBridge;
         if install.state == State::Unsupported {
             if !opts.json {
@@ -261,7 +255,7 @@ fn verify_all(
                     // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
                     let result = rt.block_on(async {
                         tokio::select! {
-                            r = verify_install(&node, install, &target, &scenarios, opts, progress) => r,
+                            r = check_install(spec, &node, install, &target, &scenarios, opts, progress) => r,
                             signal = interrupts.next() => Err(Error::Interrupted { signal }),
                         }
                     });
@@ -381,7 +375,7 @@ pub fn verify_file(
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     rt.block_on(async {
         tokio::select! {
-            r = verify_install(&node, &install, &target, &scenarios, opts, false) => r,
+            r = check_install(spec, &node, &install, &target, &scenarios, opts, false) => r,
             signal = interrupts.next() => Err(Error::Interrupted { signal }),
         }
     })
@@ -548,7 +542,7 @@ pub fn verify_staged_strict(
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     let result = rt.block_on(async {
         tokio::select! {
-            r = verify_install(node, install, &target, &scenarios, &strict, progress) => r,
+            r = check_install(spec, node, install, &target, &scenarios, &strict, progress) => r,
             signal = interrupts.next() => Err(Error::Interrupted { signal }),
         }
     });
@@ -602,6 +596,27 @@ impl Target {
     /// Whether what is loaded carries the current patch revision, so recovery must be seamless.
     fn is_current_patch(&self) -> bool {
         self.state == State::Patched
+    }
+}
+
+/// Put one install's file (`target.load`) through `scenarios` with its
+/// target's client driver: the DSH plugin harness, or the headless gemini-cli.
+async fn check_install(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    target: &Target,
+    scenarios: &[Scenario],
+    opts: &VerifyOptions,
+    progress: bool,
+) -> Result<InstallResult> {
+    match spec.driver {
+        Driver::GeminiCli => {
+            gemini_cli::verify_install(spec, node, install, target, scenarios, opts, progress).await
+        }
+        Driver::PluginApi | Driver::StdioBridge => {
+            verify_install(node, install, target, scenarios, opts, progress).await
+        }
     }
 }
 

@@ -1473,7 +1473,8 @@ async fn run_tool(shared: &Shared, id: &Value, params: &Value, call_id: Option<&
             args.get("a").and_then(Value::as_f64),
             args.get("b").and_then(Value::as_f64),
         ) {
-            (Some(a), Some(b)) => ok(format!("{}", a + b)),
+            // Words, not a bare number: gemini-cli reads a tool text that parses as JSON as structured content.
+            (Some(a), Some(b)) => ok(format!("sum: {}", a + b)),
             _ => failed(Answer::json(
                 StatusCode::OK,
                 rpc_error(id, -32602, "Invalid params: a and b must be numbers"),

@@ -272,7 +272,7 @@ Options:
       --npm                     Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
       --backup [<ID>]           Check a saved original instead (the newest backup, or the one named): the control
       --scenario <NAME>         Run only these scenarios (repeatable) [possible values: {}]
-  -j, --jobs <N>                Scenario runs at once (default: all of them)
+  -j, --jobs <N>                Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --node <PATH>             The node binary to use (default: `node` on PATH)
       --json                    Print JSON instead of a table

@@ -345,6 +345,7 @@ mod bridge;
 mod dropped;
 mod evidence;
 mod gemini;
+mod gemini_verify;
 mod harden;
 mod host;
 mod locate;

@@ -90,8 +90,9 @@ impl StderrTail {
     }
 }
 
-/// A running bridge. Dropping it kills its whole process group and reaps it.
-pub struct Bridge {
+/// A running child in a process group of its own (a bridge, a headless CLI).
+/// Dropping it kills its whole process group and reaps it.
+pub struct GroupChild {
     child: tokio::process::Child,
     /// The process group (the child's pid: it leads its own group).
     pgid: Option<i32>,
@@ -99,27 +100,35 @@ pub struct Bridge {
     stderr_task: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl Bridge {
+impl GroupChild {
     /// Start `argv` with piped stdio and the conformance suite's variables set.
     pub fn spawn(
         argv: &[String],
         scenario: &str,
         protocol_version: &str,
         env: &[(String, std::ffi::OsString)],
-    ) -> Result<(Bridge, ChildStdin, ChildStdout)> {
+    ) -> Result<(GroupChild, ChildStdin, ChildStdout)> {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..])
             .envs(env.iter().map(|(k, v)| (k, v)))
             .env("MCP_CONFORMANCE_SCENARIO", scenario)
-            .env("MCP_CONFORMANCE_PROTOCOL_VERSION", protocol_version)
-            .stdin(Stdio::piped())
+            .env("MCP_CONFORMANCE_PROTOCOL_VERSION", protocol_version);
+        Self::spawn_command(cmd, &argv[0])
+    }
+
+    /// Start `cmd` (`program` names it in errors) with piped stdio, leading a process group of its own.
+    pub fn spawn_command(
+        mut cmd: tokio::process::Command,
+        program: &str,
+    ) -> Result<(GroupChild, ChildStdin, ChildStdout)> {
+        cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true);
         #[cfg(unix)]
         cmd.process_group(0);
         let mut child = cmd.spawn().map_err(|source| Error::BridgeSpawn {
-            program: argv[0].clone(),
+            program: program.to_string(),
             source,
         })?;
         let pgid = child.id().and_then(|p| i32::try_from(p).ok());
@@ -138,7 +147,7 @@ impl Bridge {
             }
         });
         Ok((
-            Bridge {
+            GroupChild {
                 child,
                 pgid,
                 stderr: tail,
@@ -186,7 +195,7 @@ impl Bridge {
     }
 }
 
-impl Drop for Bridge {
+impl Drop for GroupChild {
     fn drop(&mut self) {
         self.kill_group();
         // Reap it here, whatever path dropped it (an error, an interrupt, a

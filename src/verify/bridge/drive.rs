@@ -10,35 +10,18 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::child::Bridge;
+use super::child::GroupChild;
 use super::host::{call_outcome, Host, NoAnswer};
-use crate::verify::harness::Policy;
-use crate::verify::scenario::{
-    HarnessCall, Plan, Scenario, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
-    CONCURRENT_RAN_BEFORE_LOSS, IDLE_FOR,
-};
-use crate::verify::server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
+use crate::verify::scenario::{HarnessCall, Scenario};
+use crate::verify::server::FakeServer;
+use crate::verify::steps;
+pub use crate::verify::steps::Stop;
 
 /// How long a bridge may take to answer one call before it counts as hung:
 /// the DSH harness's call timeout, plus slack for a process in between.
 pub const CALL_LIMIT: Duration = Duration::from_millis(5000);
-/// How long the driver waits for a server-side event it caused (a restart listening again).
-const EVENT_LIMIT: Duration = Duration::from_secs(10);
-/// Pause between calls while waiting for a bridge to recover.
-const POLL: Duration = Duration::from_millis(25);
 /// How long a bridge may take to exit once its stdin is closed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(1);
-
-/// Why a run stopped before its plan ended.
-#[derive(Debug, Clone)]
-pub enum Stop {
-    /// A request got no answer within its limit; the bridge still runs.
-    Hang(String),
-    /// The bridge's stdout ended (it exited, or closed it).
-    Closed(String),
-    /// The bridge answered the handshake wrongly.
-    Handshake(String),
-}
 
 /// What one run saw.
 #[derive(Debug, Default)]
@@ -57,7 +40,7 @@ struct Caller {
     next: Arc<AtomicU32>,
 }
 
-impl Caller {
+impl steps::Caller for Caller {
     /// One tools/call with a fresh call id; Ok(worked) when an answer came.
     async fn call(&self, name: &str, mut args: Value, label: &str) -> Result<bool, Stop> {
         let call_id = format!("c{}", self.next.fetch_add(1, Ordering::SeqCst) + 1);
@@ -103,22 +86,6 @@ impl Caller {
             Some(s) => Err(s),
             None => Ok(ok),
         }
-    }
-
-    async fn echo(&self, text: &str) -> Result<bool, Stop> {
-        self.call("echo", json!({"text": text}), "echo").await
-    }
-
-    /// Call until a call works or the recovery deadline passes.
-    async fn until_recovered(&self) -> Result<(), Stop> {
-        let deadline = Instant::now() + Policy::Short.deadline();
-        while Instant::now() < deadline {
-            if self.echo("after").await? {
-                return Ok(());
-            }
-            tokio::time::sleep(POLL).await;
-        }
-        Ok(())
     }
 
     /// `n` calls at once.
@@ -233,112 +200,14 @@ pub async fn run(
         calls: Arc::default(),
         next: Arc::default(),
     };
-    let result = plan(scenario.plan, server, &caller).await;
+    let result = steps::plan(scenario.plan, server, &caller).await;
     run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
     run.stop = result.err();
     run
 }
 
-async fn plan(plan: Plan, server: &FakeServer, c: &Caller) -> Result<(), Stop> {
-    match plan {
-        Plan::Invalidate => {
-            c.echo("before").await?;
-            server.invalidate();
-            c.until_recovered().await
-        }
-        Plan::Idle => {
-            c.echo("before").await?;
-            tokio::time::sleep(IDLE_FOR).await;
-            c.until_recovered().await
-        }
-        Plan::Restart => {
-            c.echo("before").await?;
-            let generation = server.generation();
-            server.restart();
-            listening(server, generation + 1).await;
-            c.until_recovered().await
-        }
-        Plan::Concurrent => {
-            c.echo("before").await?;
-            server.hold_calls(CONCURRENT_CALLS, CONCURRENT_RAN_BEFORE_LOSS);
-            let batch = c.at_once(CONCURRENT_CALLS, "at once");
-            // More calls once the calls that ran before the loss have had their
-            // answers, while the new session is still starting.
-            let late = async {
-                witnessed(server, |n| n.starts_with("concurrent loss")).await;
-                tokio::time::sleep(RAN_BEFORE_LOSS_DELAY + Duration::from_millis(50)).await;
-                c.at_once(CONCURRENT_LATE_CALLS, "late").await
-            };
-            let (batch, late) = tokio::join!(batch, late);
-            let oks: Vec<bool> = batch?.into_iter().chain(late?).collect();
-            if !oks.iter().all(|ok| *ok) {
-                c.until_recovered().await?;
-            }
-            Ok(())
-        }
-        Plan::Cut => {
-            c.echo("before").await?;
-            let generation = server.generation();
-            c.call("slow", json!({"text": "cut", "ms": 5000}), "slow")
-                .await?;
-            listening(server, generation + 1).await;
-            c.until_recovered().await
-        }
-        Plan::Ordinary => {
-            c.echo("before").await?;
-            for kind in ["http500", "http400", "jsonrpc", "tool"] {
-                c.call("fail", json!({"kind": kind}), &format!("fail:{kind}"))
-                    .await?;
-            }
-            tokio::time::sleep(Policy::Short.recycle_window()).await;
-            c.call("add", json!({"a": 2, "b": 3}), "add").await?;
-            c.echo("after").await.map(|_| ())
-        }
-        Plan::Settle => {
-            c.echo("before").await?;
-            let get_404 = |server: &FakeServer| {
-                server
-                    .witness()
-                    .iter()
-                    .any(|e| e.http_method == "GET" && e.status == 404)
-            };
-            let until = Instant::now() + Duration::from_secs(5);
-            while !get_404(server) && Instant::now() < until {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-            tokio::time::sleep(Policy::Short.recycle_window()).await;
-            c.echo("after").await.map(|_| ())
-        }
-        // Left out for bridges (see `left_out_why`): never run here.
-        _ => Ok(()),
-    }
-}
-
-/// Wait until the server listens again as generation `g`, bounded.
-async fn listening(server: &FakeServer, g: u64) {
-    let until = Instant::now() + EVENT_LIMIT;
-    while server.generation() < g && Instant::now() < until {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// Wait until the witness log has a server note `matches` accepts, bounded.
-async fn witnessed(server: &FakeServer, matches: impl Fn(&str) -> bool) {
-    let until = Instant::now() + Duration::from_secs(5);
-    while Instant::now() < until {
-        if server
-            .witness()
-            .iter()
-            .any(|e| e.note.as_deref().is_some_and(&matches))
-        {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 /// End a run: close the bridge's stdin, give it [`EXIT_GRACE`] to exit, kill its group.
-pub async fn finish(host: &Host, bridge: Bridge) -> Option<std::process::ExitStatus> {
+pub async fn finish(host: &Host, bridge: GroupChild) -> Option<std::process::ExitStatus> {
     // Bounded: a bridge that stopped reading could hold the pipe full.
     let _ = tokio::time::timeout(EXIT_GRACE, host.close()).await;
     bridge.finish(EXIT_GRACE).await

@@ -6,7 +6,7 @@
 //! the verdicts are the same judges' as for the DSH plugin, from the server's
 //! witness log and the answers that came back over stdio.
 
-mod child;
+pub(crate) mod child;
 mod drive;
 mod host;
 
@@ -302,7 +302,7 @@ async fn run_one(
     let server = FakeServer::start(s.behaviour.clone(), 0).await?;
     let argv = child::with_url(words, &server.url());
     let version = PROTOCOL_VERSIONS[0];
-    let (bridge, stdin, stdout) = child::Bridge::spawn(&argv, s.name.as_str(), version, env)?;
+    let (bridge, stdin, stdout) = child::GroupChild::spawn(&argv, s.name.as_str(), version, env)?;
     let host = Arc::new(host::Host::new(stdin, stdout));
     let run = drive::run(s, &server, host.clone(), startup, version).await;
     // The bridge still runs here: the fault tests fail or panic at this point

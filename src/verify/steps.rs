@@ -1,0 +1,193 @@
+//! The steps of each scenario's plan for the drivers in which mcpatch itself
+//! makes the calls a host would make: the stdio bridge host (mcpatch speaks
+//! JSON-RPC to the bridge) and the headless CLI (mcpatch is the model that asks
+//! the CLI for tool calls). Each step calls, or causes the plan's event on the
+//! fake server (drop the sessions, idle, restart, hold calls, ...); only the
+//! server's witness log and the caller's view of each call are judged
+//! (scenario.rs), so both drivers share one plan table.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::verify::harness::Policy;
+use crate::verify::scenario::{
+    Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, IDLE_FOR,
+    SLOW_TIMEOUT_TOOL,
+};
+use crate::verify::server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
+
+/// How long the driver waits for a server-side event it caused (a restart listening again).
+const EVENT_LIMIT: Duration = Duration::from_secs(10);
+/// Pause between calls while waiting for a client to recover.
+const POLL: Duration = Duration::from_millis(25);
+
+/// Why a run stopped before its plan ended.
+#[derive(Debug, Clone)]
+pub enum Stop {
+    /// A call got no answer within its limit; the client still runs.
+    Hang(String),
+    /// The client ended (it exited, or closed its end).
+    Closed(String),
+    /// The client answered its start-up wrongly.
+    Handshake(String),
+}
+
+/// Makes the calls a host would make. `Ok(worked)` when an answer came;
+/// `Err` stops the run.
+pub(crate) trait Caller {
+    /// One tool call.
+    async fn call(&self, name: &str, args: Value, label: &str) -> Result<bool, Stop>;
+
+    /// `n` echo calls at once (texts `"{prefix} {i}"`).
+    async fn at_once(&self, n: usize, prefix: &str) -> Result<Vec<bool>, Stop>;
+
+    async fn echo(&self, text: &str) -> Result<bool, Stop> {
+        self.call("echo", json!({"text": text}), "echo").await
+    }
+
+    /// Call until a call works or the recovery deadline passes.
+    async fn until_recovered(&self) -> Result<(), Stop> {
+        let deadline = Instant::now() + Policy::Short.deadline();
+        while Instant::now() < deadline {
+            if self.echo("after").await? {
+                return Ok(());
+            }
+            tokio::time::sleep(POLL).await;
+        }
+        Ok(())
+    }
+}
+
+/// Run `plan`'s steps against `server` through `c`.
+pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Result<(), Stop> {
+    match plan {
+        Plan::Invalidate => {
+            c.echo("before").await?;
+            server.invalidate();
+            c.until_recovered().await
+        }
+        Plan::Relist => {
+            c.echo("before").await?;
+            server.invalidate();
+            c.until_recovered().await?;
+            // The new session's tool list is held back: judge once it was answered.
+            witnessed_entry(server, |w| {
+                w.iter()
+                    .filter(|e| e.rpc_method.as_deref() == Some("tools/list") && e.status == 200)
+                    .count()
+                    >= 2
+            })
+            .await;
+            Ok(())
+        }
+        Plan::Idle => {
+            c.echo("before").await?;
+            tokio::time::sleep(IDLE_FOR).await;
+            c.until_recovered().await
+        }
+        Plan::Restart => {
+            c.echo("before").await?;
+            let generation = server.generation();
+            server.restart();
+            listening(server, generation + 1).await;
+            c.until_recovered().await
+        }
+        Plan::Concurrent => {
+            c.echo("before").await?;
+            server.hold_calls(CONCURRENT_CALLS, CONCURRENT_RAN_BEFORE_LOSS);
+            let batch = c.at_once(CONCURRENT_CALLS, "at once");
+            // More calls once the calls that ran before the loss have had their
+            // answers, while the new session is still starting.
+            let late = async {
+                witnessed(server, |n| n.starts_with("concurrent loss")).await;
+                tokio::time::sleep(RAN_BEFORE_LOSS_DELAY + Duration::from_millis(50)).await;
+                c.at_once(CONCURRENT_LATE_CALLS, "late").await
+            };
+            let (batch, late) = tokio::join!(batch, late);
+            let oks: Vec<bool> = batch?.into_iter().chain(late?).collect();
+            if !oks.iter().all(|ok| *ok) {
+                c.until_recovered().await?;
+            }
+            Ok(())
+        }
+        Plan::Cut => {
+            c.echo("before").await?;
+            let generation = server.generation();
+            c.call("slow", json!({"text": "cut", "ms": 5000}), "slow")
+                .await?;
+            listening(server, generation + 1).await;
+            c.until_recovered().await
+        }
+        Plan::Timeout => {
+            c.echo("before").await?;
+            let ms = SLOW_TIMEOUT_TOOL.as_millis() as u64;
+            c.call("slow", json!({"text": "slow", "ms": ms}), "slow")
+                .await?;
+            tokio::time::sleep(Policy::Short.recycle_window()).await;
+            c.echo("after").await.map(|_| ())
+        }
+        Plan::Ordinary => {
+            c.echo("before").await?;
+            for kind in ["http500", "http400", "jsonrpc", "tool"] {
+                c.call("fail", json!({"kind": kind}), &format!("fail:{kind}"))
+                    .await?;
+            }
+            tokio::time::sleep(Policy::Short.recycle_window()).await;
+            c.call("add", json!({"a": 2, "b": 3}), "add").await?;
+            c.echo("after").await.map(|_| ())
+        }
+        Plan::Settle => {
+            c.echo("before").await?;
+            let get_404 = |server: &FakeServer| {
+                server
+                    .witness()
+                    .iter()
+                    .any(|e| e.http_method == "GET" && e.status == 404)
+            };
+            let until = Instant::now() + Duration::from_secs(5);
+            while !get_404(server) && Instant::now() < until {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+            tokio::time::sleep(Policy::Short.recycle_window()).await;
+            c.echo("after").await.map(|_| ())
+        }
+        // Left out by every driver that uses these steps (each says why): never run here.
+        Plan::Forgetful
+        | Plan::Sdk2
+        | Plan::AbortWaiting
+        | Plan::DeadlineWaiting
+        | Plan::DeadlineResend
+        | Plan::GiveUp => Ok(()),
+    }
+}
+
+/// Wait until the server listens again as generation `g`, bounded.
+async fn listening(server: &FakeServer, g: u64) {
+    let until = Instant::now() + EVENT_LIMIT;
+    while server.generation() < g && Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Wait until the witness log has a server note `matches` accepts, bounded.
+async fn witnessed(server: &FakeServer, matches: impl Fn(&str) -> bool) {
+    witnessed_entry(server, |w| {
+        w.iter().any(|e| e.note.as_deref().is_some_and(&matches))
+    })
+    .await
+}
+
+/// Wait until the witness log as a whole is what `matches` looks for, bounded.
+async fn witnessed_entry(
+    server: &FakeServer,
+    matches: impl Fn(&[crate::verify::server::WitnessEntry]) -> bool,
+) {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if matches(&server.witness()) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}

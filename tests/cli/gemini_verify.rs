@@ -1,0 +1,330 @@
+//! `verify` on gemini-cli drives the real installed CLI headless (mcpatch is
+//! its model, the fake server its only MCP server): STUCK on each proven
+//! release before `apply`, SEAMLESS after, the saved original STUCK as the
+//! control; a release mcpatch has never seen is written only after the strict
+//! verify of its patched copy passes, on a copy of its bundle folder.
+
+use serde_json::Value;
+
+use super::gemini::{install, json, original_of};
+use super::*;
+
+/// One CLI-heavy test at a time: each verify runs several real gemini-cli
+/// processes, and the machines are small.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The scenarios gemini-cli runs (the others measure the DSH plugin's own API).
+const GEMINI_SCENARIOS: [&str; 13] = [
+    "expired-404",
+    "expired-400",
+    "expired-401",
+    "idle-timeout",
+    "restart",
+    "restart-persisted",
+    "ordinary-errors",
+    "sse-404",
+    "strict-reinit",
+    "concurrent-loss",
+    "cut-mid-call",
+    "slow-timeout",
+    "slow-relist",
+];
+
+/// `verify --json` of the install at `pkg`, with `extra` arguments.
+fn verify(sb: &Sandbox, pkg: &Path, extra: &[&str]) -> (i32, Value, String) {
+    let mut args = vec![
+        "verify",
+        "--json",
+        "--jobs",
+        "2",
+        "--target",
+        "gemini-cli",
+        "--path",
+        pkg.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let o = sb.run(&args);
+    (code(&o), json(&o), stderr(&o))
+}
+
+/// Each scenario's (name, verdict, ok).
+fn verdicts(install: &Value) -> Vec<(String, String, bool)> {
+    install["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().to_string(),
+                s["verdict"].as_str().unwrap().to_string(),
+                s["ok"].as_bool().unwrap(),
+            )
+        })
+        .collect()
+}
+
+/// What is left in the package and its bundle folder besides its own files.
+fn leftovers(pkg: &Path) -> Vec<String> {
+    let mut names: Vec<String> = [pkg.to_path_buf(), pkg.join("bundle")]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".mcpatch"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// On `version`: verify STUCK (exit 1), apply, verify SEAMLESS (exit 0), and
+/// the saved original STUCK as the control. `scenarios` empty: every one
+/// gemini-cli runs.
+fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = install(&sb, version, "g").canonicalize().unwrap();
+    let (original, chunk, patched) = original_of(version);
+    let mut extra = Vec::new();
+    for s in scenarios {
+        extra.extend(["--scenario", *s]);
+    }
+    let names: Vec<&str> = if scenarios.is_empty() {
+        GEMINI_SCENARIOS.to_vec()
+    } else {
+        scenarios.to_vec()
+    };
+    let recovers = |n: &str| {
+        n.starts_with("expired-")
+            || [
+                "idle-timeout",
+                "restart",
+                "strict-reinit",
+                "concurrent-loss",
+                "slow-relist",
+            ]
+            .contains(&n)
+    };
+
+    let (c, v, err) = verify(&sb, &pkg, &extra);
+    let i = &v["installs"][0];
+    assert_eq!(
+        (c, i["overall"].as_str()),
+        (1, Some("STUCK")),
+        "{v:#}\n{err}"
+    );
+    assert_eq!(i["state"], "affected");
+    assert_eq!(i["sha256"], original.as_str());
+    assert_eq!(i["note"], "not patched: run `mcpatch apply`");
+    for (name, verdict, ok) in verdicts(i) {
+        if recovers(&name) {
+            assert_eq!((verdict.as_str(), ok), ("STUCK", false), "{name}: {v:#}");
+        }
+    }
+
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", pkg.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&pkg.join(&chunk)), patched);
+
+    let (c, v, err) = verify(&sb, &pkg, &extra);
+    let i = &v["installs"][0];
+    assert_eq!(
+        (c, i["overall"].as_str()),
+        (0, Some("SEAMLESS")),
+        "{v:#}\n{err}"
+    );
+    assert_eq!(i["state"], "patched");
+    let got = verdicts(i);
+    assert_eq!(
+        got.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>(),
+        names,
+        "{v:#}"
+    );
+    for (name, verdict, ok) in &got {
+        let want = match name.as_str() {
+            n if recovers(n) => "SEAMLESS",
+            "cut-mid-call" => "NOT-RETRIED",
+            _ => "HELD",
+        };
+        assert_eq!((verdict.as_str(), *ok), (want, true), "{name}: {v:#}");
+    }
+    for s in i["scenarios"].as_array().unwrap() {
+        if recovers(s["name"].as_str().unwrap()) {
+            assert_eq!(s["failed_calls"], 0, "{s:#}");
+            assert_eq!(s["initialize_count"], 2, "{s:#}");
+        }
+    }
+
+    // The saved original, on a copy of the bundle folder: the control.
+    let (c, v, err) = verify(&sb, &pkg, &[&["--backup"][..], &extra].concat());
+    let i = &v["installs"][0];
+    assert_eq!(
+        (c, i["overall"].as_str()),
+        (1, Some("STUCK")),
+        "{v:#}\n{err}"
+    );
+    assert_eq!(
+        i["note"],
+        "the saved original, run as the control: it is expected to be STUCK"
+    );
+    assert_eq!(i["sha256"], original.as_str());
+    assert_eq!(
+        sha256_file(&pkg.join(&chunk)),
+        patched,
+        "verify changes nothing"
+    );
+    assert_eq!(leftovers(&pkg), Vec::<String>::new());
+}
+
+#[test]
+fn verify_runs_the_real_cli_of_0_61_0_stuck_before_apply_and_seamless_after() {
+    stuck_then_seamless("0.61.0", &[]);
+}
+
+#[test]
+fn verify_runs_the_real_cli_of_0_56_0_stuck_before_apply_and_seamless_after() {
+    stuck_then_seamless("0.56.0", &["expired-404", "expired-400", "expired-401"]);
+}
+
+#[test]
+fn verify_runs_the_real_cli_of_0_51_0_stuck_before_apply_and_seamless_after() {
+    stuck_then_seamless("0.51.0", &["expired-404", "expired-400", "expired-401"]);
+}
+
+#[test]
+fn verify_runs_the_real_cli_of_0_47_0_stuck_before_apply_and_seamless_after() {
+    stuck_then_seamless("0.47.0", &["expired-404", "expired-400", "expired-401"]);
+}
+
+#[test]
+fn verify_runs_the_real_cli_of_0_45_2_stuck_before_apply_and_seamless_after() {
+    stuck_then_seamless("0.45.2", &[]);
+}
+
+#[test]
+fn a_release_never_seen_that_the_anchors_fit_is_patched_after_its_copy_passes_strict_verify() {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let (_, chunk, _) = original_of("0.61.0");
+    let file = pkg.join(&chunk);
+    let edited = edit_file(&file, |t| format!("{t}// a local edit\n"));
+    let path = pkg.to_str().unwrap();
+    let v = json(&sb.run(&["status", "--json", "--path", path]));
+    assert_eq!(v["installs"][0]["state"], "modified", "{v:#}");
+    assert_eq!(
+        v["installs"][0]["note"],
+        "unknown revision; the patch's content anchors fit it"
+    );
+    let o = sb.run(&["apply", "--yes", "--json", "--path", path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["changed"], true, "{v:#}");
+    let gate = &v["installs"][0]["verify"];
+    assert_eq!(gate["passed"], true, "{v:#}");
+    assert_eq!(gate["overall"], "SEAMLESS");
+    let names: Vec<&str> = gate["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, GEMINI_SCENARIOS);
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.contains("(mcpatch: gemini-cli-session-loss)"));
+    assert!(text.ends_with("// a local edit\n"));
+    assert_ne!(sha256_file(&file), edited);
+    let v = json(&sb.run(&["status", "--json", "--path", path]));
+    assert_eq!(v["installs"][0]["state"], "patched", "{v:#}");
+    assert_eq!(leftovers(&pkg), Vec::<String>::new());
+    // A second apply leaves it alone.
+    let o = sb.run(&["apply", "--yes", "--json", "--path", path]);
+    assert_eq!(json(&o)["changed"], false);
+}
+
+/// A release whose `McpClient.connect` keeps the client it has: the anchors
+/// still fit, but the patch's new session is the dead one.
+fn keeps_its_client(text: String) -> String {
+    let connect = "this.client = await connectToMcpServer(";
+    assert_eq!(text.matches(connect).count(), 1);
+    text.replace(
+        connect,
+        "this.client = this.client ?? await connectToMcpServer(",
+    )
+}
+
+#[test]
+fn a_release_never_seen_whose_patched_copy_stays_stuck_is_refused_untouched() {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let (_, chunk, _) = original_of("0.61.0");
+    let file = pkg.join(&chunk);
+    let broken = edit_file(&file, keeps_its_client);
+    let path = pkg.to_str().unwrap();
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", path]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    assert_eq!(stdout(&o), "");
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("refused: [SANDBOX]/g/lib/node_modules/@google/gemini-cli (0.61.0): sha256 {broken} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: STUCK); the install is untouched\n")
+    );
+    assert_eq!(sha256_file(&file), broken, "untouched");
+    assert_eq!(backup_count(&sb), 0);
+    assert_eq!(leftovers(&pkg), Vec::<String>::new());
+    // Shown with each scenario that failed.
+    let o = sb.run(&["apply", "--yes", "--path", path]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.contains("\n  expired-404: STUCK (expected SEAMLESS): "),
+        "{out}"
+    );
+    assert_eq!(sha256_file(&file), broken, "untouched");
+}
+
+#[test]
+fn gemini_on_path_is_resolved_to_its_package_and_verified() {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = install(&sb, "0.61.0", "prefix");
+    std::os::unix::fs::symlink(
+        "../prefix/lib/node_modules/@google/gemini-cli/bundle/gemini.js",
+        sb.root().join("bin/gemini"),
+    )
+    .unwrap();
+    let v = json(&sb.run(&["status", "--json", "--target", "gemini-cli"]));
+    let pkg = pkg.canonicalize().unwrap();
+    assert_eq!(v["installs"][0]["path"], pkg.to_str().unwrap(), "{v:#}");
+    assert_eq!(v["installs"][0]["state"], "affected");
+    assert_eq!(
+        v["installs"][0]["found_via"][0],
+        format!(
+            "`gemini` on PATH ({})",
+            sb.root().join("bin/gemini").display()
+        )
+    );
+    let o = sb.run(&[
+        "verify",
+        "--target",
+        "gemini-cli",
+        "--scenario",
+        "expired-404",
+    ]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.starts_with("[SANDBOX]/prefix/lib/node_modules/@google/gemini-cli (affected)\n"),
+        "{out}"
+    );
+    assert!(
+        out.contains("\nexpired-404  STUCK (expected RECOVERED)"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with("\nnote: not patched: run `mcpatch apply`\nSTUCK\n"),
+        "{out}"
+    );
+}
