@@ -97,7 +97,11 @@ fn drive(sb: &Sandbox, pkg: &Path, r: Run) -> Value {
         .args(["--netns", "--timeout-ms", CLI_TIMEOUT_MS])
         .args(r.extra)
         .env("TMPDIR", &tmp);
-    let what = format!("driver.mjs {} {}", r.variant, r.extra.unwrap_or(""));
+    let what = format!(
+        "driver.mjs {}{}",
+        r.variant,
+        r.extra.map(|e| format!(" {e}")).unwrap_or_default()
+    );
     let o = output_within(c, DRIVER_LIMIT, &what);
     assert_eq!(
         code(&o),
@@ -255,9 +259,9 @@ fn judge(version: &str, state: &str, runs: &[Run], reports: &[Value]) {
             .filter_map(Value::as_str)
             .collect();
         misses += &format!(
-            "{version} {state} {} {}: expected {:?}, got: {}\n{}\n  MCP server log: {}\n  cli stderr tail: {}\n",
+            "{version} {state} {}{}: expected {:?}, got: {}\n{}\n  MCP server log: {}\n  cli stderr tail: {}\n",
             r.variant,
-            r.extra.unwrap_or(""),
+            r.extra.map(|e| format!(" {e}")).unwrap_or_default(),
             r.expect,
             summary(v),
             calls.join("\n"),
