@@ -14,19 +14,6 @@ use serde_json::Value;
 use super::*;
 
 const RELEASES: [&str; 5] = ["0.61.0", "0.56.0", "0.51.0", "0.47.0", "0.45.2"];
-const PACKAGE: &str = "@google/gemini-cli";
-
-/// The fetched real gemini-cli `version`'s package folder.
-fn fetched_package(version: &str) -> PathBuf {
-    let p = cache().join("gemini-cli").join(version);
-    assert!(
-        p.join(".done").is_file(),
-        "the real package {PACKAGE}@{version} is missing from {}: run scripts/fetch-fixtures.sh (needs npm and the npm registry)",
-        p.display()
-    );
-    p.join("lib/node_modules").join(PACKAGE)
-}
-
 /// The known original of `version`: (sha256, chunk in the package, patched sha256).
 pub(super) fn original_of(version: &str) -> (String, String, String) {
     let r = original_revision("gemini-cli", version);
@@ -44,33 +31,6 @@ pub(super) fn original_of(version: &str) -> (String, String, String) {
         chunk,
         r.patched_sha256.clone().unwrap(),
     )
-}
-
-/// A global install of `version` under `<root>/<name>`: `lib/node_modules/@google/gemini-cli`
-/// (node_modules hard-linked, bundle/ and package.json real copies).
-pub(super) fn install(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
-    let src = fetched_package(version);
-    let dest = sb.root().join(name).join("lib/node_modules").join(PACKAGE);
-    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-    let st = std::process::Command::new("cp")
-        .arg("-al")
-        .arg(&src)
-        .arg(&dest)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    std::fs::remove_dir_all(dest.join("bundle")).unwrap();
-    let st = std::process::Command::new("cp")
-        .arg("-a")
-        .arg(src.join("bundle"))
-        .arg(dest.join("bundle"))
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let pj = std::fs::read(dest.join("package.json")).unwrap();
-    std::fs::remove_file(dest.join("package.json")).unwrap();
-    std::fs::write(dest.join("package.json"), pj).unwrap();
-    dest
 }
 
 /// Every file of bundle/ as (inode, size, mtime), and the chunk's sha256:
@@ -95,7 +55,8 @@ pub(super) fn json(o: &Output) -> Value {
 fn each_proven_release_is_affected_patched_once_and_reverted_byte_for_byte() {
     let sb = Sandbox::new();
     for version in RELEASES {
-        let pkg = install(&sb, version, &format!("g-{version}"))
+        let pkg = sb
+            .gemini_install(version, &format!("g-{version}"))
             .canonicalize()
             .unwrap();
         let path = pkg.to_str().unwrap();
@@ -150,7 +111,7 @@ fn each_proven_release_is_affected_patched_once_and_reverted_byte_for_byte() {
 #[test]
 fn a_release_whose_anchor_does_not_match_is_refused_naming_it_and_left_untouched() {
     let sb = Sandbox::new();
-    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
     let (_, chunk, _) = original_of("0.61.0");
     let file = pkg.join(&chunk);
     let edited = edit_file(&file, |t| {
@@ -209,7 +170,7 @@ fn status_of(sb: &Sandbox, pkg: &Path, json: bool) -> Output {
 #[test]
 fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
     let sb = Sandbox::new();
-    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
     let o = status_of(&sb, &pkg, false);
     let text = sb.normalize(&o.stdout);
     assert!(
@@ -250,19 +211,18 @@ fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
 #[test]
 fn homebrew_cellar_and_bun_globals_are_searched() {
     let sb = Sandbox::new();
-    let cellar = install(
-        &sb,
+    let cellar = sb.gemini_install(
         "0.61.0",
         "sys/opt/homebrew/Cellar/gemini-cli/0.61.0/libexec",
     );
     let bun = sb
         .root()
         .join("home/.bun/install/global/node_modules")
-        .join(PACKAGE);
+        .join(GEMINI_PACKAGE);
     std::fs::create_dir_all(bun.parent().unwrap()).unwrap();
     let st = std::process::Command::new("cp")
         .arg("-al")
-        .arg(fetched_package("0.56.0"))
+        .arg(fetched_gemini("0.56.0"))
         .arg(&bun)
         .status()
         .unwrap();

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::gemini::{install, json, original_of};
+use super::gemini::{json, original_of};
 use super::*;
 
 /// One CLI-heavy test at a time: each verify runs several real gemini-cli
@@ -85,7 +85,7 @@ fn leftovers(pkg: &Path) -> Vec<String> {
 fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
     let _one = heavy();
     let sb = Sandbox::new();
-    let pkg = install(&sb, version, "g").canonicalize().unwrap();
+    let pkg = sb.gemini_install(version, "g").canonicalize().unwrap();
     let (original, chunk, patched) = original_of(version);
     let mut extra = Vec::new();
     for s in scenarios {
@@ -207,7 +207,7 @@ fn verify_runs_the_real_cli_of_0_45_2_stuck_before_apply_and_seamless_after() {
 fn a_release_never_seen_that_the_anchors_fit_is_patched_after_its_copy_passes_strict_verify() {
     let _one = heavy();
     let sb = Sandbox::new();
-    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
     let (_, chunk, _) = original_of("0.61.0");
     let file = pkg.join(&chunk);
     let edited = edit_file(&file, |t| format!("{t}// a local edit\n"));
@@ -259,7 +259,7 @@ fn keeps_its_client(text: String) -> String {
 fn a_release_never_seen_whose_patched_copy_stays_stuck_is_refused_untouched() {
     let _one = heavy();
     let sb = Sandbox::new();
-    let pkg = install(&sb, "0.61.0", "g").canonicalize().unwrap();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
     let (_, chunk, _) = original_of("0.61.0");
     let file = pkg.join(&chunk);
     let broken = edit_file(&file, keeps_its_client);
@@ -289,7 +289,7 @@ fn a_release_never_seen_whose_patched_copy_stays_stuck_is_refused_untouched() {
 fn gemini_on_path_is_resolved_to_its_package_and_verified() {
     let _one = heavy();
     let sb = Sandbox::new();
-    let pkg = install(&sb, "0.61.0", "prefix");
+    let pkg = sb.gemini_install("0.61.0", "prefix");
     std::os::unix::fs::symlink(
         "../prefix/lib/node_modules/@google/gemini-cli/bundle/gemini.js",
         sb.root().join("bin/gemini"),

@@ -35,6 +35,20 @@ fn fetched_prefix(version: &str) -> PathBuf {
     p
 }
 
+/// The npm package of the gemini-cli target.
+const GEMINI_PACKAGE: &str = "@google/gemini-cli";
+
+/// The fetched real gemini-cli `version`'s package folder (test-fixtures/gemini-cli/fetch.sh).
+fn fetched_gemini(version: &str) -> PathBuf {
+    let p = cache().join("gemini-cli").join(version);
+    assert!(
+        p.join(".done").is_file(),
+        "the real package {GEMINI_PACKAGE}@{version} is missing from {}: run scripts/fetch-fixtures.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p.join("lib/node_modules").join(GEMINI_PACKAGE)
+}
+
 /// The TypeScript MCP SDK the fixtures run (scripts/fetch-fixtures.sh `TS_SDK`).
 const TS_SDK: &str = "1.32.2";
 
@@ -264,6 +278,38 @@ impl Sandbox {
         client
     }
 
+    /// A global install of gemini-cli `version` under `<root>/<name>`:
+    /// `lib/node_modules/@google/gemini-cli` (node_modules hard-linked, bundle/
+    /// and package.json real copies), so nothing is written into .cache.
+    fn gemini_install(&self, version: &str, name: &str) -> PathBuf {
+        let src = fetched_gemini(version);
+        let dest = self
+            .root()
+            .join(name)
+            .join("lib/node_modules")
+            .join(GEMINI_PACKAGE);
+        std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+        let st = std::process::Command::new("cp")
+            .arg("-al")
+            .arg(&src)
+            .arg(&dest)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        std::fs::remove_dir_all(dest.join("bundle")).unwrap();
+        let st = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(src.join("bundle"))
+            .arg(dest.join("bundle"))
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let pj = std::fs::read(dest.join("package.json")).unwrap();
+        std::fs::remove_file(dest.join("package.json")).unwrap();
+        std::fs::write(dest.join("package.json"), pj).unwrap();
+        dest
+    }
+
     /// Replace the sandbox path with [SANDBOX] and collapse column padding.
     fn normalize(&self, text: &[u8]) -> String {
         let s =
@@ -345,6 +391,7 @@ mod bridge;
 mod dropped;
 mod evidence;
 mod gemini;
+mod gemini_run;
 mod gemini_verify;
 mod harden;
 mod host;
