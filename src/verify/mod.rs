@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod checks;
 mod gemini_cli;
+mod mirror;
 pub mod harness;
 pub mod scenario;
 pub mod server;

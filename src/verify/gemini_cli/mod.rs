@@ -8,7 +8,6 @@
 //! server's witness log and those answers. No real model, loopback only.
 
 mod cli;
-mod mirror;
 mod model;
 
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -18,6 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::harness::Policy;
+use super::mirror;
 use super::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
 use super::server::{FakeServer, WitnessEntry};
 use super::steps::{self, Stop};

@@ -1,11 +1,12 @@
-//! A copy of an install's bundle folder in which the file to check replaces
-//! the installed one, so the real CLI loads it: the bundle's chunks import each
-//! other by relative name, so a file can only be tried in place. The copy is a
-//! private folder beside `bundle/` (its bare imports resolve from the install,
-//! exactly as the bundle's own), its files hard links where the disk allows
-//! (else copies); it is removed when dropped, or by the next run if mcpatch was
-//! killed. For `verify --backup` and the check `apply` makes of a patched copy
-//! of a release mcpatch does not know.
+//! A copy of the folder of an install's entry file (gemini-cli's `bundle/`)
+//! in which the file to check replaces the installed one, so the real program
+//! loads it: a bundle's chunks import each other by relative name, so a file
+//! can only be tried in place. The copy is a private folder beside the
+//! original (its bare imports resolve from the install, exactly as the
+//! original's), its files hard links where the disk allows (else copies); it
+//! is removed when dropped, or by the next run if mcpatch was killed. For
+//! `verify --backup` and the check `apply` makes of a patched copy of a
+//! release mcpatch does not know.
 
 use std::path::{Path, PathBuf};
 
@@ -19,7 +20,7 @@ const PREFIX: &str = ".mcpatch-verify-bundle-";
 const HELP: &str =
     "run mcpatch as a user who can write the install's folder (the one `apply` writes)";
 
-/// The bundle folder copied, with the file to check in place.
+/// The entry's folder copied, with the file to check in place.
 pub struct Mirror {
     dir: Scratch,
     /// The entry file inside the copy.
