@@ -22,14 +22,16 @@ const HELP: &str =
 
 /// The entry's folder copied, with the file to check in place.
 pub struct Mirror {
-    dir: Scratch,
+    /// Held for its lifetime: removed when dropped.
+    _dir: Scratch,
     /// The entry file inside the copy.
     pub entry: PathBuf,
 }
 
 impl Mirror {
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
-        self.dir.path()
+        self._dir.path()
     }
 }
 
@@ -78,7 +80,7 @@ pub fn build(entry: &Path, file: &Path, checked: &Path, skip: &str) -> Result<Mi
         link_or_copy(checked, &root.join(&relative))?;
     }
     let entry = root.join(entry.file_name().unwrap_or_default());
-    Ok(Mirror { dir, entry })
+    Ok(Mirror { _dir: dir, entry })
 }
 
 fn not_inside(file: &Path, entry: &Path) -> Error {

@@ -312,9 +312,8 @@ pub(super) async fn verify_install(
             super::COPY_PREFIX,
         )?)
     };
-    let _mirror_guard = mirror
-        .as_ref()
-        .map(|m| crate::on_signal::remove_on_signal(m.path()));
+    // Removed when dropped, a signal included: verify's own listener turns
+    // SIGINT, SIGTERM and SIGHUP into an error that unwinds through here.
     let entry = mirror.as_ref().map_or(entry, |m| m.entry.clone());
     let expectations = super::Expectations::of(target.is_current_patch(), opts.strict);
     let seamless = expectations.seamless();
