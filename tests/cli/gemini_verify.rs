@@ -328,3 +328,63 @@ fn gemini_on_path_is_resolved_to_its_package_and_verified() {
         "{out}"
     );
 }
+
+/// Processes whose command line names `needle`.
+fn processes_naming(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<u32>().ok()?;
+            let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+            let cmd = String::from_utf8_lossy(&cmd).replace('\0', " ");
+            cmd.contains(needle).then(|| format!("{pid}: {cmd}"))
+        })
+        .collect()
+}
+
+#[test]
+fn a_signal_stops_verify_with_no_cli_left_running_and_nothing_left_in_the_install() {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let path = pkg.to_str().unwrap();
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let tmp = sb.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        // The saved original runs on a copy of bundle/ beside it.
+        let mut child = sb
+            .command(&["verify", "--backup", "--path", path])
+            .env("TMPDIR", &tmp)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while processes_naming(path).len() < 2 {
+            assert!(std::time::Instant::now() < until, "no CLI started");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        unsafe { libc::kill(child.id() as libc::pid_t, signal) };
+        let o = child.wait_with_output().unwrap();
+        assert_eq!(code(&o), 2, "{}", stderr(&o));
+        let name = match signal {
+            libc::SIGINT => "SIGINT",
+            libc::SIGTERM => "SIGTERM",
+            _ => "SIGHUP",
+        };
+        assert!(
+            stderr(&o).contains(&format!("error: interrupted by {name}: the check stopped")),
+            "{}",
+            stderr(&o)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(processes_naming(path), Vec::<String>::new(), "{name}");
+        assert_eq!(leftovers(&pkg), Vec::<String>::new(), "{name}");
+        let scratch: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+        assert!(scratch.is_empty(), "{name}: {scratch:?}");
+    }
+}
