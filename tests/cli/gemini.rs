@@ -381,6 +381,23 @@ fn a_project_that_turns_auto_update_off_protects_only_sessions_started_in_its_fo
     std::fs::create_dir_all(proj.join("src")).unwrap();
     let v = json(&status_in(&sb, &pkg, true, &proj.join("src")));
     assert_eq!(v["installs"][0]["auto_update"]["project"], Value::Null);
+    // Trusted again, but the system settings file turns it on over the project's.
+    settings(
+        &sb,
+        "home/.gemini/trustedFolders.json",
+        &format!(r#"{{"{}": "TRUST_FOLDER"}}"#, proj.display()),
+    );
+    settings(
+        &sb,
+        "sys/etc/gemini-cli/settings.json",
+        r#"{"general": {"enableAutoUpdate": true}}"#,
+    );
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(
+        auto_update_line(&text),
+        Some(format!("  auto-update: on (as [SANDBOX]/sys/etc/gemini-cli/settings.json says): gemini-cli's next update replaces the package and drops the patch; [SANDBOX]/proj/.gemini/settings.json turns it off, but [SANDBOX]/sys/etc/gemini-cli/settings.json overrides it; turn it off (\"general\": {{\"enableAutoUpdate\": false}} in ~/.gemini/settings.json), {WAYS_OUT}").as_str()),
+        "{text}"
+    );
 }
 
 #[test]
