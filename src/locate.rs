@@ -5,7 +5,7 @@
 //! places it needs (npm's global root, npx caches, pnpm's dlx cache, the
 //! commands that start its host), and its driver adds its own.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -259,6 +259,11 @@ pub struct Search {
     /// them included): each is read once.
     visited: HashSet<(u64, u64)>,
     folders_read: usize,
+    /// The file found by content or reachability in a package folder (by
+    /// wanted index, device and inode), relative to it, or why none: a
+    /// package seen from several places (`gemini` on PATH and npm's global
+    /// root) has its chunks read once.
+    found_in: HashMap<(usize, u64, u64), std::result::Result<PathBuf, String>>,
 }
 
 impl Search {
@@ -276,6 +281,7 @@ impl Search {
             searched: Vec::new(),
             visited: HashSet::new(),
             folders_read: 0,
+            found_in: HashMap::new(),
         }
     }
 
@@ -751,18 +757,35 @@ impl Search {
 
     fn record(&mut self, wanted: usize, dir: &Path, via: &str) {
         let w = &self.wanted[wanted];
-        let (file, unfound) = match &w.find {
-            FileFind::Path(rel) => (dir.join(rel), None),
-            FileFind::Content { glob, contains } => match find_by_content(dir, glob, contains) {
-                Ok(file) => (file, None),
-                Err(why) => (dir.join(glob), Some(why)),
-            },
-            FileFind::Reachable { from, declares } => {
-                match crate::reachable::find(dir, from, declares) {
-                    Ok(file) => (file, None),
-                    Err(why) => (dir.join(from), Some(why)),
+        let search = || match &w.find {
+            FileFind::Path(rel) => Ok(dir.join(rel)),
+            FileFind::Content { glob, contains } => find_by_content(dir, glob, contains),
+            FileFind::Reachable { from, declares } => crate::reachable::find(dir, from, declares),
+        };
+        use std::os::unix::fs::MetadataExt;
+        let key = std::fs::metadata(dir)
+            .ok()
+            .map(|m| (wanted, m.dev(), m.ino()))
+            .filter(|_| !matches!(w.find, FileFind::Path(_)));
+        let found = match key.and_then(|k| self.found_in.get(&k)) {
+            Some(Ok(rel)) => Ok(dir.join(rel)),
+            Some(Err(why)) => Err(why.clone()),
+            None => {
+                let found = search();
+                if let Some(k) = key {
+                    let rel = found
+                        .as_ref()
+                        .map(|f| f.strip_prefix(dir).unwrap_or(f).to_path_buf());
+                    self.found_in.insert(k, rel.map_err(String::clone));
                 }
+                found
             }
+        };
+        let (file, unfound) = match (found, &w.find) {
+            (Ok(file), _) => (file, None),
+            (Err(why), FileFind::Content { glob, .. }) => (dir.join(glob), Some(why)),
+            (Err(why), FileFind::Reachable { from, .. }) => (dir.join(from), Some(why)),
+            (Err(why), FileFind::Path(rel)) => (dir.join(rel), Some(why)),
         };
         self.found.push(Found {
             target: w.target,

@@ -38,7 +38,12 @@ pub fn find(package_dir: &Path, entry: &str, declares: &str) -> Result<PathBuf, 
         let path = package_dir.join(&rel);
         let (bytes, _) = identity::read_capped(&path, MAX_CHUNK_BYTES, true)
             .map_err(|_| format!("{} (reachable from {entry}) cannot be read", rel.display()))?;
-        let src = String::from_utf8_lossy(&bytes);
+        // Validating as UTF-8 first is several times faster than the lossy
+        // decoder on these megabytes of ASCII; the text is the same.
+        let src = match std::str::from_utf8(&bytes) {
+            Ok(text) => std::borrow::Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(&bytes),
+        };
         if src.contains(declares) {
             holders.push(rel.clone());
         }
@@ -202,9 +207,8 @@ fn import_statement(s: &str) -> Option<(usize, &str)> {
 /// `import("./x.js")` / `import('../x.js')` with a relative string literal, anywhere.
 fn dynamic_imports(src: &str) -> Vec<&str> {
     let mut specs = Vec::new();
-    let mut from = 0;
-    while let Some(at) = src[from..].find("import(").map(|n| from + n) {
-        from = at + "import(".len();
+    for at in memchr::memmem::find_iter(src.as_bytes(), b"import(") {
+        let from = at + "import(".len();
         let word_before = src[..at]
             .bytes()
             .last()

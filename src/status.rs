@@ -576,12 +576,11 @@ pub fn render_table_within(
                 columns,
             ));
         }
-        if let Some(a) = after.and_then(|a| a.auto_update.as_ref()).filter(|a| a.on) {
-            s.push_str(&hanging(
-                "    auto-update: ",
-                &gemini_cli::auto_update_note(a),
-                columns,
-            ));
+        if let Some(note) = after
+            .and_then(|a| a.auto_update.as_ref())
+            .and_then(gemini_cli::auto_update_note)
+        {
+            s.push_str(&hanging("    auto-update: ", &note, columns));
         }
         if let Some(r) = after.and_then(|a| a.running.as_ref()) {
             for line in running::lines(r) {

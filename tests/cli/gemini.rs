@@ -152,20 +152,45 @@ fn a_release_whose_anchor_does_not_match_is_refused_naming_it_and_left_untouched
     assert!(backups.is_empty(), "{backups:?}");
 }
 
-/// `status` on a gemini-cli install with this sandbox's own settings only.
+/// `status` on a gemini-cli install with this sandbox's own settings only,
+/// run in the sandbox's root folder (no project settings).
 fn status_of(sb: &Sandbox, pkg: &Path, json: bool) -> Output {
+    status_in(sb, pkg, json, sb.root())
+}
+
+/// [`status_of`] run in the folder `cwd` (whose `.gemini/settings.json` counts).
+fn status_in(sb: &Sandbox, pkg: &Path, json: bool, cwd: &Path) -> Output {
     let mut args = vec!["status", "--path", pkg.to_str().unwrap()];
     if json {
         args.push("--json");
     }
     let mut c = sb.command(&args);
-    c.env("MCPATCH_SYSROOT", sb.root().join("sys"))
-        .env("COLUMNS", "400")
+    c.current_dir(cwd)
+        .env("MCPATCH_SYSROOT", sb.root().join("sys"))
+        .env("COLUMNS", "1000")
         .env_remove("GEMINI_CLI_HOME")
         .env_remove("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
-        .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH");
+        .env_remove("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+        .env_remove("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+        .env_remove("GEMINI_CLI_TRUST_WORKSPACE")
+        .env_remove("GEMINI_RESTRICTED_MODE");
     c.output().unwrap()
 }
+
+/// Write a settings file (or trustedFolders.json) of the sandbox.
+fn settings(sb: &Sandbox, rel: &str, text: &str) -> PathBuf {
+    let p = sb.root().join(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The `auto-update:` line of a status text, if any.
+fn auto_update_line(text: &str) -> Option<&str> {
+    text.lines().find(|l| l.starts_with("  auto-update: "))
+}
+
+const WAYS_OUT: &str = "or re-apply after every update unattended (`mcpatch apply --yes --quiet`, e.g. from cron or a login script)";
 
 #[test]
 fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
@@ -180,7 +205,7 @@ fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
     let v = json(&status_of(&sb, &pkg, true));
     assert_eq!(
         v["installs"][0]["auto_update"],
-        serde_json::json!({"on": true, "set_by": null})
+        serde_json::json!({"on": true, "set_by": null, "project": null})
     );
     // Turned off in the user's settings (JSON with comments): no note.
     let settings = sb.root().join("home/.gemini/settings.json");
@@ -195,7 +220,7 @@ fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
     let v = json(&status_of(&sb, &pkg, true));
     assert_eq!(
         v["installs"][0]["auto_update"],
-        serde_json::json!({"on": false, "set_by": settings.to_str().unwrap()})
+        serde_json::json!({"on": false, "set_by": settings.to_str().unwrap(), "project": null})
     );
     // The system settings file wins over the user's.
     let system = sb.root().join("sys/etc/gemini-cli/settings.json");
@@ -206,6 +231,124 @@ fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
         text.contains("\n  auto-update: on (as [SANDBOX]/sys/etc/gemini-cli/settings.json says): "),
         "{text}"
     );
+}
+
+#[test]
+fn a_project_that_turns_auto_update_off_protects_only_sessions_started_in_its_folder() {
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let proj = sb.root().join("proj");
+    let file = settings(
+        &sb,
+        "proj/.gemini/settings.json",
+        r#"{"general": {"enableAutoUpdate": false}}"#,
+    );
+    settings(
+        &sb,
+        "home/.gemini/trustedFolders.json",
+        &format!(r#"{{"{}": "TRUST_FOLDER"}}"#, proj.display()),
+    );
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(
+        auto_update_line(&text),
+        Some(format!("  auto-update: on (gemini-cli's default; no settings file turns it off): gemini-cli's next update replaces the package and drops the patch; [SANDBOX]/proj/.gemini/settings.json turns it off only for gemini-cli sessions started in [SANDBOX]/proj (a trusted folder): a session started in any other folder still updates; turn it off (\"general\": {{\"enableAutoUpdate\": false}} in ~/.gemini/settings.json), {WAYS_OUT}").as_str()),
+        "{text}"
+    );
+    let v = json(&status_in(&sb, &pkg, true, &proj));
+    assert_eq!(
+        v["installs"][0]["auto_update"],
+        serde_json::json!({"on": true, "set_by": null, "project": {
+            "folder": proj.to_str().unwrap(), "file": file.to_str().unwrap(),
+            "trusted": true, "file_on": false, "on": false, "set_by": file.to_str().unwrap()}})
+    );
+    // Not trusted: gemini-cli ignores the file.
+    std::fs::remove_file(sb.root().join("home/.gemini/trustedFolders.json")).unwrap();
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(
+        auto_update_line(&text),
+        Some(format!("  auto-update: on (gemini-cli's default; no settings file turns it off): gemini-cli's next update replaces the package and drops the patch; [SANDBOX]/proj/.gemini/settings.json would turn it off, but gemini-cli ignores it: [SANDBOX]/proj is not a trusted folder; turn it off (\"general\": {{\"enableAutoUpdate\": false}} in ~/.gemini/settings.json), {WAYS_OUT}").as_str()),
+        "{text}"
+    );
+    // A session started in a folder below reads only that folder's settings.
+    std::fs::create_dir_all(proj.join("src")).unwrap();
+    let v = json(&status_in(&sb, &pkg, true, &proj.join("src")));
+    assert_eq!(v["installs"][0]["auto_update"]["project"], Value::Null);
+    // Trusted again, but the system settings file turns it on over the project's.
+    settings(
+        &sb,
+        "home/.gemini/trustedFolders.json",
+        &format!(r#"{{"{}": "TRUST_FOLDER"}}"#, proj.display()),
+    );
+    settings(
+        &sb,
+        "sys/etc/gemini-cli/settings.json",
+        r#"{"general": {"enableAutoUpdate": true}}"#,
+    );
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(
+        auto_update_line(&text),
+        Some(format!("  auto-update: on (as [SANDBOX]/sys/etc/gemini-cli/settings.json says): gemini-cli's next update replaces the package and drops the patch; [SANDBOX]/proj/.gemini/settings.json turns it off, but [SANDBOX]/sys/etc/gemini-cli/settings.json overrides it; turn it off (\"general\": {{\"enableAutoUpdate\": false}} in ~/.gemini/settings.json), {WAYS_OUT}").as_str()),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_trusted_project_that_turns_auto_update_on_drops_the_patch_from_its_folder() {
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let proj = sb.root().join("proj");
+    let user = settings(
+        &sb,
+        "home/.gemini/settings.json",
+        r#"{"general": {"enableAutoUpdate": false}}"#,
+    );
+    let file = settings(
+        &sb,
+        "proj/.gemini/settings.json",
+        "{\n  // this team wants updates\n  \"general\": {\"enableAutoUpdate\": true}\n}\n",
+    );
+    // Trusted by a parent rule (TRUST_PARENT on a folder inside it).
+    settings(
+        &sb,
+        "home/.gemini/trustedFolders.json",
+        &format!(r#"{{"{}/src": "TRUST_PARENT"}}"#, proj.display()),
+    );
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(
+        auto_update_line(&text),
+        Some(format!("  auto-update: off (as [SANDBOX]/home/.gemini/settings.json says), but on for gemini-cli sessions started in [SANDBOX]/proj (as [SANDBOX]/proj/.gemini/settings.json says; a trusted folder): the next update started from that folder replaces the package and drops the patch; turn it off there (\"general\": {{\"enableAutoUpdate\": false}} in [SANDBOX]/proj/.gemini/settings.json, instead of the setting that turns it on), {WAYS_OUT}").as_str()),
+        "{text}"
+    );
+    let v = json(&status_in(&sb, &pkg, true, &proj));
+    assert_eq!(
+        v["installs"][0]["auto_update"],
+        serde_json::json!({"on": false, "set_by": user.to_str().unwrap(), "project": {
+            "folder": proj.to_str().unwrap(), "file": file.to_str().unwrap(),
+            "trusted": true, "file_on": true, "on": true, "set_by": file.to_str().unwrap()}})
+    );
+    // Anywhere else, or with the folder not trusted, auto-update is off: no note.
+    let text = sb.normalize(&status_of(&sb, &pkg, false).stdout);
+    assert_eq!(auto_update_line(&text), None, "{text}");
+    settings(
+        &sb,
+        "home/.gemini/trustedFolders.json",
+        &format!(r#"{{"{}": "DO_NOT_TRUST"}}"#, proj.display()),
+    );
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(auto_update_line(&text), None, "{text}");
+    // The system settings file wins over the project's.
+    settings(
+        &sb,
+        "home/.gemini/trustedFolders.json",
+        &format!(r#"{{"{}": "TRUST_FOLDER"}}"#, proj.display()),
+    );
+    settings(
+        &sb,
+        "sys/etc/gemini-cli/settings.json",
+        r#"{"general": {"enableAutoUpdate": false}}"#,
+    );
+    let text = sb.normalize(&status_in(&sb, &pkg, false, &proj).stdout);
+    assert_eq!(auto_update_line(&text), None, "{text}");
 }
 
 #[test]

@@ -355,7 +355,7 @@ fn a_signal_stops_verify_with_no_cli_left_running_and_nothing_left_in_the_instal
     std::fs::create_dir(&tmp).unwrap();
     for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
         // The saved original runs on a copy of bundle/ beside it.
-        let mut child = sb
+        let child = sb
             .command(&["verify", "--backup", "--path", path])
             .env("TMPDIR", &tmp)
             .stdin(std::process::Stdio::null())
