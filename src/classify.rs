@@ -152,6 +152,15 @@ pub fn classify_bytes(
     (a.state, a.revision, a.note)
 }
 
+/// A file's text: validated as UTF-8 first, which is several times faster than
+/// the lossy decoder on megabytes of bundled JavaScript (the text is the same).
+pub fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => std::borrow::Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
 /// Classify file contents, with the next step that works for this file: a
 /// file that already carries the current patch's hunks on a base mcpatch does
 /// not know is `patched`, one that carries an earlier revision's is
@@ -164,7 +173,6 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
         note,
         next_step: state.next_step(spec),
     };
-    let text = String::from_utf8_lossy(bytes);
     if let Some(rev) = spec.revision(sha256) {
         let (state, label) = match rev.kind {
             RevisionKind::Original => (State::Affected, "original"),
@@ -175,11 +183,12 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
             RevisionKind::ReportedAffected => (State::Modified, "reported-affected"),
         };
         let mut a = of(state, Some(label), Some(rev.note.clone()));
-        if state == State::Modified && !patch_fits(spec, &text) {
+        if state == State::Modified && !patch_fits(spec, &text_of(bytes)) {
             a.next_step = spec.texts.reinstall_step;
         }
         return a;
     }
+    let text = text_of(bytes);
     if let Some(anchors) = &spec.anchors {
         return if anchors.is_patched(&text) {
             of(

@@ -38,12 +38,7 @@ pub fn find(package_dir: &Path, entry: &str, declares: &str) -> Result<PathBuf, 
         let path = package_dir.join(&rel);
         let (bytes, _) = identity::read_capped(&path, MAX_CHUNK_BYTES, true)
             .map_err(|_| format!("{} (reachable from {entry}) cannot be read", rel.display()))?;
-        // Validating as UTF-8 first is several times faster than the lossy
-        // decoder on these megabytes of ASCII; the text is the same.
-        let src = match std::str::from_utf8(&bytes) {
-            Ok(text) => std::borrow::Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(&bytes),
-        };
+        let src = crate::classify::text_of(&bytes);
         if src.contains(declares) {
             holders.push(rel.clone());
         }

@@ -110,7 +110,7 @@ fn dropped(backups: &[Backup], spec: &PatchSpec, install: &Install) -> Option<Dr
         return None;
     }
     let (bytes, _) = classify::hash_file(&install.file).ok()?;
-    if String::from_utf8_lossy(&bytes).contains(spec.patch_marker.as_str()) {
+    if crate::classify::text_of(&bytes).contains(spec.patch_marker.as_str()) {
         return None;
     }
     Some(Dropped {
