@@ -134,6 +134,12 @@ pub enum Error {
     #[error("no scenario to run against a bridge:\n{}help: leave out --scenario, or name a scenario a bridge can run", left_out.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
     BridgeNothingToRun { left_out: Vec<String> },
 
+    #[error("no scenario asked for runs against {target}:\n{}help: leave out --scenario, or name a scenario {target} can run", left_out.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
+    NothingToRunFor {
+        target: &'static str,
+        left_out: Vec<String>,
+    },
+
     #[error("--command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of DSH's installed plugin: run one or the other")]
     BridgeConflict { flag: &'static str },
 

@@ -135,6 +135,8 @@ pub struct InstallResult {
     /// What to make of the result, if anything.
     pub note: Option<String>,
     pub scenarios: Vec<ScenarioResult>,
+    /// Scenarios asked for that this install's client driver does not run, and why.
+    pub left_out: Vec<bridge::LeftOut>,
 }
 
 #[derive(Debug, Serialize)]
@@ -401,6 +403,7 @@ fn not_checked(install: &Install, node: &Node, e: &Error, strict: bool) -> Insta
         overall: "FAILED",
         note: None,
         scenarios: Vec::new(),
+        left_out: Vec::new(),
     }
 }
 
@@ -735,6 +738,7 @@ async fn verify_install(
         overall,
         note: install_note(target, overall, expectations),
         scenarios: results,
+        left_out: Vec::new(),
     })
 }
 
@@ -941,6 +945,7 @@ fn verify_bridge(
         overall,
         note,
         scenarios,
+        left_out: Vec::new(),
     })
 }
 

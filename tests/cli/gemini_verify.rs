@@ -388,3 +388,37 @@ fn a_signal_stops_verify_with_no_cli_left_running_and_nothing_left_in_the_instal
         assert!(scratch.is_empty(), "{name}: {scratch:?}");
     }
 }
+
+#[test]
+fn scenarios_gemini_cli_cannot_run_are_left_out_saying_why() {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let (c, v, err) = verify(
+        &sb,
+        &pkg,
+        &["--scenario", "expired-404", "--scenario", "forgetful"],
+    );
+    assert_eq!(c, 1, "{v:#}\n{err}");
+    let i = &v["installs"][0];
+    assert_eq!(verdicts(i), [("expired-404".into(), "STUCK".into(), false)]);
+    assert_eq!(
+        i["left_out"],
+        serde_json::json!([{"name": "forgetful", "why": "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which gemini-cli does not share"}])
+    );
+    let o = sb.run(&[
+        "verify",
+        "--target",
+        "gemini-cli",
+        "--path",
+        pkg.to_str().unwrap(),
+        "--scenario",
+        "abort-waiting",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        sb.normalize(&o.stderr).contains("error: no scenario asked for runs against gemini-cli:\n  - abort-waiting: its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli\nhelp: leave out --scenario, or name a scenario gemini-cli can run\n"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use super::bridge::LeftOut;
 use super::harness::Policy;
 use super::mirror;
 use super::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
@@ -321,6 +322,24 @@ pub(super) async fn verify_install(
         .iter()
         .filter(|s| left_out_why(s).is_none())
         .collect();
+    let left_out: Vec<LeftOut> = scenarios
+        .iter()
+        .filter_map(|s| {
+            left_out_why(s).map(|why| LeftOut {
+                name: s.name.to_string(),
+                why,
+            })
+        })
+        .collect();
+    if chosen.is_empty() {
+        return Err(Error::NothingToRunFor {
+            target: spec.target,
+            left_out: left_out
+                .iter()
+                .map(|l| format!("{}: {}", l.name, l.why))
+                .collect(),
+        });
+    }
     let total = chosen.len();
     let jobs = opts.jobs.unwrap_or(DEFAULT_JOBS).max(1);
     let started = Instant::now();
@@ -405,6 +424,7 @@ pub(super) async fn verify_install(
             (install.state == State::Affected).then(|| "not patched: run `mcpatch apply`".into())
         }),
         scenarios: results,
+        left_out,
     })
 }
 
