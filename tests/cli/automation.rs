@@ -286,7 +286,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
             "error": no_backup,
             "node_version": node, "node_shim": false, "expectations": "relaxed",
             "overall": "FAILED", "note": null,
-            "scenarios": [],
+            "scenarios": [], "left_out": [],
         })
     );
     assert_eq!(
@@ -306,6 +306,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
                 ["expired-404", "short", "recover", "STUCK", false],
                 ["expired-404", "default", "recover", "STUCK", false],
             ],
+            "left_out": [],
         })
     );
     assert_eq!(v["error"], Value::Null);
