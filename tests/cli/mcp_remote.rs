@@ -645,3 +645,82 @@ fn patched_releases_lose_no_call_to_a_real_sdk_server_restarted_mid_session() {
         }
     }
 }
+
+/// The backups of mcp-remote installs (their ids, sorted).
+fn remote_backups(sb: &Sandbox) -> Vec<String> {
+    let mut ids: Vec<String> =
+        std::fs::read_dir(sb.dsh_home().join("backups/mcp-remote-session-loss"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+/// Whatever verify or apply put in a package folder and left there: every
+/// name under it starting with `.mcpatch`.
+fn leftovers(pkg: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![pkg.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_name().to_string_lossy().starts_with(".mcpatch") {
+                found.push(e.path());
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn verify_backup_runs_the_saved_original_of_a_patched_release_as_the_control() {
+    let sb = Sandbox::new();
+    let dir = project(&sb, "0.15.1", "p");
+    let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+    let (original, chunk, patched) = original_of("0.15.1");
+    let path = dir.to_str().unwrap();
+    let o = sb.run(&["apply", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let id = remote_backups(&sb).remove(0);
+    let after = tree(&pkg);
+
+    let (o, v) = verify_answers(&sb, &["--backup", "--path", path]);
+    assert_eq!(code(&o), 1, "{v:#}\n{}", stderr(&o));
+    let install = &v["installs"][0];
+    assert_eq!(install["target"], "mcp-remote", "{v:#}");
+    assert_eq!(install["error"], Value::Null, "{v:#}");
+    assert_eq!(install["backup"], id.as_str(), "{v:#}");
+    assert_eq!(install["sha256"], original.as_str(), "{v:#}");
+    assert_eq!(install["state"], "affected", "{v:#}");
+    assert_eq!(install["state_before"], "patched", "{v:#}");
+    assert_eq!(install["changed"], false, "{v:#}");
+    assert_eq!(
+        install["file"],
+        sb.dsh_home()
+            .join("backups/mcp-remote-session-loss")
+            .join(&id)
+            .join("index.js")
+            .to_str()
+            .unwrap(),
+        "{v:#}"
+    );
+    assert_eq!(install["overall"], "STUCK", "{v:#}");
+    assert_eq!(
+        install["note"],
+        "the saved original, run as the control: it is expected to be STUCK"
+    );
+    // The release's own recovery (404 only) is what ran, not the patched chunk.
+    let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
+    assert_eq!(found, ["SEAMLESS", "STUCK", "STUCK"], "{v:#}");
+
+    assert_eq!(tree(&pkg), after, "verify --backup changed the install");
+    assert_eq!(sha256_file(&pkg.join(&chunk)), patched);
+    assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new());
+}
