@@ -683,59 +683,84 @@ fn leftovers(pkg: &Path) -> Vec<PathBuf> {
 }
 
 #[test]
-fn verify_backup_runs_the_saved_original_of_a_patched_release_as_the_control() {
+fn verify_backup_runs_the_saved_original_of_each_patched_release_as_the_control() {
     let sb = Sandbox::new();
-    let dir = project(&sb, "0.15.1", "p");
-    let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
-    let (original, chunk, patched) = original_of("0.15.1");
-    let path = dir.to_str().unwrap();
-    let o = sb.run(&["apply", "--path", path]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let id = remote_backups(&sb).remove(0);
-    let after = tree(&pkg);
+    // The releases' own behaviour, as before apply: 0.15.1 recovers from 404
+    // only, 0.1.44 from nothing, 0.1.38 never answers (HANG: FAILED).
+    let controls = [
+        ("0.15.1", "STUCK", ["SEAMLESS", "STUCK", "STUCK"]),
+        ("0.1.44", "STUCK", ["STUCK", "STUCK", "STUCK"]),
+        ("0.1.38", "FAILED", ["HANG", "HANG", "HANG"]),
+    ];
+    for (version, overall, each) in controls {
+        let dir = project(&sb, version, &format!("p-{version}"));
+        let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+        let (original, chunk, patched) = original_of(version);
+        let path = dir.to_str().unwrap();
+        let earlier = remote_backups(&sb);
+        let o = sb.run(&["apply", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        let mut made = remote_backups(&sb);
+        made.retain(|b| !earlier.contains(b));
+        let id = made.remove(0);
+        let after = tree(&pkg);
 
-    let (o, v) = verify_answers(&sb, &["--backup", "--path", path]);
-    assert_eq!(code(&o), 1, "{v:#}\n{}", stderr(&o));
-    let install = &v["installs"][0];
-    assert_eq!(install["target"], "mcp-remote", "{v:#}");
-    assert_eq!(install["error"], Value::Null, "{v:#}");
-    assert_eq!(install["backup"], id.as_str(), "{v:#}");
-    assert_eq!(install["sha256"], original.as_str(), "{v:#}");
-    assert_eq!(install["state"], "affected", "{v:#}");
-    assert_eq!(install["state_before"], "patched", "{v:#}");
-    assert_eq!(install["changed"], false, "{v:#}");
-    assert_eq!(
-        install["file"],
-        sb.dsh_home()
-            .join("backups/mcp-remote-session-loss")
-            .join(&id)
-            .join("index.js")
-            .to_str()
-            .unwrap(),
-        "{v:#}"
-    );
-    assert_eq!(install["overall"], "STUCK", "{v:#}");
-    assert_eq!(
-        install["note"],
-        "the saved original, run as the control: it is expected to be STUCK"
-    );
-    // The release's own recovery (404 only) is what ran, not the patched chunk.
-    let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
-    assert_eq!(found, ["SEAMLESS", "STUCK", "STUCK"], "{v:#}");
+        let (o, v) = verify_answers(&sb, &["--backup", "--path", path]);
+        assert_eq!(code(&o), 1, "{version}: {v:#}\n{}", stderr(&o));
+        let install = &v["installs"][0];
+        assert_eq!(install["target"], "mcp-remote", "{v:#}");
+        assert_eq!(install["error"], Value::Null, "{v:#}");
+        assert_eq!(install["backup"], id.as_str(), "{v:#}");
+        assert_eq!(install["sha256"], original.as_str(), "{v:#}");
+        assert_eq!(install["state"], "affected", "{v:#}");
+        assert_eq!(install["state_before"], "patched", "{v:#}");
+        assert_eq!(install["changed"], false, "{v:#}");
+        assert_eq!(
+            install["file"],
+            sb.dsh_home()
+                .join("backups/mcp-remote-session-loss")
+                .join(&id)
+                .join("index.js")
+                .to_str()
+                .unwrap(),
+            "{v:#}"
+        );
+        assert_eq!(install["overall"], overall, "{version}: {v:#}");
+        assert_eq!(
+            install["note"],
+            "the saved original, run as the control: it is expected to be STUCK"
+        );
+        // The release's own recovery is what ran, not the patched chunk.
+        let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
+        assert_eq!(found, each, "{version}: {v:#}");
+
+        assert_eq!(
+            tree(&pkg),
+            after,
+            "{version}: verify --backup changed the install"
+        );
+        assert_eq!(sha256_file(&pkg.join(&chunk)), patched, "{version}");
+        assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new(), "{version}");
+    }
 
     // As a person reads it.
+    let path = sb.root().join("p-0.15.1");
     let o = output_within_five_minutes(sb.command(&[
         "verify",
         "--backup",
         "--scenario",
         "expired-400",
         "--path",
-        path,
+        path.to_str().unwrap(),
     ]));
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
     let out = sb.normalize(&o.stdout);
     assert!(
-        out.starts_with(&format!("{PKG} (backup {id}, the control)\n")),
+        out.starts_with("[SANDBOX]/p-0.15.1/node_modules/mcp-remote (backup "),
+        "{out}"
+    );
+    assert!(
+        out.lines().next().unwrap().ends_with(", the control)"),
         "{out}"
     );
     assert!(
@@ -744,10 +769,6 @@ fn verify_backup_runs_the_saved_original_of_a_patched_release_as_the_control() {
         ),
         "{out}"
     );
-
-    assert_eq!(tree(&pkg), after, "verify --backup changed the install");
-    assert_eq!(sha256_file(&pkg.join(&chunk)), patched);
-    assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new());
 }
 
 #[test]
