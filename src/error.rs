@@ -21,8 +21,8 @@ pub enum Error {
     #[error("unknown target {name}; mcpatch knows {known}\nhelp: pass one of those to --target, or leave --target out for all of them")]
     UnknownTarget { name: String, known: String },
 
-    #[error("verify --backup cannot run the saved original of {target} yet: it drives that target's install as a stdio bridge\nhelp: run `mcpatch revert`, verify, then `mcpatch apply`; or pass --target to leave it out")]
-    BridgeBackup { target: &'static str },
+    #[error("verify cannot run another file in place of {file}: the verify.command of {target}'s manifest names no file of the package that it runs\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout")]
+    BridgeNoEntry { target: &'static str, file: PathBuf },
 
     #[error("verify cannot drive {target} yet: mcpatch has no verify driver for it\nhelp: `mcpatch status` says whether the install is patched; pass --target to verify the other targets")]
     NoVerifyDriver { target: &'static str },

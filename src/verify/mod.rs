@@ -205,7 +205,7 @@ fn verify_all(
         });
     }
     if let Some(wanted) = opts.backup.as_deref() {
-        for spec in targets.iter().filter(|t| t.driver != Driver::StdioBridge) {
+        for spec in targets {
             let installs: Vec<Install> = report
                 .installs
                 .iter()
@@ -250,23 +250,20 @@ fn verify_all(
             continue;
         }
         // A bridge is always held to the current revision's expectations.
-        let (checked, strict) = if bridge {
-            (verify_bridge(spec, &node, install, opts, progress), true)
-        } else {
-            let checked = Target::for_install(spec, install, opts.backup.as_deref(), env)
-                .and_then(|target| {
-                    // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
-                    let result = rt.block_on(async {
-                        tokio::select! {
-                            r = check_install(spec, &node, install, &target, &scenarios, opts, progress) => r,
-                            signal = interrupts.next() => Err(Error::Interrupted { signal }),
-                        }
-                    });
-                    drop(target);
-                    result
+        let strict = bridge || opts.strict;
+        let checked = Target::for_install(spec, install, opts.backup.as_deref(), env).and_then(
+            |target| {
+                // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
+                let result = rt.block_on(async {
+                    tokio::select! {
+                        r = check_install(spec, &node, install, &target, &scenarios, opts, progress) => r,
+                        signal = interrupts.next() => Err(Error::Interrupted { signal }),
+                    }
                 });
-            (checked, opts.strict)
-        };
+                drop(target);
+                result
+            },
+        );
         let result = match checked {
             Ok(result) => result,
             Err(e @ (Error::Interrupted { .. } | Error::BridgeInterrupted { .. })) => {
@@ -510,12 +507,14 @@ impl GateReport {
 }
 
 /// The gate `apply` puts a revision mcpatch does not know through, before
-/// anything touches the install: the patched copy `staged` of `file` (an
-/// install's `lib/index.js`) is written beside it as a locked
+/// anything touches the install: the patched copy `staged` of `file` (the
+/// install's file the patch changes) is written beside it as a locked
 /// `.mcpatch-verify-*.js` (so its imports resolve from the install, as
-/// `verify --backup` loads a backup) and removed afterwards, and every
-/// scenario runs on it with the current patch revision's strict expectations
-/// (every recovery scenario SEAMLESS) whatever the copy classifies as.
+/// `verify --backup` loads a backup; a driver that runs a program from the
+/// install runs it on a copy of the file's folder holding it) and removed
+/// afterwards, and every scenario runs on it with the current patch
+/// revision's strict expectations (every recovery scenario SEAMLESS)
+/// whatever the copy classifies as.
 pub fn verify_staged_strict(
     spec: &PatchSpec,
     node: &Node,
@@ -604,7 +603,8 @@ impl Target {
 }
 
 /// Put one install's file (`target.load`) through `scenarios` with its
-/// target's client driver: the DSH plugin harness, or the headless gemini-cli.
+/// target's client driver: the DSH plugin harness, the installed stdio
+/// bridge, or the headless gemini-cli.
 async fn check_install(
     spec: &PatchSpec,
     node: &Node,
@@ -618,9 +618,10 @@ async fn check_install(
         Driver::GeminiCli => {
             gemini_cli::verify_install(spec, node, install, target, scenarios, opts, progress).await
         }
-        Driver::PluginApi | Driver::StdioBridge => {
-            verify_install(node, install, target, scenarios, opts, progress).await
+        Driver::StdioBridge => {
+            bridge::verify_install(spec, node, install, target, scenarios, progress).await
         }
+        Driver::PluginApi => verify_install(node, install, target, scenarios, opts, progress).await,
     }
 }
 
@@ -868,85 +869,6 @@ fn overall(results: &[ScenarioResult]) -> &'static str {
     } else {
         "SEAMLESS"
     }
-}
-
-/// Verify an installed stdio bridge (mcp-remote): started as its manifest's
-/// `verify.command` says, with mcpatch as its stdio host, through the bridge
-/// scenarios of `verify --command`.
-fn verify_bridge(
-    spec: &PatchSpec,
-    node: &Node,
-    install: &Install,
-    opts: &VerifyOptions,
-    progress: bool,
-) -> Result<InstallResult> {
-    if opts.backup.is_some() {
-        return Err(Error::BridgeBackup {
-            target: spec.target,
-        });
-    }
-    let scratch = crate::stage::scratch_dir("mcpatch-bridge-")?;
-    let (argv, vars) = crate::target::stdio_bridge::command(
-        spec,
-        &node.path,
-        &install.path,
-        "{url}",
-        scratch.path(),
-    );
-    let words: Vec<String> = argv
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    if progress {
-        crate::errln!(
-            "{}: {} as a stdio bridge",
-            crate::output::path(&install.path),
-            spec.target
-        );
-    }
-    let bridge_opts = bridge::BridgeOptions {
-        command: String::new(),
-        scenarios: opts.scenarios.clone(),
-        json: !progress,
-        startup: bridge::DEFAULT_STARTUP,
-        verbose: false,
-        env: vars,
-    };
-    let (runs, overall) = bridge::run_words(&bridge_opts, &words)?;
-    let scenarios = runs
-        .into_iter()
-        .map(|r| ScenarioResult {
-            name: r.name,
-            policy: "bridge",
-            expected: r.expected,
-            judgement: r.judgement,
-            node_version: node.version.clone(),
-        })
-        .collect();
-    let note = match (install.state, overall) {
-        (State::Affected, _) => Some("not patched: run `mcpatch apply`".to_string()),
-        _ => None,
-    };
-    Ok(InstallResult {
-        target: install.target,
-        path: install.path.clone(),
-        file: install.file.clone(),
-        backup: None,
-        sha256: install.sha256.clone(),
-        state: install.state,
-        changed: false,
-        state_before: install.state,
-        state_after: install.state,
-        error: None,
-        node_version: node.version.clone(),
-        node_shim: false,
-        // A bridge is always held to seamless recovery.
-        expectations: Expectations::of(install.state == State::Patched, true),
-        overall,
-        note,
-        scenarios,
-        left_out: Vec::new(),
-    })
 }
 
 fn install_note(target: &Target, overall: &str, expectations: Expectations) -> Option<String> {

@@ -645,3 +645,210 @@ fn patched_releases_lose_no_call_to_a_real_sdk_server_restarted_mid_session() {
         }
     }
 }
+
+/// The package folder of the project `p` of a test, as messages show it.
+const PKG: &str = "[SANDBOX]/p/node_modules/mcp-remote";
+
+/// The backups of mcp-remote installs (their ids, sorted).
+fn remote_backups(sb: &Sandbox) -> Vec<String> {
+    let mut ids: Vec<String> =
+        std::fs::read_dir(sb.dsh_home().join("backups/mcp-remote-session-loss"))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default();
+    ids.sort();
+    ids
+}
+
+/// Whatever verify or apply put in a package folder and left there: every
+/// name under it starting with `.mcpatch`.
+fn leftovers(pkg: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut stack = vec![pkg.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_name().to_string_lossy().starts_with(".mcpatch") {
+                found.push(e.path());
+            }
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn verify_backup_runs_the_saved_original_of_each_patched_release_as_the_control() {
+    let sb = Sandbox::new();
+    // The releases' own behaviour, as before apply: 0.15.1 recovers from 404
+    // only, 0.1.44 from nothing, 0.1.38 never answers (HANG: FAILED).
+    let controls = [
+        ("0.15.1", "STUCK", ["SEAMLESS", "STUCK", "STUCK"]),
+        ("0.1.44", "STUCK", ["STUCK", "STUCK", "STUCK"]),
+        ("0.1.38", "FAILED", ["HANG", "HANG", "HANG"]),
+    ];
+    for (version, overall, each) in controls {
+        let dir = project(&sb, version, &format!("p-{version}"));
+        let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+        let (original, chunk, patched) = original_of(version);
+        let path = dir.to_str().unwrap();
+        let earlier = remote_backups(&sb);
+        let o = sb.run(&["apply", "--path", path]);
+        assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+        let mut made = remote_backups(&sb);
+        made.retain(|b| !earlier.contains(b));
+        let id = made.remove(0);
+        let after = tree(&pkg);
+
+        let (o, v) = verify_answers(&sb, &["--backup", "--path", path]);
+        assert_eq!(code(&o), 1, "{version}: {v:#}\n{}", stderr(&o));
+        let install = &v["installs"][0];
+        assert_eq!(install["target"], "mcp-remote", "{v:#}");
+        assert_eq!(install["error"], Value::Null, "{v:#}");
+        assert_eq!(install["backup"], id.as_str(), "{v:#}");
+        assert_eq!(install["sha256"], original.as_str(), "{v:#}");
+        assert_eq!(install["state"], "affected", "{v:#}");
+        assert_eq!(install["state_before"], "patched", "{v:#}");
+        assert_eq!(install["changed"], false, "{v:#}");
+        assert_eq!(
+            install["file"],
+            sb.dsh_home()
+                .join("backups/mcp-remote-session-loss")
+                .join(&id)
+                .join("index.js")
+                .to_str()
+                .unwrap(),
+            "{v:#}"
+        );
+        assert_eq!(install["overall"], overall, "{version}: {v:#}");
+        assert_eq!(
+            install["note"],
+            "the saved original, run as the control: it is expected to be STUCK"
+        );
+        // The release's own recovery is what ran, not the patched chunk.
+        let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
+        assert_eq!(found, each, "{version}: {v:#}");
+
+        assert_eq!(
+            tree(&pkg),
+            after,
+            "{version}: verify --backup changed the install"
+        );
+        assert_eq!(sha256_file(&pkg.join(&chunk)), patched, "{version}");
+        assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new(), "{version}");
+    }
+
+    // As a person reads it.
+    let path = sb.root().join("p-0.15.1");
+    let o = output_within_five_minutes(sb.command(&[
+        "verify",
+        "--backup",
+        "--scenario",
+        "expired-400",
+        "--path",
+        path.to_str().unwrap(),
+    ]));
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.starts_with("[SANDBOX]/p-0.15.1/node_modules/mcp-remote (backup "),
+        "{out}"
+    );
+    assert!(
+        out.lines().next().unwrap().ends_with(", the control)"),
+        "{out}"
+    );
+    assert!(
+        out.ends_with(
+            "note: the saved original, run as the control: it is expected to be STUCK\nSTUCK\n"
+        ),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_verify() {
+    let sb = Sandbox::new();
+    let dir = project(&sb, "0.15.1", "p");
+    let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+    let chunk = pkg.join(chunk_of("0.15.1"));
+    let path = dir.to_str().unwrap();
+    let edited = edit_file(&chunk, |t| t + "\n// local edit\n");
+    assert_eq!(
+        status_json(&sb, &["--path", path])["installs"][0]["state"],
+        "modified"
+    );
+
+    let o = sb.run(&["apply", "--yes", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let now = sha256_file(&chunk);
+    assert_ne!(now, edited);
+    let ids = remote_backups(&sb);
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 11 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify`\n",
+            short(&now),
+            ids[0],
+            node22_version()
+        )
+    );
+    // The patched copy ran as the bridge, from a copy of its folder.
+    let err = sb.normalize(&o.stderr);
+    assert!(
+        err.starts_with(&format!("{PKG}/dist/chunk-KJCT2FXL.js is a revision mcpatch does not know: verifying the patched copy before writing it\n{PKG} (a copy to check): mcp-remote as a stdio bridge\n")),
+        "{err}"
+    );
+    assert!(
+        err.contains("\n[11/11] cut-mid-call: NOT-RETRIED at "),
+        "{err}"
+    );
+    assert_eq!(
+        status_json(&sb, &["--path", path])["installs"][0]["state"],
+        "patched"
+    );
+    assert_eq!(remote_backups(&sb).len(), 1);
+    assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new());
+}
+
+#[test]
+fn an_unknown_release_whose_patched_copy_stays_stuck_is_refused_with_its_verdicts() {
+    let sb = Sandbox::new();
+    let dir = project(&sb, "0.15.1", "p");
+    let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+    let chunk = pkg.join(chunk_of("0.15.1"));
+    let path = dir.to_str().unwrap();
+    // Outside every hunk: the release's re-initialize always fails.
+    let broken = edit_file(&chunk, |t| {
+        t.replacen("if (!lastInitialize) {", "if (lastInitialize) {", 1)
+    });
+    let before = tree(&pkg);
+
+    let o = sb.run(&["apply", "--yes", "--path", path]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    let head = format!(
+        "refused: {PKG} (0.15.1)\n  sha256 {broken} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: STUCK); the install is untouched\n"
+    );
+    assert!(out.starts_with(&head), "{out}");
+    // Each failing verdict, one a line.
+    assert!(
+        out.contains("\n  expired-400: STUCK (expected SEAMLESS): no new initialize after the session was lost; "),
+        "{out}"
+    );
+    assert!(
+        out[head.len()..]
+            .lines()
+            .all(|l| l.starts_with("  ") && l.contains(" (expected ")),
+        "{out}"
+    );
+    assert_eq!(sha256_file(&chunk), broken, "untouched");
+    assert_eq!(tree(&pkg), before);
+    assert_eq!(remote_backups(&sb), Vec::<String>::new());
+    assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new());
+}

@@ -9,6 +9,9 @@
 pub(crate) mod child;
 mod drive;
 mod host;
+mod install;
+
+pub(super) use install::verify_install;
 
 use std::io::IsTerminal;
 use std::sync::Arc;
@@ -158,16 +161,19 @@ const DEFAULT_POLICY_LEFT_OUT: &str = "the second expired-404 run under the DSH 
 
 /// Run the scenarios of `opts` (its `command` unused) on the bridge started
 /// by `words` (`{url}` where the server's URL goes), for `verify` of an
-/// installed bridge: the results, those left out, and the overall verdict.
-pub fn run_words(
+/// installed bridge, inside the caller's runtime (which handles signals: a
+/// dropped run kills and reaps the bridge): the results and the overall
+/// verdict, and the scenarios left out; `progress` prints a line per scenario on stderr.
+pub(crate) async fn run_words(
     opts: &BridgeOptions,
     words: &[String],
-) -> Result<(Vec<BridgeScenario>, &'static str)> {
-    let (chosen, _) = choose(opts)?;
+    progress: bool,
+) -> Result<(Vec<BridgeScenario>, &'static str, Vec<LeftOut>)> {
+    let (chosen, left_out) = choose(opts)?;
     let mut results = Vec::new();
-    run_all(opts, words, &chosen, &mut results)?;
+    run_scenarios(opts, words, &chosen, &mut results, progress).await?;
     let overall = overall(&results);
-    Ok((results, overall))
+    Ok((results, overall, left_out))
 }
 
 /// The scenarios a bridge runs, and those left out with why.
@@ -250,46 +256,58 @@ fn run_all(
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
         let mut signals = super::Interrupts::listen()?;
-        let started = Instant::now();
-        let total = chosen.len();
-        // A bridge that could not start once is not started again (each try may
-        // wait the whole start-up limit): the scenarios left say so.
-        let mut not_started: Option<ScenarioName> = None;
-        for (i, s) in chosen.iter().enumerate() {
-            let one = match not_started {
-                Some(first) => not_run(s, first),
-                None => tokio::select! {
-                    r = run_one(s, words, opts.startup, &opts.env) => r?,
-                    signal = signals.next() => return Err(Error::BridgeInterrupted { signal }),
-                },
-            };
-            if !one.started && not_started.is_none() {
-                not_started = Some(s.name);
-            }
-            if progress {
-                let j = &one.judgement;
-                let shown = super::shown_verdict(color::stderr(), j, one.expected);
-                crate::errln!(
-                    "[{}/{total}] {}: {shown} at {:.1} s",
-                    i + 1,
-                    s.name,
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            if opts.verbose {
-                crate::errln!("--- stderr of the bridge ({}) ---", s.name);
-                if !one.stderr.is_empty() {
-                    crate::errln!("{}", crate::output::clean_lines(&one.stderr));
-                }
-                crate::errln!("--- end ---");
-            }
-            results.push(one);
+        tokio::select! {
+            r = run_scenarios(opts, words, chosen, results, progress) => r,
+            signal = signals.next() => Err(Error::BridgeInterrupted { signal }),
         }
-        Ok(if results.iter().all(|r| r.judgement.ok) {
-            Outcome::Clean
-        } else {
-            Outcome::Attention
-        })
+    })
+}
+
+/// Run `chosen` one after another on the bridge started by `words`, each
+/// result pushed to `results` as it comes.
+async fn run_scenarios(
+    opts: &BridgeOptions,
+    words: &[String],
+    chosen: &[Scenario],
+    results: &mut Vec<BridgeScenario>,
+    progress: bool,
+) -> Result<Outcome> {
+    let started = Instant::now();
+    let total = chosen.len();
+    // A bridge that could not start once is not started again (each try may
+    // wait the whole start-up limit): the scenarios left say so.
+    let mut not_started: Option<ScenarioName> = None;
+    for (i, s) in chosen.iter().enumerate() {
+        let one = match not_started {
+            Some(first) => not_run(s, first),
+            None => run_one(s, words, opts.startup, &opts.env).await?,
+        };
+        if !one.started && not_started.is_none() {
+            not_started = Some(s.name);
+        }
+        if progress {
+            let j = &one.judgement;
+            let shown = super::shown_verdict(color::stderr(), j, one.expected);
+            crate::errln!(
+                "[{}/{total}] {}: {shown} at {:.1} s",
+                i + 1,
+                s.name,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        if opts.verbose {
+            crate::errln!("--- stderr of the bridge ({}) ---", s.name);
+            if !one.stderr.is_empty() {
+                crate::errln!("{}", crate::output::clean_lines(&one.stderr));
+            }
+            crate::errln!("--- end ---");
+        }
+        results.push(one);
+    }
+    Ok(if results.iter().all(|r| r.judgement.ok) {
+        Outcome::Clean
+    } else {
+        Outcome::Attention
     })
 }
 

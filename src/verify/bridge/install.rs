@@ -1,0 +1,119 @@
+//! `verify` of an installed stdio bridge (mcp-remote): the install's program,
+//! started as its manifest's `verify.command` says, with mcpatch as its stdio
+//! host, through the bridge scenarios of `verify --command`. A file that is
+//! not the installed one (a backup's saved original, the control of `verify
+//! --backup`; the patched copy `apply` checks before it writes a release
+//! mcpatch does not know) is run in place: the folder of the command's entry
+//! file is copied with that file in it (mirror.rs), and the copy's entry runs.
+
+use super::super::mirror;
+use super::super::scenario::Scenario;
+use super::super::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
+use super::BridgeOptions;
+use crate::classify::{Install, State};
+use crate::error::{Error, Result};
+use crate::node::Node;
+use crate::registry::PatchSpec;
+
+/// Verify one install of a stdio bridge on `target.load`: the installed
+/// file, or a copy of the entry's folder holding `target.load` in its place.
+/// The bridge is always held to the current revision's expectations (the
+/// scenarios' seamless ones): the saved original is expected to fail them.
+pub(in crate::verify) async fn verify_install(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    target: &Target,
+    scenarios: &[Scenario],
+    progress: bool,
+) -> Result<InstallResult> {
+    let mirror = if target.load == install.file {
+        None
+    } else {
+        let entry = crate::target::stdio_bridge::entry(spec, &install.path).ok_or_else(|| {
+            Error::BridgeNoEntry {
+                target: spec.target,
+                file: install.file.clone(),
+            }
+        })?;
+        Some(mirror::build(
+            &entry,
+            &install.file,
+            &target.load,
+            COPY_PREFIX,
+        )?)
+    };
+    // Removed when dropped, a signal included: verify's own listener turns
+    // SIGINT, SIGTERM and SIGHUP into an error that unwinds through here.
+    let scratch = crate::stage::scratch_dir("mcpatch-bridge-")?;
+    let (argv, vars) = crate::target::stdio_bridge::command(
+        spec,
+        &node.path,
+        &install.path,
+        mirror.as_ref().map(|m| m.entry.as_path()),
+        "{url}",
+        scratch.path(),
+    );
+    let words: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    if progress {
+        let what = match &target.backup {
+            Some(id) => format!(" (backup {}, the control)", crate::output::clean(id)),
+            None if mirror.is_some() => " (a copy to check)".to_string(),
+            None => String::new(),
+        };
+        crate::errln!(
+            "{}{what}: {} as a stdio bridge",
+            crate::output::path(&install.path),
+            spec.target
+        );
+    }
+    let bridge_opts = BridgeOptions {
+        command: String::new(),
+        scenarios: scenarios.iter().map(|s| s.name).collect(),
+        json: !progress,
+        startup: super::DEFAULT_STARTUP,
+        verbose: false,
+        env: vars,
+    };
+    let (runs, overall, left_out) = super::run_words(&bridge_opts, &words, progress).await?;
+    let scenarios = runs
+        .into_iter()
+        .map(|r| ScenarioResult {
+            name: r.name,
+            policy: "bridge",
+            expected: r.expected,
+            judgement: r.judgement,
+            node_version: node.version.clone(),
+        })
+        .collect();
+    let note = if target.backup.is_some() {
+        Some("the saved original, run as the control: it is expected to be STUCK".to_string())
+    } else if target.state == State::Affected {
+        Some("not patched: run `mcpatch apply`".to_string())
+    } else {
+        None
+    };
+    Ok(InstallResult {
+        target: install.target,
+        path: install.path.clone(),
+        file: target.file.clone(),
+        backup: target.backup.clone(),
+        sha256: target.sha256.clone(),
+        state: target.state,
+        changed: false,
+        state_before: install.state,
+        state_after: install.state,
+        error: None,
+        node_version: node.version.clone(),
+        node_shim: false,
+        // A bridge is always held to seamless recovery.
+        expectations: Expectations::of(target.is_current_patch(), true),
+        overall,
+        note,
+        scenarios,
+        left_out,
+    })
+}
