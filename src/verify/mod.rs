@@ -5,8 +5,8 @@
 pub mod bridge;
 pub mod checks;
 mod gemini_cli;
-mod mirror;
 pub mod harness;
+mod mirror;
 pub mod scenario;
 pub mod server;
 pub(crate) mod steps;
