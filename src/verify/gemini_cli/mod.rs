@@ -20,7 +20,7 @@ use super::bridge::LeftOut;
 use super::harness::Policy;
 use super::mirror;
 use super::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
-use super::server::{FakeServer, WitnessEntry};
+use super::server::{FakeServer, ServerBehaviour, WitnessEntry};
 use super::steps::{self, Stop};
 use super::{InstallResult, ScenarioResult, Target};
 use crate::classify::{Install, State};
@@ -45,6 +45,9 @@ const EXIT_GRACE: Duration = Duration::from_secs(5);
 const NOTE_STDERR_LINES: usize = 5;
 /// Scenarios run at once by default (each is a CLI of its own, some 200 MB).
 const DEFAULT_JOBS: usize = 3;
+/// How much shorter than the plan's idle pause ([`scenario::IDLE_FOR`]) the
+/// fake server's idle limit is for gemini-cli (see [`behaviour`]).
+const IDLE_MARGIN: Duration = Duration::from_millis(100);
 
 /// Why a scenario does not run against gemini-cli, if it does not.
 pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
@@ -66,6 +69,22 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
         Plan::Forgetful | Plan::GiveUp => Some(POLICY),
     }
+}
+
+/// The fake server's behaviour in `s`'s run. An idle limit is raised to just
+/// under the plan's idle pause: from listing the tools at its start to the
+/// model's first call, gemini-cli may take longer than the shared limit
+/// ([`scenario::IDLE_LIMIT`]) on a loaded machine, and the server would prune
+/// the session before the plan's first call; the session was then lost twice,
+/// the second time on purpose, and the recovery judged STUCK for requests on
+/// the first new session. Any limit under the pause still prunes the session
+/// the plan leaves idle.
+fn behaviour(s: &Scenario) -> ServerBehaviour {
+    let mut b = s.behaviour.clone();
+    if b.idle_limit.is_some() {
+        b.idle_limit = Some(scenario::IDLE_FOR.saturating_sub(IDLE_MARGIN));
+    }
+    b
 }
 
 /// The model's side of one run: each call is a turn of the conversation.
@@ -187,7 +206,7 @@ async fn run_one(
     entry: &std::path::Path,
     s: &Scenario,
 ) -> Result<(CliRun, FakeServer)> {
-    let server = FakeServer::start(s.behaviour.clone(), 0).await?;
+    let server = FakeServer::start(behaviour(s), 0).await?;
     let model = FakeModel::start().await?;
     let cli = cli::Cli::start(node, entry, &server.url(), mcp_timeout(s), &model.url())?;
     let mut ended = cli.ended.clone();
@@ -466,5 +485,27 @@ mod tests {
             };
             assert_eq!(mcp_timeout(&s), want, "{}", s.name);
         }
+    }
+
+    #[test]
+    fn the_idle_limit_gives_the_cli_time_to_start_and_still_prunes_the_idled_session() {
+        let mut idle = 0;
+        for s in scenario::all() {
+            match (s.behaviour.idle_limit, behaviour(&s).idle_limit) {
+                (None, None) => {}
+                (Some(shared), Some(ours)) => {
+                    idle += 1;
+                    assert!(ours > shared, "{}: {ours:?} <= {shared:?}", s.name);
+                    assert!(
+                        ours < scenario::IDLE_FOR,
+                        "{}: {ours:?} does not prune a session idle for {:?}",
+                        s.name,
+                        scenario::IDLE_FOR
+                    );
+                }
+                (shared, ours) => panic!("{}: idle limit {shared:?} became {ours:?}", s.name),
+            }
+        }
+        assert_eq!(idle, 1, "one scenario has an idle limit");
     }
 }
