@@ -689,6 +689,7 @@ async fn verify_install(
                             calls: &run.calls,
                             policy,
                             seamless,
+                            per_call_recovery: false,
                         },
                     );
                     checks::refine(scenario, policy, expect, &run, &mut j);

@@ -335,9 +335,9 @@ pub fn all() -> Vec<Scenario> {
         },
         Scenario {
             name: ScenarioName::Restart,
-            what: "restarts on the same port; in-memory sessions lost, open connections closed",
+            what: "restarts on the same port; in-memory sessions lost, open connections closed; answers a bare 404 \"Not Found\"",
             behaviour: ServerBehaviour {
-                lost_session: LostSessionAnswer::NotFoundText,
+                lost_session: LostSessionAnswer::NotFoundPlain,
                 ..base.clone()
             },
             plan: Plan::Restart,
@@ -519,6 +519,10 @@ pub struct Evidence<'a> {
     /// Whether the client carries the current patch revision: then no call may
     /// fail except one the server cut while its tool ran.
     pub seamless: bool,
+    /// Whether the client recovers once per call that meets a lost session,
+    /// with no reconnect policy of its own (gemini-cli): a bounded run then
+    /// allows one new session per call, each started at once.
+    pub per_call_recovery: bool,
 }
 
 /// The verdict of one scenario run.
@@ -961,6 +965,9 @@ fn judge_hold(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgem
 }
 
 fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    if ev.per_call_recovery {
+        return judge_bounded_per_call(ev, base);
+    }
     let bound = 1 + ev.policy.max_attempts() as usize;
     let verdict = |verdict: &'static str, note: String| Judgement {
         verdict,
@@ -1024,6 +1031,56 @@ fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
         format!(
             "{}, every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
             handshakes_said(base.initialize_count, bound)
+        ),
+    )
+}
+
+/// [`judge_bounded`] for a client that recovers once per call that meets a
+/// lost session (no policy to wait): at most one new session per call, and
+/// every call ends within its timeout (no call sent more than twice is
+/// checked before, for every client).
+fn judge_bounded_per_call(ev: &Evidence<'_>, base: Judgement) -> Judgement {
+    let bound = 1 + ev.calls.len();
+    let verdict = |verdict: &'static str, note: String| Judgement {
+        verdict,
+        note,
+        ..base.clone()
+    };
+    if base.initialize_count > bound {
+        return verdict(
+            "UNBOUNDED",
+            format!(
+                "{} initialize handshakes for {} calls, more than one new session per call (bound {bound})",
+                base.initialize_count,
+                ev.calls.len()
+            ),
+        );
+    }
+    let limit = ev.policy.call_timeout() + TIMEOUT_SLACK;
+    if let Some(c) = ev.calls.iter().find(|c| c.ms > limit.as_millis() as u64) {
+        return verdict(
+            "UNBOUNDED",
+            format!(
+                "call {} took {} ms, past its {} ms timeout",
+                c.call_id,
+                c.ms,
+                ev.policy.call_timeout().as_millis()
+            ),
+        );
+    }
+    if ev.calls.len() < FORGETFUL_CALLS {
+        return verdict(
+            "UNBOUNDED",
+            format!("only {} of {FORGETFUL_CALLS} calls ended", ev.calls.len()),
+        );
+    }
+    let slowest = ev.calls.iter().map(|c| c.ms).max().unwrap_or(0);
+    verdict(
+        "BOUNDED",
+        format!(
+            "{} handshakes for {} calls (bound {bound}: at most one new session per call), every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
+            base.initialize_count,
+            ev.calls.len()
         ),
     )
 }
@@ -1379,6 +1436,7 @@ mod tests {
         counts: HashMap<String, CallCount>,
         calls: Vec<HarnessCall>,
         seamless: bool,
+        per_call_recovery: bool,
     }
 
     impl Run {
@@ -1390,6 +1448,7 @@ mod tests {
                 calls: &self.calls,
                 policy: Policy::Short,
                 seamless: self.seamless,
+                per_call_recovery: self.per_call_recovery,
             };
             judge(&find(name), expect, &ev)
         }
@@ -1402,6 +1461,7 @@ mod tests {
                 calls: &self.calls,
                 policy,
                 seamless: self.seamless,
+                per_call_recovery: self.per_call_recovery,
             };
             judge(&find(name), expect, &ev)
         }
@@ -1429,6 +1489,7 @@ mod tests {
             counts: counts(&[("c1", 1, 1), ("c2", 2, 1)]),
             calls: vec![seen("c1", "echo", None, 2), seen("c2", "echo", None, 20)],
             seamless: true,
+            per_call_recovery: false,
         }
     }
 
@@ -1695,6 +1756,7 @@ mod tests {
                 .map(|(id, name, e)| seen(id, name, *e, 2))
                 .collect(),
             seamless: true,
+            per_call_recovery: false,
         }
     }
 
@@ -1818,6 +1880,7 @@ mod tests {
                 .map(|i| seen(&format!("k{i}"), "echo", Some("Session not found"), call_ms))
                 .collect(),
             seamless: true,
+            per_call_recovery: false,
         }
     }
 
@@ -1889,6 +1952,34 @@ mod tests {
         );
     }
 
+    #[test]
+    fn forgetful_allows_a_per_call_client_one_new_session_per_call_and_no_more() {
+        // Every one of the 8 calls meets a loss and starts a new session at once: 9 in all.
+        let at_once: Vec<u64> = (0..=FORGETFUL_CALLS as u64).map(|i| i * 10).collect();
+        let mut run = forgetful(&at_once, 5);
+        run.per_call_recovery = true;
+        let j = run.judge(ScenarioName::Forgetful, Expectation::Bounded);
+        assert_eq!((j.verdict, j.ok), ("BOUNDED", true), "{}", j.note);
+        assert_eq!(
+            j.note,
+            "9 handshakes for 8 calls (bound 9: at most one new session per call), every call ended within its timeout (slowest 5 ms), none sent more than twice"
+        );
+        // The same run from a client with a reconnect policy waits no backoff: unbounded.
+        run.per_call_recovery = false;
+        let j = run.judge(ScenarioName::Forgetful, Expectation::Bounded);
+        assert_eq!(j.verdict, "UNBOUNDED", "{}", j.note);
+        // One more new session than calls: unbounded.
+        let past: Vec<u64> = (0..=FORGETFUL_CALLS as u64 + 1).map(|i| i * 10).collect();
+        let mut run = forgetful(&past, 5);
+        run.per_call_recovery = true;
+        let j = run.judge(ScenarioName::Forgetful, Expectation::Bounded);
+        assert_eq!((j.verdict, j.ok), ("UNBOUNDED", false));
+        assert_eq!(
+            j.note,
+            "10 initialize handshakes for 8 calls, more than one new session per call (bound 9)"
+        );
+    }
+
     // ---- not retried ----
 
     /// The server restarts under the slow call k1 on s1; c2 then works on s2.
@@ -1920,6 +2011,7 @@ mod tests {
             counts,
             calls,
             seamless: true,
+            per_call_recovery: false,
         }
     }
 
@@ -2143,6 +2235,7 @@ mod tests {
                 seen("c3", "echo", None, 3),
             ],
             seamless: true,
+            per_call_recovery: false,
         }
     }
 
@@ -2237,6 +2330,7 @@ mod tests {
                 seen("c3", "after", Some(after_error), after_ms),
             ],
             seamless: true,
+            per_call_recovery: false,
         }
     }
 

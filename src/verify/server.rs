@@ -64,6 +64,9 @@ pub enum LostSessionAnswer {
     BadRequestNoValidSession,
     /// 404 + text "Not Found: Session not found" (rmcp >= 0.17).
     NotFoundText,
+    /// 404 + text "Not Found", naming no session: a server restarted behind a
+    /// router or framework that answers an unknown session with its default 404.
+    NotFoundPlain,
     /// 401 + text "Unauthorized: Session not found" (rmcp < 0.17).
     UnauthorizedText,
     /// 403 + text "Forbidden: session expired" (a gateway in front of the server).
@@ -1008,6 +1011,7 @@ impl LostSessionAnswer {
             | LostSessionAnswer::NotFoundText
             | LostSessionAnswer::UnauthorizedText => "Session not found",
             LostSessionAnswer::BadRequestNoValidSession => "No valid session ID provided",
+            LostSessionAnswer::NotFoundPlain => "Not Found",
             LostSessionAnswer::ForbiddenSessionExpired
             | LostSessionAnswer::InternalErrorSessionExpired => "session expired",
         }
@@ -1031,6 +1035,7 @@ fn lost_session(shared: &Shared, id: &Value) -> Answer {
         LostSessionAnswer::NotFoundText => {
             Answer::text(StatusCode::NOT_FOUND, "Not Found: Session not found")
         }
+        LostSessionAnswer::NotFoundPlain => Answer::text(StatusCode::NOT_FOUND, "Not Found"),
         LostSessionAnswer::UnauthorizedText => {
             Answer::text(StatusCode::UNAUTHORIZED, "Unauthorized: Session not found")
         }

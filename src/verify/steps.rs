@@ -12,8 +12,8 @@ use serde_json::{json, Value};
 
 use crate::verify::harness::Policy;
 use crate::verify::scenario::{
-    Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, IDLE_FOR,
-    SLOW_TIMEOUT_TOOL,
+    Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS,
+    IDLE_FOR, SLOW_TIMEOUT_TOOL,
 };
 use crate::verify::server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
 
@@ -152,9 +152,14 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             tokio::time::sleep(Policy::Short.recycle_window()).await;
             c.echo("after").await.map(|_| ())
         }
+        Plan::Forgetful => {
+            for i in 0..FORGETFUL_CALLS {
+                c.echo(&format!("again {i}")).await?;
+            }
+            Ok(())
+        }
         // Left out by every driver that uses these steps (each says why): never run here.
-        Plan::Forgetful
-        | Plan::Sdk2
+        Plan::Sdk2
         | Plan::AbortWaiting
         | Plan::DeadlineWaiting
         | Plan::DeadlineResend

@@ -18,7 +18,7 @@ fn heavy() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The scenarios gemini-cli runs (the others measure the DSH plugin's own API).
-const GEMINI_SCENARIOS: [&str; 13] = [
+const GEMINI_SCENARIOS: [&str; 14] = [
     "expired-404",
     "expired-400",
     "expired-401",
@@ -29,6 +29,7 @@ const GEMINI_SCENARIOS: [&str; 13] = [
     "sse-404",
     "strict-reinit",
     "concurrent-loss",
+    "forgetful",
     "cut-mid-call",
     "slow-timeout",
     "slow-relist",
@@ -146,6 +147,7 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
         let want = match name.as_str() {
             n if recovers(n) => "SEAMLESS",
             "cut-mid-call" => "NOT-RETRIED",
+            "forgetful" => "BOUNDED",
             _ => "HELD",
         };
         assert_eq!((verdict.as_str(), *ok), (want, true), "{name}: {v:#}");
@@ -397,14 +399,14 @@ fn scenarios_gemini_cli_cannot_run_are_left_out_saying_why() {
     let (c, v, err) = verify(
         &sb,
         &pkg,
-        &["--scenario", "expired-404", "--scenario", "forgetful"],
+        &["--scenario", "expired-404", "--scenario", "gave-up"],
     );
     assert_eq!(c, 1, "{v:#}\n{err}");
     let i = &v["installs"][0];
     assert_eq!(verdicts(i), [("expired-404".into(), "STUCK".into(), false)]);
     assert_eq!(
         i["left_out"],
-        serde_json::json!([{"name": "forgetful", "why": "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which gemini-cli does not share"}])
+        serde_json::json!([{"name": "gave-up", "why": "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which gemini-cli does not share"}])
     );
     let o = sb.run(&[
         "verify",

@@ -358,6 +358,7 @@ async fn run_one(
                     calls: &run.calls,
                     policy: Policy::Short,
                     seamless: true,
+                    per_call_recovery: false,
                 },
                 // A bridge keeps no tool list of its own: its host lists the tools.
                 false,
@@ -457,7 +458,9 @@ fn answers_404(s: &Scenario) -> bool {
     s.expect == Expectation::Recover
         && matches!(
             s.behaviour.lost_session,
-            LostSessionAnswer::NotFoundJsonRpc | LostSessionAnswer::NotFoundText
+            LostSessionAnswer::NotFoundJsonRpc
+                | LostSessionAnswer::NotFoundText
+                | LostSessionAnswer::NotFoundPlain
         )
 }
 
@@ -726,6 +729,7 @@ mod tests {
             calls: &calls,
             policy: Policy::Short,
             seamless: true,
+            per_call_recovery: false,
         };
         let j = scenario::judge_with(&s, Expectation::Seamless, &ev, false);
         assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);

@@ -52,7 +52,7 @@ const IDLE_MARGIN: Duration = Duration::from_millis(100);
 /// Why a scenario does not run against gemini-cli, if it does not.
 pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which gemini-cli does not share";
-    if s.plan == Plan::Forgetful || Policy::for_scenario(s.name) != Policy::Short {
+    if Policy::for_scenario(s.name) != Policy::Short {
         return Some(POLICY);
     }
     match s.plan {
@@ -64,10 +64,12 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Concurrent
         | Plan::Cut
         | Plan::Timeout
-        | Plan::Relist => None,
+        | Plan::Relist
+        // Judged per call: at most one new session per call that meets a loss.
+        | Plan::Forgetful => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
-        Plan::Forgetful | Plan::GiveUp => Some(POLICY),
+        Plan::GiveUp => Some(POLICY),
     }
 }
 
@@ -381,6 +383,8 @@ pub(super) async fn verify_install(
                     calls: &run.calls,
                     policy: Policy::Short,
                     seamless,
+                    // One new session per call that meets a loss, started at once.
+                    per_call_recovery: true,
                 },
                 // gemini-cli keeps a tool list: a new session must list the tools again.
                 true,
@@ -471,6 +475,7 @@ mod tests {
                 "sse-404",
                 "strict-reinit",
                 "concurrent-loss",
+                "forgetful",
                 "cut-mid-call",
                 "slow-timeout",
                 "slow-relist",
