@@ -439,6 +439,7 @@ fn judge(server: &FakeServer, name: ScenarioName, view: &CallerView, seamless: b
             calls: &view.calls,
             policy: Policy::Short,
             seamless,
+            per_call_recovery: false,
         },
     )
 }
