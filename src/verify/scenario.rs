@@ -1007,25 +1007,10 @@ fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             }
         }
     }
-    let limit = ev.policy.call_timeout() + TIMEOUT_SLACK;
-    if let Some(c) = ev.calls.iter().find(|c| c.ms > limit.as_millis() as u64) {
-        return verdict(
-            "UNBOUNDED",
-            format!(
-                "call {} took {} ms, past its {} ms timeout",
-                c.call_id,
-                c.ms,
-                ev.policy.call_timeout().as_millis()
-            ),
-        );
-    }
-    if ev.calls.len() < FORGETFUL_CALLS {
-        return verdict(
-            "UNBOUNDED",
-            format!("only {} of {FORGETFUL_CALLS} calls ended", ev.calls.len()),
-        );
-    }
-    let slowest = ev.calls.iter().map(|c| c.ms).max().unwrap_or(0);
+    let slowest = match calls_ended_in_time(ev) {
+        Ok(slowest) => slowest,
+        Err(why) => return verdict("UNBOUNDED", why),
+    };
     verdict(
         "BOUNDED",
         format!(
@@ -1033,6 +1018,27 @@ fn judge_bounded(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             handshakes_said(base.initialize_count, bound)
         ),
     )
+}
+
+/// Whether every call of a bounded run ended within its timeout, and all
+/// [`FORGETFUL_CALLS`] of them did: the slowest call's ms, or why not.
+fn calls_ended_in_time(ev: &Evidence<'_>) -> Result<u64, String> {
+    let limit = ev.policy.call_timeout() + TIMEOUT_SLACK;
+    if let Some(c) = ev.calls.iter().find(|c| c.ms > limit.as_millis() as u64) {
+        return Err(format!(
+            "call {} took {} ms, past its {} ms timeout",
+            c.call_id,
+            c.ms,
+            ev.policy.call_timeout().as_millis()
+        ));
+    }
+    if ev.calls.len() < FORGETFUL_CALLS {
+        return Err(format!(
+            "only {} of {FORGETFUL_CALLS} calls ended",
+            ev.calls.len()
+        ));
+    }
+    Ok(ev.calls.iter().map(|c| c.ms).max().unwrap_or(0))
 }
 
 /// [`judge_bounded`] for a client that recovers once per call that meets a
@@ -1056,25 +1062,10 @@ fn judge_bounded_per_call(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             ),
         );
     }
-    let limit = ev.policy.call_timeout() + TIMEOUT_SLACK;
-    if let Some(c) = ev.calls.iter().find(|c| c.ms > limit.as_millis() as u64) {
-        return verdict(
-            "UNBOUNDED",
-            format!(
-                "call {} took {} ms, past its {} ms timeout",
-                c.call_id,
-                c.ms,
-                ev.policy.call_timeout().as_millis()
-            ),
-        );
-    }
-    if ev.calls.len() < FORGETFUL_CALLS {
-        return verdict(
-            "UNBOUNDED",
-            format!("only {} of {FORGETFUL_CALLS} calls ended", ev.calls.len()),
-        );
-    }
-    let slowest = ev.calls.iter().map(|c| c.ms).max().unwrap_or(0);
+    let slowest = match calls_ended_in_time(ev) {
+        Ok(slowest) => slowest,
+        Err(why) => return verdict("UNBOUNDED", why),
+    };
     verdict(
         "BOUNDED",
         format!(
