@@ -722,26 +722,42 @@ async fn verify_install(
             node_version: node_version.clone(),
         })
         .collect();
-    let overall = overall(&results);
-    Ok(InstallResult {
-        target: install.target,
-        path: install.path.clone(),
-        file: target.file.clone(),
-        backup: target.backup.clone(),
-        sha256: target.sha256.clone(),
-        state: target.state,
-        changed: false,
-        state_before: install.state,
-        state_after: install.state,
-        error: None,
-        node_version,
-        node_shim: node_report.shim || !node.has_with_resolvers,
-        expectations,
-        overall,
-        note: install_note(target, overall, expectations),
-        scenarios: results,
-        left_out: Vec::new(),
-    })
+    let mut result = InstallResult::checked(install, target, node_version, expectations, results);
+    result.node_shim = node_report.shim || !node.has_with_resolvers;
+    result.note = install_note(target, result.overall, expectations);
+    Ok(result)
+}
+
+impl InstallResult {
+    /// The report of an install whose file (`target.load`) went through its
+    /// scenarios; `overall` from their verdicts, no note, no shim, nothing left out.
+    fn checked(
+        install: &Install,
+        target: &Target,
+        node_version: String,
+        expectations: Expectations,
+        scenarios: Vec<ScenarioResult>,
+    ) -> InstallResult {
+        InstallResult {
+            target: install.target,
+            path: install.path.clone(),
+            file: target.file.clone(),
+            backup: target.backup.clone(),
+            sha256: target.sha256.clone(),
+            state: target.state,
+            changed: false,
+            state_before: install.state,
+            state_after: install.state,
+            error: None,
+            node_version,
+            node_shim: false,
+            expectations,
+            overall: overall(&scenarios),
+            note: None,
+            scenarios,
+            left_out: Vec::new(),
+        }
+    }
 }
 
 /// What SIGINT, SIGTERM and SIGHUP did before [`Interrupts`] listened to them, put back

@@ -96,24 +96,17 @@ pub(in crate::verify) async fn verify_install(
     } else {
         None
     };
-    Ok(InstallResult {
-        target: install.target,
-        path: install.path.clone(),
-        file: target.file.clone(),
-        backup: target.backup.clone(),
-        sha256: target.sha256.clone(),
-        state: target.state,
-        changed: false,
-        state_before: install.state,
-        state_after: install.state,
-        error: None,
-        node_version: node.version.clone(),
-        node_shim: false,
+    let mut result = InstallResult::checked(
+        install,
+        target,
+        node.version.clone(),
         // A bridge is always held to seamless recovery.
-        expectations: Expectations::of(target.is_current_patch(), true),
-        overall,
-        note,
+        Expectations::of(target.is_current_patch(), true),
         scenarios,
-        left_out,
-    })
+    );
+    // The bridge's own word (FAILED when no scenario ran).
+    result.overall = overall;
+    result.note = note;
+    result.left_out = left_out;
+    Ok(result)
 }

@@ -427,28 +427,13 @@ pub(super) async fn verify_install(
         results[i] = Some(judge_one(chosen[i], run, server));
     }
     let results: Vec<ScenarioResult> = results.into_iter().flatten().collect();
-    let overall = super::overall(&results);
-    Ok(InstallResult {
-        target: install.target,
-        path: install.path.clone(),
-        file: target.file.clone(),
-        backup: target.backup.clone(),
-        sha256: target.sha256.clone(),
-        state: target.state,
-        changed: false,
-        state_before: install.state,
-        state_after: install.state,
-        error: None,
-        node_version: node.version.clone(),
-        node_shim: false,
-        expectations,
-        overall,
-        note: super::install_note(target, overall, expectations).or_else(|| {
-            (install.state == State::Affected).then(|| "not patched: run `mcpatch apply`".into())
-        }),
-        scenarios: results,
-        left_out,
-    })
+    let mut result =
+        InstallResult::checked(install, target, node.version.clone(), expectations, results);
+    result.note = super::install_note(target, result.overall, expectations).or_else(|| {
+        (install.state == State::Affected).then(|| "not patched: run `mcpatch apply`".into())
+    });
+    result.left_out = left_out;
+    Ok(result)
 }
 
 #[cfg(test)]
