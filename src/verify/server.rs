@@ -377,6 +377,22 @@ pub struct FakeServer {
     runtime_task: tokio::task::JoinHandle<()>,
 }
 
+/// A listener on 127.0.0.1:`port` (0: the OS picks), and the address it got.
+pub(crate) async fn bind_loopback(port: u16) -> Result<(TcpListener, SocketAddr)> {
+    let bind = SocketAddr::from(([127, 0, 0, 1], port));
+    let listener = TcpListener::bind(bind)
+        .await
+        .map_err(|source| Error::ServerBind {
+            addr: bind.to_string(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(|source| Error::ServerBind {
+        addr: bind.to_string(),
+        source,
+    })?;
+    Ok((listener, addr))
+}
+
 impl FakeServer {
     /// Bind 127.0.0.1:`port` (0: the OS picks) and serve with the default limits.
     pub async fn start(behaviour: ServerBehaviour, port: u16) -> Result<FakeServer> {
@@ -389,17 +405,7 @@ impl FakeServer {
         limits: ServerLimits,
         port: u16,
     ) -> Result<FakeServer> {
-        let bind = SocketAddr::from(([127, 0, 0, 1], port));
-        let listener = TcpListener::bind(bind)
-            .await
-            .map_err(|source| Error::ServerBind {
-                addr: bind.to_string(),
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::ServerBind {
-            addr: bind.to_string(),
-            source,
-        })?;
+        let (listener, addr) = bind_loopback(port).await?;
         let shared = Arc::new(Shared {
             started: Instant::now(),
             behaviour,

@@ -16,10 +16,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
 use serde_json::{json, Value};
-use tokio::net::TcpListener;
 use tokio::sync::{oneshot, Notify};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// Largest request body read (a conversation carries every tool declaration).
 const MAX_REQUEST_BYTES: usize = 32 << 20;
@@ -94,17 +93,7 @@ impl Drop for FakeModel {
 
 impl FakeModel {
     pub async fn start() -> Result<FakeModel> {
-        let bind = SocketAddr::from(([127, 0, 0, 1], 0));
-        let listener = TcpListener::bind(bind)
-            .await
-            .map_err(|source| Error::ServerBind {
-                addr: bind.to_string(),
-                source,
-            })?;
-        let addr = listener.local_addr().map_err(|source| Error::ServerBind {
-            addr: bind.to_string(),
-            source,
-        })?;
+        let (listener, addr) = crate::verify::server::bind_loopback(0).await?;
         let shared = Arc::new(Shared {
             conversation: Mutex::new(Conversation::default()),
             turn: Notify::new(),
