@@ -368,11 +368,10 @@ fn shape(v: &Value) -> Value {
 
 #[test]
 fn the_readme_apply_json_example_has_the_shape_of_a_real_run() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme = doc("commands.md");
     let section = &readme[readme
-        .find("### Automation")
-        .expect("README has an Automation section")..];
+        .find("## Automation")
+        .expect("docs/commands.md has an Automation section")..];
     let block = &section[section.find("```json\n").unwrap() + 8..];
     let example: Value = serde_json::from_str(&block[..block.find("```").unwrap()]).unwrap();
     let task = &section[section.find("```yaml\n").unwrap()..];
@@ -568,15 +567,20 @@ fn the_shipped_cron_line_runs_apply_yes_quiet_as_root_and_the_readme_shows_it() 
     }
     assert_eq!(fields[5], "root");
     assert_eq!(mcpatch_args(lines[0]), ["apply", "--yes", "--quiet"]);
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    assert!(readme.contains(lines[0]), "README shows the cron line");
+    let readme = doc("commands.md");
+    assert!(
+        readme.contains(lines[0]),
+        "docs/commands.md shows the cron line"
+    );
     for unit in ["systemd/mcpatch.path", "systemd/mcpatch.service"] {
         for line in contrib(unit)
             .lines()
             .filter(|l| l.contains('=') && !l.starts_with('#'))
         {
-            assert!(readme.contains(line), "README shows {unit}'s {line:?}");
+            assert!(
+                readme.contains(line),
+                "docs/commands.md shows {unit}'s {line:?}"
+            );
         }
     }
 }

@@ -238,12 +238,11 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share"
     );
     assert_eq!(v["error"], Value::Null);
-    // The README's example has the shape of this real run.
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    // The documented example has the shape of this real run.
+    let readme = doc("verify.md");
     let at = readme
         .find("`verify --command ... --json` prints one object")
-        .expect("README shows verify --command --json");
+        .expect("docs/verify.md shows verify --command --json");
     let start = at + readme[at..].find("```json\n").unwrap() + 8;
     let end = start + readme[start..].find("```").unwrap();
     let example: Value = serde_json::from_str(&readme[start..end]).unwrap();

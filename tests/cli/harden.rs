@@ -1522,13 +1522,7 @@ fn status_npm_stops_npm_and_what_it_started_at_its_limit_and_keeps_little_of_its
 
 #[test]
 fn the_security_model_names_every_command_that_runs_the_installs_code() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let start = readme
-        .find("\n## Security model\n")
-        .expect("a Security model section");
-    let section = &readme[start + 1..];
-    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let section = doc("security.md");
     let flat = section.split_whitespace().collect::<Vec<_>>().join(" ");
     for named in [
         "`apply`'s load check",

@@ -20,6 +20,14 @@ fn patched_hash() -> String {
         .to_string()
 }
 
+/// The text of `docs/<name>`, the user documentation beside README.md.
+fn doc(name: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("docs")
+        .join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 fn cache() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join(".cache")
 }

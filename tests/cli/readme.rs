@@ -1,6 +1,7 @@
-//! The README against the binary: every command and flag its usage block shows
-//! exists, every JSON example has the shape of a real run, and every example
-//! run (`$ mcpatch ...`) is what a real run prints, paths, ids and timings aside.
+//! The README and docs/ against the binary: every command and flag the README's
+//! usage block shows exists, every JSON example has the shape of a real run,
+//! every example run (`$ mcpatch ...`) is what a real run prints, paths, ids and
+//! timings aside, and every link between the documents leads somewhere.
 //!
 //! The examples are regenerated from real runs with
 //! `MCPATCH_README_WRITE=1 cargo test --test cli readme` (scripts/readme-examples.sh).
@@ -18,6 +19,34 @@ fn readme_path() -> PathBuf {
 
 fn readme() -> String {
     std::fs::read_to_string(readme_path()).unwrap()
+}
+
+/// README.md and every file under docs/, each with its text: the documents
+/// the examples may live in.
+fn documents() -> Vec<(PathBuf, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .expect("docs/ exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .collect();
+    paths.sort();
+    paths.insert(0, readme_path());
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect()
+}
+
+/// The document that holds `needle`, and its text.
+fn document_with(needle: &str) -> (PathBuf, String) {
+    documents()
+        .into_iter()
+        .find(|(_, text)| text.contains(needle))
+        .unwrap_or_else(|| panic!("neither README.md nor docs/ has {needle:?}"))
 }
 
 /// The fenced blocks of a kind (`text`, `json`) in order, each with the text
@@ -95,11 +124,11 @@ fn shape(v: &Value) -> Value {
     }
 }
 
-/// The JSON example that follows `heading` (the first ```json block after it).
-fn json_example(readme: &str, heading: &str) -> Value {
-    let at = readme
-        .find(heading)
-        .unwrap_or_else(|| panic!("README has no {heading:?}"));
+/// The JSON example that follows `heading` (the first ```json block after it),
+/// in whichever document holds it.
+fn json_example(heading: &str) -> Value {
+    let (_, readme) = document_with(heading);
+    let at = readme.find(heading).unwrap();
     let (start, end) = blocks(&readme[at..], "json")[0];
     serde_json::from_str(&readme[at + start..at + end])
         .unwrap_or_else(|e| panic!("the JSON example after {heading:?} is not JSON: {e}"))
@@ -107,13 +136,12 @@ fn json_example(readme: &str, heading: &str) -> Value {
 
 #[test]
 fn the_status_verify_and_probe_json_examples_have_the_shape_of_real_runs() {
-    let readme = readme();
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "g");
     let p = client.to_str().unwrap();
 
     let real = status_json(&sb, &["--path", p]);
-    let example = json_example(&readme, "`status --json` prints one object");
+    let example = json_example("`status --json` prints one object");
     assert_eq!(
         shape(&example),
         shape(&real),
@@ -123,7 +151,7 @@ fn the_status_verify_and_probe_json_examples_have_the_shape_of_real_runs() {
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
     let o = sb.run(&["verify", "--json", "--path", p, "--scenario", "expired-404"]);
     let real: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let example = json_example(&readme, "`verify --json`:");
+    let example = json_example("`verify --json`:");
     assert_eq!(
         shape(&example),
         shape(&real),
@@ -133,7 +161,7 @@ fn the_status_verify_and_probe_json_examples_have_the_shape_of_real_runs() {
     let server = RealServer::start(Kind::PythonFastMcp, None);
     let o = sb.run(&["probe", "--json", &server.url()]);
     let real: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let example = json_example(&readme, "`probe --json` prints one object");
+    let example = json_example("`probe --json` prints one object");
     assert_eq!(
         shape(&example),
         shape(&real),
@@ -174,17 +202,15 @@ struct Example {
     output: String,
 }
 
-/// Compare each `$ mcpatch ...` example in the README with its real run; with
-/// MCPATCH_README_WRITE=1, write the real runs into the README instead.
+/// Compare each `$ mcpatch ...` example in the README or docs/ with its real
+/// run; with MCPATCH_README_WRITE=1, write the real runs in their place instead.
 fn check_examples(examples: &[Example]) {
-    let mut readme = readme();
     let write = std::env::var_os("MCPATCH_README_WRITE").is_some_and(|v| v == "1");
     let mut stale = Vec::new();
     for ex in examples {
         let head = format!("```text\n$ {}\n", ex.command);
-        let Some(at) = readme.find(&head) else {
-            panic!("README has no example `$ {}`", ex.command);
-        };
+        let (path, mut readme) = document_with(&head);
+        let at = readme.find(&head).unwrap();
         let start = at + head.len();
         let end = start + readme[start..].find("```").unwrap();
         if masked(&readme[start..end]) != masked(&ex.output) {
@@ -192,16 +218,17 @@ fn check_examples(examples: &[Example]) {
                 readme.replace_range(start..end, &ex.output);
             } else {
                 stale.push(format!(
-                    "README shows for `$ {}`:\n{}\na real run prints:\n{}",
+                    "{} shows for `$ {}`:\n{}\na real run prints:\n{}",
+                    path.display(),
                     ex.command,
                     &readme[start..end],
                     ex.output
                 ));
             }
         }
-    }
-    if write {
-        std::fs::write(readme_path(), &readme).unwrap();
+        if write {
+            std::fs::write(&path, &readme).unwrap();
+        }
     }
     assert!(
         stale.is_empty(),
@@ -279,4 +306,115 @@ fn the_install_line_builds_with_the_locked_dependencies() {
         .expect("README has an Install section")..];
     let (start, end) = blocks(install, "sh")[0];
     assert_eq!(&install[start..end], "cargo install --locked --path .\n");
+}
+
+/// GitHub's anchor of a heading: lowercase, spaces to `-`, punctuation other
+/// than `-` and `_` dropped.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter_map(|c| match c {
+            ' ' => Some('-'),
+            c if c.is_alphanumeric() || c == '-' || c == '_' => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The anchors of a Markdown text's headings (outside fenced blocks).
+fn anchors(text: &str) -> BTreeSet<String> {
+    let mut fenced = false;
+    let mut out = BTreeSet::new();
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && line.starts_with('#') {
+            out.insert(anchor_of(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_document_is_linked_from_the_readme_and_every_link_between_them_leads_somewhere() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let docs = documents();
+    let readme = &docs[0].1;
+    let mut broken = Vec::new();
+    for (path, _) in &docs[1..] {
+        let name = format!("docs/{}", path.file_name().unwrap().to_str().unwrap());
+        if !readme.contains(&format!("]({name})")) {
+            broken.push(format!("README.md does not link {name}"));
+        }
+    }
+    for (path, text) in &docs {
+        let dir = path.parent().unwrap();
+        for target in links(text) {
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let (file, anchor) = match target.split_once('#') {
+                Some((f, a)) => (f, Some(a)),
+                None => (target.as_str(), None),
+            };
+            let resolved = if file.is_empty() {
+                path.clone()
+            } else {
+                dir.join(file)
+            };
+            if !resolved.exists() {
+                broken.push(format!(
+                    "{}: the link ({target}) leads to no file",
+                    path.strip_prefix(root).unwrap().display()
+                ));
+                continue;
+            }
+            if let Some(anchor) = anchor {
+                let text = std::fs::read_to_string(&resolved).unwrap_or_default();
+                if !anchors(&text).contains(anchor) {
+                    broken.push(format!(
+                        "{}: the link ({target}) names no heading of {}",
+                        path.strip_prefix(root).unwrap().display(),
+                        resolved.strip_prefix(root).unwrap_or(&resolved).display()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
+}
+
+/// The targets of the Markdown links `[text](target)` in a text, outside fenced
+/// blocks and inline code.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+            continue;
+        }
+        if fenced {
+            continue;
+        }
+        let mut in_code = false;
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'`' => in_code = !in_code,
+                b']' if !in_code && bytes.get(i + 1) == Some(&b'(') => {
+                    if let Some(end) = line[i + 2..].find(')') {
+                        out.push(line[i + 2..i + 2 + end].to_string());
+                        i += 2 + end;
+                    }
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+    out
 }
