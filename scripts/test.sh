@@ -4,9 +4,11 @@
 # prerequisite cannot be installed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+started=$SECONDS
 command -v cargo >/dev/null || { echo "error: cargo is not on PATH; install Rust with rustup" >&2; exit 2; }
 command -v systemd-analyze >/dev/null || { echo "error: systemd-analyze is not on PATH (the tests check contrib/systemd/ with it); install it with: apt-get install systemd" >&2; exit 2; }
 scripts/fetch-fixtures.sh
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked "$@"
+echo "test command: passed in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s" >&2
