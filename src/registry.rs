@@ -308,6 +308,10 @@ const EMBEDDED: &[Folder] = &[
                 "session-loss-r1.patch",
                 include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r1.patch"),
             ),
+            (
+                "session-loss-r2.patch",
+                include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r2.patch"),
+            ),
         ],
     ),
     (
