@@ -402,6 +402,7 @@ mod next_steps;
 mod probe;
 mod readme;
 mod real_servers;
+mod reload;
 mod refusals;
 mod running;
 mod seamless;
