@@ -200,9 +200,8 @@ async fn witnessed_entry(
 
 /// The `reload` plan: call, start the server's reload cycle, and call once
 /// after each time it forgets every session; stop at the first call that
-/// failed or waited past [`crate::verify::reload::CALL_LIMIT`] (the verdict is known).
+/// failed (the verdict is known). How long each call took is judged after.
 async fn reload(server: &FakeServer, c: &impl Caller) -> Result<(), Stop> {
-    use crate::verify::reload::CALL_LIMIT;
     c.echo("before").await?;
     let times = server.reloads_planned();
     server.start_reloads();
@@ -214,9 +213,7 @@ async fn reload(server: &FakeServer, c: &impl Caller) -> Result<(), Stop> {
         if server.reloads() < n {
             return Ok(());
         }
-        let start = Instant::now();
-        let ok = c.echo(&format!("after reload {n}")).await?;
-        if !ok || start.elapsed() > CALL_LIMIT {
+        if !c.echo(&format!("after reload {n}")).await? {
             return Ok(());
         }
     }

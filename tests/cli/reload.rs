@@ -175,3 +175,41 @@ fn mcp_remote_patched_by_mcpatch_answers_every_call_across_15_restarts() {
     assert_eq!(s["verdict"], "RELOADED", "{v:#}");
     assert!(reloaded_note(s["note"].as_str().unwrap(), 16, 15, 2) <= 1000);
 }
+
+#[test]
+fn gemini_cli_is_stuck_on_a_reloading_server_before_apply_and_answers_every_call_after() {
+    let _one = super::gemini_verify::heavy();
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let path = pkg.to_str().unwrap();
+    let args = [
+        "--jobs",
+        "1",
+        "--target",
+        "gemini-cli",
+        "--path",
+        path,
+        "--scenario",
+        "reload",
+    ];
+    // The original fails the call after the first restart; the run stops there.
+    let (rc, v) = verify_json(&sb, &args);
+    assert_eq!(rc, 1, "{v:#}");
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!((&s["name"], &s["verdict"]), (&"reload".into(), &"STUCK".into()), "{v:#}");
+    let note = s["note"].as_str().unwrap();
+    assert!(
+        note.starts_with("1 of 2 calls failed across 15 restarts 2 s apart (the first: call c2 after "),
+        "{note}"
+    );
+
+    let o = sb.run(&["apply", "--yes", "--quiet", "--path", path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let (rc, v) = verify_json(&sb, &args);
+    assert_eq!(rc, 0, "{v:#}");
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(s["verdict"], "RELOADED", "{v:#}");
+    let head = "16 calls, one after each of 15 restarts 2 s apart, each answered within 2000 ms (the slowest ";
+    let note = s["note"].as_str().unwrap();
+    assert!(note.starts_with(head) && note.ends_with(" ms); 16 handshakes"), "{note}");
+}
