@@ -844,6 +844,8 @@ mod tests {
                 ScenarioName::StrictReinit,
                 ScenarioName::ConcurrentLoss,
                 ScenarioName::CutMidCall,
+                ScenarioName::Reload,
+                ScenarioName::Reload5s,
             ]
         );
     }
