@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::reload::{self, ReloadCycle};
 use super::scenario::{
     HarnessCall, Plan, ScenarioName, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
@@ -18,7 +19,6 @@ use super::scenario::{
     DEADLINE_SIGNAL, DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, GIVE_UP_CALL_TIMEOUT, IDLE_FOR,
     NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
-use super::reload::{self, ReloadCycle};
 use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
 use crate::node::Node;

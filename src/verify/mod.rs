@@ -660,7 +660,10 @@ async fn verify_install(
         runs.push((first, Policy::Default));
     }
     // Reload runs once more with the package's own call timeout (60 s).
-    for s in scenarios.iter().filter(|s| s.plan == scenario::Plan::Reload) {
+    for s in scenarios
+        .iter()
+        .filter(|s| s.plan == scenario::Plan::Reload)
+    {
         runs.push((s, Policy::Package));
     }
     let mut servers = Vec::with_capacity(runs.len());
@@ -1102,6 +1105,13 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         crate::outln!("  MCP endpoint:  {}", server.url());
         crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
         crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
+        if let Some(c) = chosen.behaviour.reload {
+            crate::outln!(
+                "  reloads:       curl -X POST {base}/control/reload (every {} s, {} times; curl {base}/control/ready counts them)",
+                c.every.as_secs(),
+                c.times
+            );
+        }
         crate::outln!("  witness log:   curl {base}/control/witness");
         crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();

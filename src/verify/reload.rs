@@ -114,7 +114,11 @@ pub fn judge(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgeme
     let reloads = ev
         .witness
         .iter()
-        .filter(|e| e.note.as_deref().is_some_and(|n| n.starts_with(NOTE_PREFIX)))
+        .filter(|e| {
+            e.note
+                .as_deref()
+                .is_some_and(|n| n.starts_with(NOTE_PREFIX))
+        })
         .count();
     let every = cycle.every.as_secs_f64();
     let limit = call_limit(ev.per_call_recovery).as_millis() as u64;

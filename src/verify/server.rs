@@ -473,7 +473,10 @@ impl FakeServer {
 
     /// How long the reload cycle waits between two restarts (zero without one).
     pub fn reload_every(&self) -> Duration {
-        self.shared.behaviour.reload.map_or(Duration::ZERO, |c| c.every)
+        self.shared
+            .behaviour
+            .reload
+            .map_or(Duration::ZERO, |c| c.every)
     }
 
     /// How many times the reload cycle has forgotten every session so far.
@@ -876,9 +879,7 @@ fn start_reloads(shared: &Arc<Shared>) {
     *task = Some(tokio::spawn(reload::forget_loop(
         cycle,
         shared.reloads.clone(),
-        move |n| {
-            s.invalidate_all(&format!("{}{n}/{}", reload::NOTE_PREFIX, cycle.times))
-        },
+        move |n| s.invalidate_all(&format!("{}{n}/{}", reload::NOTE_PREFIX, cycle.times)),
     )));
 }
 

@@ -128,7 +128,9 @@ fn a_revision_2_file_is_outdated_slowed_by_a_reloading_server_upgraded_by_apply_
         let note = s["note"].as_str().unwrap();
         let rest = note.strip_prefix("1 of 3 calls took longer than 1000 ms (the slowest ");
         let ms: u64 = rest
-            .and_then(|r| r.strip_suffix(" ms): a reconnect after a completed recovery waited a backoff"))
+            .and_then(|r| {
+                r.strip_suffix(" ms): a reconnect after a completed recovery waited a backoff")
+            })
             .unwrap_or_else(|| panic!("{note}"))
             .parse()
             .unwrap();
@@ -196,10 +198,16 @@ fn gemini_cli_is_stuck_on_a_reloading_server_before_apply_and_answers_every_call
     let (rc, v) = verify_json(&sb, &args);
     assert_eq!(rc, 1, "{v:#}");
     let s = &v["installs"][0]["scenarios"][0];
-    assert_eq!((&s["name"], &s["verdict"]), (&"reload".into(), &"STUCK".into()), "{v:#}");
+    assert_eq!(
+        (&s["name"], &s["verdict"]),
+        (&"reload".into(), &"STUCK".into()),
+        "{v:#}"
+    );
     let note = s["note"].as_str().unwrap();
     assert!(
-        note.starts_with("1 of 2 calls failed across 15 restarts 2 s apart (the first: call c2 after "),
+        note.starts_with(
+            "1 of 2 calls failed across 15 restarts 2 s apart (the first: call c2 after "
+        ),
         "{note}"
     );
 
@@ -211,5 +219,8 @@ fn gemini_cli_is_stuck_on_a_reloading_server_before_apply_and_answers_every_call
     assert_eq!(s["verdict"], "RELOADED", "{v:#}");
     let head = "16 calls, one after each of 15 restarts 2 s apart, each answered within 2000 ms (the slowest ";
     let note = s["note"].as_str().unwrap();
-    assert!(note.starts_with(head) && note.ends_with(" ms); 16 handshakes"), "{note}");
+    assert!(
+        note.starts_with(head) && note.ends_with(" ms); 16 handshakes"),
+        "{note}"
+    );
 }

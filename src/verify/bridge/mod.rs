@@ -182,16 +182,13 @@ pub(crate) async fn run_words(
 fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     let mut chosen = Vec::new();
     let mut left_out = Vec::new();
-    for s in scenario::all()
-        .into_iter()
-        .filter(|s| {
-            if opts.scenarios.is_empty() {
-                !super::reload::by_name_only(s)
-            } else {
-                opts.scenarios.contains(&s.name)
-            }
-        })
-    {
+    for s in scenario::all().into_iter().filter(|s| {
+        if opts.scenarios.is_empty() {
+            !super::reload::by_name_only(s)
+        } else {
+            opts.scenarios.contains(&s.name)
+        }
+    }) {
         match left_out_why(&s) {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
