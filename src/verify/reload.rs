@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::scenario::{Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName};
-use super::server::ServerBehaviour;
+use super::server::{LostSessionAnswer, ServerBehaviour};
 
 /// How often, and how many times, the server forgets every session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,16 +53,26 @@ pub fn call_limit(per_call_recovery: bool) -> Duration {
 pub const NOTE_PREFIX: &str = "reload ";
 
 /// The reload scenario `name`, forgetting every session as `cycle` says.
+/// `reload` answers a forgotten session as the MCP TypeScript SDK's example
+/// server does after a restart (400 "No valid session ID provided"),
+/// `reload-5s` as the SDK's own transport does (404 + JSON-RPC -32001).
 pub fn scenario(name: ScenarioName, cycle: ReloadCycle, base: &ServerBehaviour) -> Scenario {
-    let what = match name {
-        ScenarioName::Reload5s => "restarts in watch mode: forgets every session every 5 s, 8 times, with one call after each; every call must be answered at once",
-        _ => "restarts in watch mode: forgets every session every 2 s, 15 times, with one call after each; every call must be answered at once",
+    let (what, lost_session) = match name {
+        ScenarioName::Reload5s => (
+            "restarts in watch mode: forgets every session every 5 s, 8 times, one call after each; answers 404 + JSON-RPC -32001",
+            LostSessionAnswer::NotFoundJsonRpc,
+        ),
+        _ => (
+            "restarts in watch mode: forgets every session every 2 s, 15 times, one call after each; answers 400 \"No valid session ID provided\"",
+            LostSessionAnswer::BadRequestNoValidSession,
+        ),
     };
     Scenario {
         name,
         what,
         behaviour: ServerBehaviour {
             reload: Some(cycle),
+            lost_session,
             ..base.clone()
         },
         plan: Plan::Reload,

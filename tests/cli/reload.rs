@@ -163,10 +163,23 @@ fn a_revision_2_file_is_outdated_slowed_by_a_reloading_server_upgraded_by_apply_
 }
 
 #[test]
-fn mcp_remote_patched_by_mcpatch_answers_every_call_across_15_restarts() {
+fn mcp_remote_is_stuck_on_a_reloading_server_answering_400_before_apply_and_answers_every_call_after(
+) {
     let sb = Sandbox::new();
     let dir = super::mcp_remote::project(&sb, "0.15.1", "p");
     let path = dir.to_str().unwrap();
+    // 0.15.1 recovers from a 404 on its own, not from the 400 `reload` answers.
+    let (rc, v) = verify_json(&sb, &["--path", path, "--scenario", "reload"]);
+    assert_eq!(rc, 1, "{v:#}");
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(s["verdict"], "STUCK", "{v:#}");
+    let note = s["note"].as_str().unwrap();
+    assert!(
+        note.starts_with(
+            "1 of 2 calls failed across 15 restarts 2 s apart (the first: call c2 after "
+        ),
+        "{note}"
+    );
     let o = sb.run(&["apply", "--path", path]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let (rc, v) = verify_json(&sb, &["--path", path, "--scenario", "reload"]);
