@@ -237,3 +237,47 @@ fn gemini_cli_is_stuck_on_a_reloading_server_before_apply_and_answers_every_call
         "{note}"
     );
 }
+
+#[tokio::test]
+async fn the_fake_server_forgets_every_session_on_each_reload_only_once_started_and_counts_them() {
+    use mcpatch::verify::reload::ReloadCycle;
+    use mcpatch::verify::server::{FakeServer, ServerBehaviour};
+    let cycle = ReloadCycle {
+        every: std::time::Duration::from_millis(150),
+        times: 3,
+    };
+    let behaviour = ServerBehaviour {
+        reload: Some(cycle),
+        ..ServerBehaviour::default()
+    };
+    let server = FakeServer::start(behaviour, 0).await.unwrap();
+    let ready = format!("http://{}/control/ready", server.addr());
+    let reloads = || async {
+        let v: Value = reqwest::get(&ready).await.unwrap().json().await.unwrap();
+        v["reloads"].as_u64().unwrap()
+    };
+    // Nothing happens before the plan starts the cycle.
+    tokio::time::sleep(cycle.every * 2).await;
+    assert_eq!((server.reloads(), reloads().await), (0, 0));
+    server.start_reloads();
+    server.start_reloads(); // a second start changes nothing
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while server.reloads() < 3 && std::time::Instant::now() < until {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(cycle.every * 2).await;
+    assert_eq!((server.reloads(), reloads().await), (3, 3));
+    let notes: Vec<String> = server
+        .witness()
+        .into_iter()
+        .filter_map(|e| e.note)
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "reload 1/3: dropped 0 session(s)",
+            "reload 2/3: dropped 0 session(s)",
+            "reload 3/3: dropped 0 session(s)"
+        ]
+    );
+}
