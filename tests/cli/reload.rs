@@ -281,3 +281,31 @@ async fn the_fake_server_forgets_every_session_on_each_reload_only_once_started_
         ]
     );
 }
+
+#[test]
+fn the_dsh_manifest_hashes_are_what_the_script_computes_from_the_real_releases() {
+    // Fails loudly when a release is not fetched (the script names the fix).
+    let _ = fetched_prefix("0.1.0-rc.8");
+    let _ = fetched_prefix("0.1.0-rc.7");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/dsh-revisions.sh");
+    let o = std::process::Command::new(&script)
+        .env("NODE", node22_dir().join("node"))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let spec = mcpatch::registry::session_loss().unwrap();
+    for v in ["0.1.0-rc.7", "0.1.0-rc.8"] {
+        assert!(
+            out.contains(&format!("{v} current  {}\n", patched_hash())),
+            "{out}"
+        );
+        for e in &spec.earlier {
+            assert!(
+                out.contains(&format!("{v} {:<8} {}\n", e.revision, e.sha256)),
+                "{out}"
+            );
+        }
+    }
+    assert!(out.ends_with("manifest.json: up to date\n"), "{out}");
+}
