@@ -22,8 +22,10 @@
 #   scripts/patch-mutants.sh [--target T] --list     list the mutants, run nothing
 #
 # A mutant file is JSON: {"rule", "what", "caught_by", "replace": [{"search",
-# "with"}, ...]}, for gemini-cli optionally "version", and, for a mutant no test
-# can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
+# "with"}, ...]}, for gemini-cli optionally "version", optionally "scenarios"
+# (names verify runs instead of its default set, for a mutant only an opt-in
+# scenario catches: `reload`; the unmutated control runs them too), and, for a
+# mutant no test can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
 # target/debug/mcpatch, built first), NODE (default: the fetched Node 22),
 # KEEP=1 keeps the temporary prefix.
 # Prints each mutant's verdicts, then caught, missed and the time taken.
@@ -102,6 +104,11 @@ fi
 # One mutant's field, read with node (JSON stays JSON).
 field() {
   "$NODE" -e 'const m = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(String(m[process.argv[2]] ?? ""))' "$1" "$2"
+}
+
+# The `--scenario NAME` arguments of a mutant's "scenarios", one a line (none without it).
+scenario_args() {
+  "$NODE" -e 'const m = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); for (const s of m.scenarios ?? []) console.log(`--scenario\n${s}`)' "$1"
 }
 
 if ((list)); then
@@ -188,6 +195,18 @@ prepare() {
     cat "$WORK/$v/control.log" >&2
     die "verify --strict fails on the unmutated patched file of $CLIENT $v: nothing can be judged"
   }
+  # The opt-in scenarios some mutant of this release runs must pass the control too.
+  local f extra=()
+  for f in "${mutants[@]}"; do
+    [[ $(version_of "$f") == "$v" ]] || continue
+    mapfile -t -O "${#extra[@]}" extra < <(scenario_args "$f")
+  done
+  if ((${#extra[@]})); then
+    "$MCPATCH" verify --strict --path "$pkg" "${extra[@]}" >"$WORK/$v/control-opt-in.log" 2>&1 || {
+      cat "$WORK/$v/control-opt-in.log" >&2
+      die "verify --strict ${extra[*]} fails on the unmutated patched file of $CLIENT $v: nothing can be judged"
+    }
+  fi
   PKGS[$v]=$pkg
   FILES[$v]=$file
 }
@@ -226,8 +245,9 @@ for f in "${mutants[@]}"; do
     errors=$((errors + 1))
     continue
   fi
+  mapfile -t only < <(scenario_args "$f")
   set +e
-  "$MCPATCH" verify --strict --path "$PKG" --json >"$WORK/$name.json" 2>"$WORK/$name.err"
+  "$MCPATCH" verify --strict --path "$PKG" "${only[@]}" --json >"$WORK/$name.json" 2>"$WORK/$name.err"
   rc=$?
   set -e
   # The verdicts that did not meet their expectation.
@@ -236,7 +256,7 @@ for f in "${mutants[@]}"; do
     const out = [];
     for (const i of r.installs ?? []) {
       if (i.error) out.push(`error: ${i.error}`);
-      for (const s of i.scenarios ?? []) if (!s.ok) out.push(`${s.name}${s.policy === "default" ? " (default policy)" : ""}: ${s.verdict}`);
+      for (const s of i.scenarios ?? []) if (!s.ok) out.push(`${s.name}${s.policy === "default" ? " (default policy)" : s.policy === "package" ? " (60 s calls)" : ""}: ${s.verdict}`);
     }
     if (r.error) out.push(`error: ${r.error}`);
     process.stdout.write(out.join(", "));

@@ -288,7 +288,11 @@ fn assess_carrying_patch(spec: &PatchSpec, text: &str) -> Assessment {
                 state: State::Outdated,
                 revision: None,
                 note: Some(format!(
-                    "carries patch revision {r}, on a locally modified file: it recovers, but the call that meets a lost session fails"
+                    "carries patch revision {r}, on a locally modified file: {}",
+                    earlier
+                        .falls_short
+                        .as_deref()
+                        .unwrap_or("it lacks what the current revision fixes")
                 )),
                 next_step: NEXT_UPGRADE_MODIFIED,
             }

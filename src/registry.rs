@@ -143,6 +143,9 @@ pub struct EarlierPatch {
     pub sha256: String,
     /// Its unified diff against the original.
     pub diff: String,
+    /// What it does not do that the current revision does (`falls_short`),
+    /// for the note of a modified file that carries it.
+    pub falls_short: Option<String>,
 }
 
 /// A known revision of the patched file.
@@ -285,6 +288,8 @@ struct EarlierPatchFile {
     revision: u32,
     patch: String,
     sha256: String,
+    #[serde(default)]
+    falls_short: Option<String>,
 }
 
 /// One embedded target folder: its name and its files (name, text).
@@ -307,6 +312,10 @@ const EMBEDDED: &[Folder] = &[
             (
                 "session-loss-r1.patch",
                 include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r1.patch"),
+            ),
+            (
+                "session-loss-r2.patch",
+                include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r2.patch"),
             ),
         ],
     ),
@@ -470,6 +479,7 @@ pub fn load(
             revision: e.revision,
             sha256: e.sha256.clone(),
             diff: text,
+            falls_short: e.falls_short.clone(),
         });
     }
     for r in &parsed.revisions {

@@ -127,7 +127,7 @@ async function runOne(r) {
     get() { return undefined; },
   };
   const knobs = r.knobs ?? {};
-  const toolCallTimeoutMs = knobs.toolCallTimeoutMs ?? cfg.callTimeoutMs;
+  const toolCallTimeoutMs = knobs.toolCallTimeoutMs ?? r.callTimeoutMs ?? cfg.callTimeoutMs;
   if (knobs.sdk2) sdk2Runs.set(new URL(r.url).href, r.id);
   let calls = 0;
   // `opts.def`: a tool the host kept from before (it may be unregistered since);
@@ -138,7 +138,7 @@ async function runOne(r) {
     const start = Date.now();
     const done = (ok, extra) => emit(r.id, "call", { call_id: callId, name: label, ok, ms: Date.now() - start, ...extra });
     if (!def) { done(false, { error: "tool not registered" }); return false; }
-    const signalMs = opts.signalMs ?? knobs.signalMs ?? cfg.callTimeoutMs;
+    const signalMs = opts.signalMs ?? knobs.signalMs ?? r.callTimeoutMs ?? cfg.callTimeoutMs;
     emit(r.id, "call-start", { call_id: callId, name: label });
     // A call whose promise outlives both its signal and its timeout by the grace never settled.
     const neverSettled = Symbol("never settled");
@@ -292,6 +292,29 @@ async function runOne(r) {
       // Every attempt the policy allows has been refused: reconnecting has stopped.
       await witnessed((w) => w.filter((e) => e.rpc_method === "initialize" && e.status === 503).length >= knobs.attempts);
       await call("echo", { text: "after" }, "after", { def: kept });
+      break;
+    }
+    case "reload": {
+      await call("echo", { text: "before" });
+      await control("reload");
+      // Wait until the server has forgotten every session `n` times (an event, not a guess).
+      const reloaded = async (n) => {
+        const until = Date.now() + knobs.everyMs + 10_000;
+        while (Date.now() < until) {
+          const ready = await fetch(`${r.controlBase}/control/ready`).then((x) => x.json()).catch(() => ({}));
+          if ((ready.reloads ?? 0) >= n) return true;
+          await sleep(10);
+        }
+        emit(r.id, "log", { level: "error", msg: `the fake server did not forget its sessions a ${n}. time` });
+        return false;
+      };
+      for (let n = 1; n <= knobs.reloads; n++) {
+        if (!(await reloaded(n))) break;
+        const start = Date.now();
+        const ok = await call("echo", { text: `after reload ${n}` });
+        // The verdict is known at the first call that failed or waited: stop there.
+        if (!ok || Date.now() - start > knobs.callLimitMs) break;
+      }
       break;
     }
     case "ordinary":

@@ -11,6 +11,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
+use super::reload::{self, ReloadCycle};
 use super::scenario::{
     HarnessCall, Plan, ScenarioName, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
@@ -33,6 +34,8 @@ const RECONNECT_ALLOWANCE: Duration = Duration::from_millis(2500);
 const RECYCLE_WINDOW: Duration = Duration::from_millis(600);
 /// Each call's own timeout (`toolCallTimeoutMs` and the caller's abort signal).
 const CALL_TIMEOUT: Duration = Duration::from_millis(3000);
+/// The package's own `toolCallTimeoutMs` (`DEFAULT_TOOL_CALL_TIMEOUT_MS`, 60 s).
+const PACKAGE_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Reconnect policy handed to the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,6 +48,9 @@ pub enum Policy {
     Brief,
     /// A 5 s first backoff (3 attempts), so a first reconnect that waits it shows.
     Long,
+    /// The package's default policy and its default call timeout (60 s), not
+    /// verify's usual 3 s: the calls of `reload` must be answered at once either way.
+    Package,
 }
 
 impl Policy {
@@ -54,6 +60,7 @@ impl Policy {
             Policy::Default => "default",
             Policy::Brief => "brief",
             Policy::Long => "long",
+            Policy::Package => "package",
         }
     }
 
@@ -62,6 +69,7 @@ impl Policy {
         match name {
             ScenarioName::GaveUp => Policy::Brief,
             ScenarioName::LongBackoff => Policy::Long,
+            ScenarioName::Reload | ScenarioName::Reload5s => Policy::Default,
             _ => Policy::Short,
         }
     }
@@ -71,7 +79,7 @@ impl Policy {
             Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
             Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
             Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),
-            Policy::Default => Value::Null,
+            Policy::Default | Policy::Package => Value::Null,
         }
     }
 
@@ -79,7 +87,7 @@ impl Policy {
     pub fn initial_delay(self) -> Duration {
         match self {
             Policy::Short | Policy::Brief => Duration::from_millis(100),
-            Policy::Default => Duration::from_millis(500),
+            Policy::Default | Policy::Package => Duration::from_millis(500),
             Policy::Long => Duration::from_millis(5000),
         }
     }
@@ -90,7 +98,7 @@ impl Policy {
             Policy::Short => 5,
             Policy::Brief => 2,
             Policy::Long => 3,
-            Policy::Default => 10,
+            Policy::Default | Policy::Package => 10,
         }
     }
 
@@ -98,7 +106,7 @@ impl Policy {
     pub fn max_delay(self) -> Duration {
         match self {
             Policy::Short | Policy::Brief => Duration::from_millis(1000),
-            Policy::Default | Policy::Long => Duration::from_secs(30),
+            Policy::Default | Policy::Package | Policy::Long => Duration::from_secs(30),
         }
     }
 
@@ -112,7 +120,10 @@ impl Policy {
 
     /// Each call's timeout.
     pub fn call_timeout(self) -> Duration {
-        CALL_TIMEOUT
+        match self {
+            Policy::Package => PACKAGE_CALL_TIMEOUT,
+            _ => CALL_TIMEOUT,
+        }
     }
 
     /// By when a client healthy under this policy has certainly recovered: its
@@ -176,6 +187,29 @@ pub struct RunSpec {
     pub policy: Policy,
     /// The fake server's MCP endpoint.
     pub url: String,
+    /// The server's reload cycle, for the `reload` plan.
+    pub reload: Option<ReloadCycle>,
+}
+
+impl RunSpec {
+    /// How much longer than the other plans this run may last: a reload
+    /// cycle, and one call's timeout past it.
+    fn extra(&self) -> Duration {
+        self.reload.map_or(Duration::ZERO, |c| {
+            c.every * c.times + self.policy.call_timeout()
+        })
+    }
+
+    /// The plan's knobs, with the reload cycle's.
+    fn knobs(&self) -> Value {
+        let mut knobs = plan_knobs(self.plan);
+        if let Some(c) = self.reload {
+            knobs["reloads"] = json!(c.times);
+            knobs["everyMs"] = json!(c.every.as_millis() as u64);
+            knobs["callLimitMs"] = json!(reload::CALL_LIMIT.as_millis() as u64);
+        }
+        knobs
+    }
 }
 
 /// What the harness reported of one run.
@@ -254,7 +288,8 @@ pub async fn run_all(
                 "lateCalls": CONCURRENT_LATE_CALLS,
                 "ranAnswerDelayMs": RAN_BEFORE_LOSS_DELAY.as_millis() as u64,
                 "forgetfulCalls": FORGETFUL_CALLS,
-                "knobs": plan_knobs(s.plan),
+                "callTimeoutMs": s.policy.call_timeout().as_millis() as u64,
+                "knobs": s.knobs(),
             })
         })
         .collect();
@@ -299,7 +334,8 @@ pub async fn run_all(
     // The longest a run can take: a wait per step of its plan, each bounded.
     let per_run = Duration::from_secs(10) + IDLE_FOR + 4 * CALL_TIMEOUT;
     let waves = specs.len().div_ceil(jobs.max(1)) as u32;
-    let limit = per_run * waves.max(1) + Duration::from_secs(20);
+    let longest = specs.iter().map(RunSpec::extra).max().unwrap_or_default();
+    let limit = (per_run + longest) * waves.max(1) + Duration::from_secs(20);
     let collect = async {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(v) = serde_json::from_str::<Value>(&line) else {

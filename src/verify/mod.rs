@@ -7,6 +7,7 @@ pub mod checks;
 mod gemini_cli;
 pub mod harness;
 mod mirror;
+pub mod reload;
 pub mod scenario;
 pub mod server;
 pub(crate) mod steps;
@@ -147,11 +148,18 @@ struct VerifyReport {
     error: Option<String>,
 }
 
-/// The scenarios named, in the order verify reports them (all when none are named).
+/// The scenarios named, in the order verify reports them (when none are
+/// named, all but those that run only when named: [`reload::by_name_only`]).
 fn select(names: &[ScenarioName]) -> Vec<Scenario> {
     scenario::all()
         .into_iter()
-        .filter(|s| names.is_empty() || names.contains(&s.name))
+        .filter(|s| {
+            if names.is_empty() {
+                !reload::by_name_only(s)
+            } else {
+                names.contains(&s.name)
+            }
+        })
         .collect()
 }
 
@@ -481,6 +489,17 @@ pub struct GateReport {
     pub scenarios: Vec<ScenarioResult>,
 }
 
+/// What a scenario's name says of the run's policy, when it is not the
+/// scenario's usual one: the DSH plugin's default policy, or that policy with
+/// the package's own call timeout (60 s).
+fn policy_label(policy: &str) -> &'static str {
+    match policy {
+        "default" => " (default policy)",
+        "package" => " (60 s calls)",
+        _ => "",
+    }
+}
+
 impl GateReport {
     /// One line per scenario that did not meet its expectation.
     pub fn failing_lines(&self) -> Vec<String> {
@@ -488,11 +507,7 @@ impl GateReport {
             .iter()
             .filter(|x| !x.judgement.ok)
             .map(|x| {
-                let policy = if x.policy == "default" {
-                    " (default policy)"
-                } else {
-                    ""
-                };
+                let policy = policy_label(x.policy);
                 let j = &x.judgement;
                 format!(
                     "{}{policy}: {} (expected {}): {}",
@@ -644,6 +659,13 @@ async fn verify_install(
     {
         runs.push((first, Policy::Default));
     }
+    // Reload runs once more with the package's own call timeout (60 s).
+    for s in scenarios
+        .iter()
+        .filter(|s| s.plan == scenario::Plan::Reload)
+    {
+        runs.push((s, Policy::Package));
+    }
     let mut servers = Vec::with_capacity(runs.len());
     for (scenario, _) in &runs {
         servers.push(FakeServer::start(scenario.behaviour.clone(), 0).await?);
@@ -655,6 +677,7 @@ async fn verify_install(
             plan: scenario.plan,
             policy: *policy,
             url: server.url(),
+            reload: scenario.behaviour.reload,
         })
         .collect();
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
@@ -979,11 +1002,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         .scenarios
         .iter()
         .map(|x| {
-            let name = if x.policy == "default" {
-                format!("{} (default policy)", x.name)
-            } else {
-                x.name.to_string()
-            };
+            let name = format!("{}{}", x.name, policy_label(x.policy));
             (name, &x.judgement, x.expected)
         })
         .collect();
@@ -1086,6 +1105,13 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         crate::outln!("  MCP endpoint:  {}", server.url());
         crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
         crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
+        if let Some(c) = chosen.behaviour.reload {
+            crate::outln!(
+                "  reloads:       curl -X POST {base}/control/reload (every {} s, {} times; curl {base}/control/ready counts them)",
+                c.every.as_secs(),
+                c.times
+            );
+        }
         crate::outln!("  witness log:   curl {base}/control/witness");
         crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();

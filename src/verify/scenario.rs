@@ -79,6 +79,12 @@ pub enum ScenarioName {
     #[value(name = "gave-up")]
     #[serde(rename = "gave-up")]
     GaveUp,
+    #[value(name = "reload")]
+    #[serde(rename = "reload")]
+    Reload,
+    #[value(name = "reload-5s")]
+    #[serde(rename = "reload-5s")]
+    Reload5s,
 }
 
 impl ScenarioName {
@@ -104,6 +110,8 @@ impl ScenarioName {
             ScenarioName::DeadlineResend => "deadline-resend",
             ScenarioName::LongBackoff => "long-backoff",
             ScenarioName::GaveUp => "gave-up",
+            ScenarioName::Reload => "reload",
+            ScenarioName::Reload5s => "reload-5s",
         }
     }
 }
@@ -151,6 +159,9 @@ pub enum Plan {
     /// Call, have the server drop the session and refuse every new one; one call
     /// waits while reconnecting gives up, one more is made after it.
     GiveUp,
+    /// Call, start the server forgetting every session again and again
+    /// (reload.rs), and call once after each time.
+    Reload,
 }
 
 impl Plan {
@@ -171,6 +182,7 @@ impl Plan {
             Plan::DeadlineWaiting => "deadline-waiting",
             Plan::DeadlineResend => "deadline-resend",
             Plan::GiveUp => "give-up",
+            Plan::Reload => "reload",
         }
     }
 }
@@ -196,6 +208,9 @@ pub enum Expectation {
     /// Once reconnecting has stopped, a waiting call and a later one fail at
     /// once, with the server's words and why it stopped (FAILED-FAST).
     FailFast,
+    /// Against a server that forgets every session every few seconds: every
+    /// call after each restart answered at once (RELOADED).
+    Reloaded,
 }
 
 impl Expectation {
@@ -209,6 +224,7 @@ impl Expectation {
             Expectation::NoRetry => "NOT-RETRIED",
             Expectation::Timely => "TIMELY",
             Expectation::FailFast => "FAILED-FAST",
+            Expectation::Reloaded => "RELOADED",
         }
     }
 }
@@ -477,11 +493,13 @@ pub fn all() -> Vec<Scenario> {
             what: "drops the session and refuses every new one (503): reconnecting stops after 2 attempts while a call waits",
             behaviour: ServerBehaviour {
                 refuse_reinit: true,
-                ..base
+                ..base.clone()
             },
             plan: Plan::GiveUp,
             expect: Expectation::FailFast,
         },
+        super::reload::scenario(ScenarioName::Reload, super::reload::RELOAD, &base),
+        super::reload::scenario(ScenarioName::Reload5s, super::reload::RELOAD_5S, &base),
     ]
 }
 
@@ -610,6 +628,7 @@ pub fn judge_with(
         Expectation::NoRetry => judge_no_retry(ev, base),
         Expectation::Timely => judge_timely(scenario, ev, base),
         Expectation::FailFast => judge_fail_fast(scenario, ev, base),
+        Expectation::Reloaded => super::reload::judge(scenario, ev, base),
     };
     j.ok = match expect {
         Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),

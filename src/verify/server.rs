@@ -15,7 +15,7 @@ use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -34,6 +34,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, Notify, Semaphore};
 use tokio::task::JoinSet;
 
+use super::reload::{self, ReloadCycle};
 use crate::error::{Error, Result};
 
 /// Largest request body accepted.
@@ -102,6 +103,9 @@ pub struct ServerBehaviour {
     /// Answer every initialize with 503 once some session was lost, so a client's
     /// reconnect attempts all fail and it gives up.
     pub refuse_reinit: bool,
+    /// Once the plan starts it (`/control/reload`), forget every session again
+    /// and again, as a server restarted on every save (reload.rs).
+    pub reload: Option<ReloadCycle>,
 }
 
 impl Default for ServerBehaviour {
@@ -117,6 +121,7 @@ impl Default for ServerBehaviour {
             reinit_delay: None,
             relist_delay: None,
             refuse_reinit: false,
+            reload: None,
         }
     }
 }
@@ -258,6 +263,10 @@ struct Shared {
     listed: Notify,
     /// Listener generation: 1 at start, +1 after each restart once listening again.
     generation: AtomicU64,
+    /// How many times the reload cycle has forgotten every session.
+    reloads: Arc<AtomicU32>,
+    /// The reload cycle, once started.
+    reload_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 /// Lock a mutex, carrying on with the data if a holder panicked (the data stays consistent:
@@ -422,6 +431,8 @@ impl FakeServer {
             restart: Notify::new(),
             listed: Notify::new(),
             generation: AtomicU64::new(1),
+            reloads: Arc::new(AtomicU32::new(0)),
+            reload_task: Mutex::new(None),
         });
         let runtime_task = tokio::spawn(supervise(listener, addr, shared.clone()));
         Ok(FakeServer {
@@ -448,6 +459,29 @@ impl FakeServer {
     /// Stop and start again on the same port, closing every open connection.
     pub fn restart(&self) {
         self.shared.restart.notify_one();
+    }
+
+    /// Start the behaviour's reload cycle (once; without one, nothing happens).
+    pub fn start_reloads(&self) {
+        start_reloads(&self.shared);
+    }
+
+    /// How many times the reload cycle forgets every session in all (0 without one).
+    pub fn reloads_planned(&self) -> u32 {
+        self.shared.behaviour.reload.map_or(0, |c| c.times)
+    }
+
+    /// How long the reload cycle waits between two restarts (zero without one).
+    pub fn reload_every(&self) -> Duration {
+        self.shared
+            .behaviour
+            .reload
+            .map_or(Duration::ZERO, |c| c.every)
+    }
+
+    /// How many times the reload cycle has forgotten every session so far.
+    pub fn reloads(&self) -> u32 {
+        self.shared.reloads.load(Ordering::SeqCst)
     }
 
     /// The listener generation: 1 at start, +1 each time a restart is listening again.
@@ -491,6 +525,9 @@ impl FakeServer {
 
 impl Drop for FakeServer {
     fn drop(&mut self) {
+        if let Some(task) = lock(&self.shared.reload_task).take() {
+            task.abort();
+        }
         self.runtime_task.abort();
     }
 }
@@ -687,6 +724,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/control/invalidate", post(control_invalidate))
         .route("/control/restart", post(control_restart))
         .route("/control/hold", post(control_hold))
+        .route("/control/reload", post(control_reload))
         .route("/control/ready", get(control_ready))
         .route("/control/witness", get(control_witness))
         .layer(middleware::from_fn_with_state(
@@ -817,7 +855,32 @@ async fn control_hold(
 }
 
 async fn control_ready(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    axum::Json(json!({"generation": shared.generation.load(Ordering::SeqCst)}))
+    axum::Json(json!({
+        "generation": shared.generation.load(Ordering::SeqCst),
+        "reloads": shared.reloads.load(Ordering::SeqCst),
+    }))
+}
+
+async fn control_reload(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
+    start_reloads(&shared);
+    (StatusCode::OK, "reloading\n")
+}
+
+/// Start the reload cycle of `shared`'s behaviour, if it has one and it has not started.
+fn start_reloads(shared: &Arc<Shared>) {
+    let Some(cycle) = shared.behaviour.reload else {
+        return;
+    };
+    let mut task = lock(&shared.reload_task);
+    if task.is_some() {
+        return;
+    }
+    let s = shared.clone();
+    *task = Some(tokio::spawn(reload::forget_loop(
+        cycle,
+        shared.reloads.clone(),
+        move |n| s.invalidate_all(&format!("{}{n}/{}", reload::NOTE_PREFIX, cycle.times)),
+    )));
 }
 
 async fn control_witness(State(shared): State<Arc<Shared>>) -> impl IntoResponse {

@@ -158,6 +158,7 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             }
             Ok(())
         }
+        Plan::Reload => reload(server, c).await,
         // Left out by every driver that uses these steps (each says why): never run here.
         Plan::Sdk2
         | Plan::AbortWaiting
@@ -195,4 +196,26 @@ async fn witnessed_entry(
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
+}
+
+/// The `reload` plan: call, start the server's reload cycle, and call once
+/// after each time it forgets every session; stop at the first call that
+/// failed (the verdict is known). How long each call took is judged after.
+async fn reload(server: &FakeServer, c: &impl Caller) -> Result<(), Stop> {
+    c.echo("before").await?;
+    let times = server.reloads_planned();
+    server.start_reloads();
+    for n in 1..=times {
+        let until = Instant::now() + EVENT_LIMIT + server.reload_every();
+        while server.reloads() < n && Instant::now() < until {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        if server.reloads() < n {
+            return Ok(());
+        }
+        if !c.echo(&format!("after reload {n}")).await? {
+            return Ok(());
+        }
+    }
+    Ok(())
 }

@@ -317,7 +317,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         sb.normalize(&o.stderr),
-        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +780,9 @@) does not match: its context lines are not in the file
+        "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +794,9 @@) does not match: its context lines are not in the file
 help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`
 "
     );

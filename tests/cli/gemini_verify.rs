@@ -13,7 +13,7 @@ use super::*;
 /// processes, and the machines are small.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
+pub(super) fn heavy() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
 }
 

@@ -130,8 +130,8 @@ fn status_on_80_columns_puts_each_path_on_its_own_line() {
 [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client
     0.1.0-rc.8  patched   none (`mcpatch verify` to check, `mcpatch revert` to
                           undo)
-    sha256 cc17424d…8b19 (patched)
-    note: patched by mcpatch (dsh-mcp-client-session-loss, revision 2: seamless)
+    sha256 19df5703…2d1a (patched)
+    note: patched by mcpatch (dsh-mcp-client-session-loss, revision 3: seamless)
 2 install(s): 1 affected, 1 patched, 0 outdated, 0 upstream-fixed, 0 modified,
               0 unsupported
 "
@@ -148,8 +148,8 @@ fn status_on_80_columns_puts_each_path_on_its_own_line() {
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
 [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  patched  none (`mcpatch verify` to check, `mcpatch revert` to undo)
-  sha256 cc17424d…8b19 (patched)
-  note: patched by mcpatch (dsh-mcp-client-session-loss, revision 2: seamless)
+  sha256 19df5703…2d1a (patched)
+  note: patched by mcpatch (dsh-mcp-client-session-loss, revision 3: seamless)
 2 install(s): 1 affected, 1 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
 "
     );
@@ -258,7 +258,7 @@ fn verify_json_shows_progress_on_a_terminal_while_stdout_goes_to_a_file() {
 #[test]
 fn scenario_names_are_listed_by_help_and_completions() {
     let sb = Sandbox::new();
-    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up";
+    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up reload reload-5s";
     let o = sb.run(&["verify", "--help"]);
     assert_eq!(code(&o), 0);
     assert_eq!(
@@ -271,7 +271,7 @@ Options:
       --path <P>                A file to patch, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
       --npm                     Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
       --backup [<ID>]           Check a saved original instead (the newest backup, or the one named): the control
-      --scenario <NAME>         Run only these scenarios (repeatable) [possible values: {}]
+      --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named [possible values: {}]
   -j, --jobs <N>                Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --node <PATH>             The node binary to use (default: `node` on PATH)
@@ -297,7 +297,7 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
     let zsh = completion("zsh");
     assert!(
         zsh.contains(&format!(
-            "'*--scenario=[Run only these scenarios (repeatable)]:NAME:({names})' \\\n"
+            "'*--scenario=[Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named]:NAME:({names})' \\\n"
         )),
         "{zsh}"
     );
@@ -314,7 +314,7 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
         .collect::<Vec<_>>()
         .join("\n");
     for (command, help) in [
-        ("verify", "Run only these scenarios (repeatable)"),
+        ("verify", "Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named"),
         ("serve", "The scenario whose server behaviour to run"),
     ] {
         let line = format!("complete -c mcpatch -n \"__fish_mcpatch_using_subcommand {command}\" -l scenario -d '{help}' -r -f -a \"{values}\"\n");

@@ -411,6 +411,7 @@ mod probe;
 mod readme;
 mod real_servers;
 mod refusals;
+mod reload;
 mod running;
 mod seamless;
 mod server;

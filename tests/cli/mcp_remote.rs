@@ -80,7 +80,7 @@ fn copy_node_modules(version: &str, dest: &Path) -> PathBuf {
 }
 
 /// An npm project holding mcp-remote `version`: `<root>/<name>/node_modules/mcp-remote`.
-fn project(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
+pub(super) fn project(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
     let dir = sb.root().join(name);
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(

@@ -191,7 +191,7 @@ fn a_file_the_patch_does_not_fit_is_told_to_reinstall_and_never_to_run_a_failing
     assert_eq!(code(&o), 1);
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("# {DIR}/lib/index.js (modified)\nthe patch does not apply to {DIR}/lib/index.js: hunk #7 (@@ -623,6 +780,9 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`\n")
+        format!("# {DIR}/lib/index.js (modified)\nthe patch does not apply to {DIR}/lib/index.js: hunk #7 (@@ -623,6 +794,9 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`\n")
     );
     assert_eq!(sha256_file(&file), before);
 }

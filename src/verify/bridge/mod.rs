@@ -137,7 +137,8 @@ struct BridgeReport {
 fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
     if s.plan == Plan::Forgetful
-        || super::harness::Policy::for_scenario(s.name) != super::harness::Policy::Short
+        || (s.plan != Plan::Reload
+            && super::harness::Policy::for_scenario(s.name) != super::harness::Policy::Short)
     {
         return Some(POLICY);
     }
@@ -148,7 +149,8 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Ordinary
         | Plan::Settle
         | Plan::Concurrent
-        | Plan::Cut => None,
+        | Plan::Cut
+        | Plan::Reload => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
         Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a stdio host cannot pass"),
         Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
@@ -180,10 +182,13 @@ pub(crate) async fn run_words(
 fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     let mut chosen = Vec::new();
     let mut left_out = Vec::new();
-    for s in scenario::all()
-        .into_iter()
-        .filter(|s| opts.scenarios.is_empty() || opts.scenarios.contains(&s.name))
-    {
+    for s in scenario::all().into_iter().filter(|s| {
+        if opts.scenarios.is_empty() {
+            !super::reload::by_name_only(s)
+        } else {
+            opts.scenarios.contains(&s.name)
+        }
+    }) {
         match left_out_why(&s) {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
@@ -836,6 +841,8 @@ mod tests {
                 ScenarioName::StrictReinit,
                 ScenarioName::ConcurrentLoss,
                 ScenarioName::CutMidCall,
+                ScenarioName::Reload,
+                ScenarioName::Reload5s,
             ]
         );
     }

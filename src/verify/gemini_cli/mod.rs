@@ -52,7 +52,7 @@ const IDLE_MARGIN: Duration = Duration::from_millis(100);
 /// Why a scenario does not run against gemini-cli, if it does not.
 pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which gemini-cli does not share";
-    if Policy::for_scenario(s.name) != Policy::Short {
+    if s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short {
         return Some(POLICY);
     }
     match s.plan {
@@ -66,7 +66,8 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Timeout
         | Plan::Relist
         // Judged per call: at most one new session per call that meets a loss.
-        | Plan::Forgetful => None,
+        | Plan::Forgetful
+        | Plan::Reload => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
         Plan::GiveUp => Some(POLICY),
@@ -464,6 +465,8 @@ mod tests {
                 "cut-mid-call",
                 "slow-timeout",
                 "slow-relist",
+                "reload",
+                "reload-5s",
             ]
         );
         // The per-request limit is the slow scenario's own only there.
