@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod checks;
+pub(crate) mod child_env;
 mod gemini_cli;
 pub mod harness;
 mod mirror;

@@ -388,6 +388,7 @@ mod apply;
 mod automation;
 mod backups;
 mod bridge;
+mod bridge_limits;
 mod dropped;
 mod evidence;
 mod gemini;
