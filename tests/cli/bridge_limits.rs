@@ -180,29 +180,36 @@ fn project_at(dir: &Path, version: &str) {
 }
 
 #[test]
-fn verify_runs_the_installed_bridge_whose_path_holds_a_template_word_or_is_not_utf8() {
+fn verify_runs_the_installed_bridge_whose_path_holds_a_template_word_and_refuses_one_not_utf8() {
     let sb = Sandbox::new();
-    let odd = [
-        sb.root().join("{url}").join("p"),
-        sb.root().join(OsStr::from_bytes(b"caf\xe9")).join("p"),
-    ];
-    for dir in &odd {
-        project_at(dir, "0.15.1");
-        let mut cmd = sb.command(&["verify", "--json", "--scenario", "expired-404", "--path"]);
-        cmd.arg(dir);
-        let o = output_within_five_minutes(cmd);
-        let v = json(&o);
-        let install = &v["installs"][0];
-        assert_eq!(install["target"], "mcp-remote", "{}: {v:#}", dir.display());
-        // mcp-remote 0.15.1 recovers from a 404 unpatched: the installed file ran.
-        assert_eq!(
-            install["scenarios"][0]["verdict"],
-            "SEAMLESS",
-            "{}: {v:#}",
-            dir.display()
-        );
-        assert_eq!(code(&o), 0, "{}: {v:#}", dir.display());
-    }
+    let dir = sb.root().join("{url}").join("p");
+    project_at(&dir, "0.15.1");
+    let mut cmd = sb.command(&["verify", "--json", "--scenario", "expired-404", "--path"]);
+    cmd.arg(&dir);
+    let o = output_within_five_minutes(cmd);
+    let v = json(&o);
+    let install = &v["installs"][0];
+    assert_eq!(install["target"], "mcp-remote", "{v:#}");
+    // mcp-remote 0.15.1 recovers from a 404 unpatched: the installed file ran,
+    // not one at a path with the server's URL put in.
+    assert_eq!(install["scenarios"][0]["verdict"], "SEAMLESS", "{v:#}");
+    assert_eq!(code(&o), 0, "{v:#}");
+
+    // Node reads `caf\xe9` as `caf\u{fffd}`: a folder of that name (anyone's)
+    // would run in its place. mcpatch refuses to start node on it.
+    let odd = sb.root().join(OsStr::from_bytes(b"caf\xe9")).join("p");
+    project_at(&odd, "0.15.1");
+    let decoy = sb.root().join("caf\u{fffd}").join("p");
+    project_at(&decoy, "0.15.1");
+    let mut cmd = sb.command(&["verify", "--scenario", "expired-404", "--path"]);
+    cmd.arg(&odd);
+    let o = output_within_five_minutes(cmd);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    let shown = sb.normalize(&o.stderr);
+    assert!(
+        shown.contains("error: node cannot load [SANDBOX]/caf\u{fffd}/p/node_modules/mcp-remote: its path is not UTF-8 (as a URL: file://[SANDBOX]/caf%E9/p/node_modules/mcp-remote)\nhelp: nothing was changed; node cannot import a module from such a path, so no host can load it: reinstall it under a folder whose name is UTF-8\n"),
+        "{shown}"
+    );
 }
 
 /// Whether a child of `parent` runs with `word` in its command line.

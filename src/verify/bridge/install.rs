@@ -27,6 +27,16 @@ pub(in crate::verify) async fn verify_install(
     scenarios: &[Scenario],
     progress: bool,
 ) -> Result<InstallResult> {
+    // Node reads its argv as UTF-8: a path that is not would be read as another
+    // one (U+FFFD in place of each bad byte), a file someone else may have put there.
+    for path in [&install.file, &target.load] {
+        if path.to_str().is_none() {
+            return Err(Error::PathNotLoadable {
+                path: install.path.clone(),
+                url: crate::stage::file_url(&install.path),
+            });
+        }
+    }
     let mirror = if target.load == install.file {
         None
     } else {
