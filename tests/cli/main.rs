@@ -392,6 +392,7 @@ mod bridge_limits;
 mod dropped;
 mod evidence;
 mod gemini;
+mod gemini_classify;
 mod gemini_run;
 mod gemini_verify;
 mod harden;
