@@ -22,7 +22,7 @@ pub fn passed(name: &OsStr) -> bool {
 
 /// Clear `cmd`'s environment but for the variables [`passed`] lets through
 /// from mcpatch's, with HOME and TMPDIR `scratch`.
-pub fn clear(cmd: &mut tokio::process::Command, scratch: &Path) {
+pub fn clear(cmd: &mut std::process::Command, scratch: &Path) {
     cmd.env_clear();
     for (name, value) in std::env::vars_os() {
         if passed(&name) {

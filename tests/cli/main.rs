@@ -391,6 +391,7 @@ mod bridge;
 mod bridge_limits;
 mod dropped;
 mod evidence;
+mod full_output;
 mod gemini;
 mod gemini_classify;
 mod gemini_run;

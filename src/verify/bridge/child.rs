@@ -149,7 +149,7 @@ impl GroupChild {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         if let Environment::Cleared(scratch) = environment {
-            crate::verify::child_env::clear(&mut cmd, scratch);
+            crate::verify::child_env::clear(cmd.as_std_mut(), scratch);
         }
         cmd.envs(env.iter().map(|(k, v)| (k, v)))
             .env("MCP_CONFORMANCE_SCENARIO", scenario)
