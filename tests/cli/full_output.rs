@@ -28,8 +28,15 @@ fn help_and_version_into_a_full_device_fail_with_exit_2_and_say_why() {
     // Into a pipe they are whole, with exit 0.
     let o = sb.run(&["--version"]);
     assert_eq!(code(&o), 0);
-    assert_eq!(stdout(&o), format!("mcpatch {}\n", env!("CARGO_PKG_VERSION")));
+    assert_eq!(
+        stdout(&o),
+        format!("mcpatch {}\n", env!("CARGO_PKG_VERSION"))
+    );
     let o = sb.run(&["status", "--help"]);
     assert_eq!(code(&o), 0);
-    assert!(stdout(&o).contains("\nUsage: mcpatch status [OPTIONS]\n"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("\nUsage: mcpatch status [OPTIONS]\n"),
+        "{}",
+        stdout(&o)
+    );
 }

@@ -35,7 +35,14 @@ fn the_marker_in_a_comment_of_an_unpatched_chunk_is_not_patched_and_apply_patche
     assert_ne!(i["state"], "patched", "{i:#}");
     assert_eq!(i["target"], "gemini-cli", "{i:#}");
 
-    let o = sb.run(&["apply", "--yes", "--no-verify", "--json", "--path", pkg.to_str().unwrap()]);
+    let o = sb.run(&[
+        "apply",
+        "--yes",
+        "--no-verify",
+        "--json",
+        "--path",
+        pkg.to_str().unwrap(),
+    ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(json(&o)["changed"], true, "{}", stdout(&o));
     let text = std::fs::read_to_string(&file).unwrap();

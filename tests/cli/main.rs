@@ -403,6 +403,7 @@ mod look;
 mod mcp_remote;
 mod next_steps;
 mod probe;
+mod reach_budget;
 mod readme;
 mod real_servers;
 mod refusals;

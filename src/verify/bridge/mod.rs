@@ -7,10 +7,10 @@
 //! witness log and the answers that came back over stdio.
 
 pub(crate) mod child;
-mod orphans;
 mod drive;
 mod host;
 mod install;
+mod orphans;
 
 pub(super) use install::verify_install;
 

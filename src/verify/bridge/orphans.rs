@@ -102,11 +102,7 @@ fn stat_fields(pid: i32) -> Option<Vec<String>> {
 /// program still running: the orphans a checked program left behind.
 fn orphans(since: u64) -> Vec<i32> {
     let me = std::process::id() as i32;
-    let live = LIVE
-        .lock()
-        .ok()
-        .and_then(|l| l.clone())
-        .unwrap_or_default();
+    let live = LIVE.lock().ok().and_then(|l| l.clone()).unwrap_or_default();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
