@@ -176,6 +176,8 @@ pub struct RunSpec {
     pub policy: Policy,
     /// The fake server's MCP endpoint.
     pub url: String,
+    /// The secret of the fake server's control routes.
+    pub control_token: String,
 }
 
 /// What the harness reported of one run.
@@ -245,6 +247,7 @@ pub async fn run_all(
                 "plan": s.plan.as_str(),
                 "url": s.url,
                 "controlBase": s.url.trim_end_matches("/mcp"),
+                "controlToken": s.control_token,
                 "reconnect": s.policy.config(),
                 "deadlineMs": s.policy.deadline().as_millis() as u64,
                 "settleMs": s.policy.recycle_window().as_millis() as u64,
@@ -267,10 +270,13 @@ pub async fn run_all(
         "jobs": jobs.max(1),
         "runs": runs,
     });
+    // In a private file, not on the command line every local user can read:
+    // it holds the control routes' secrets.
+    let config_file = dir.write("config.json", config.to_string().as_bytes())?;
     let mut child = tokio::process::Command::new(&node.path)
         .arg(&script)
         .arg(crate::stage::file_url(target))
-        .arg(config.to_string())
+        .arg(&config_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

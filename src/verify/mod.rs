@@ -656,6 +656,7 @@ async fn verify_install(
             plan: scenario.plan,
             policy: *policy,
             url: server.url(),
+            control_token: server.control_token().to_string(),
         })
         .collect();
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
@@ -1085,9 +1086,11 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         let base = format!("http://{}", server.addr());
         crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
         crate::outln!("  MCP endpoint:  {}", server.url());
-        crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
-        crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
-        crate::outln!("  witness log:   curl {base}/control/witness");
+        // The control routes take this run's secret: other local users reach 127.0.0.1 too.
+        let auth = format!("-H 'Authorization: Bearer {}'", server.control_token());
+        crate::outln!("  drop sessions: press Enter, or  curl -X POST {auth} {base}/control/invalidate");
+        crate::outln!("  restart:       type r + Enter, or  curl -X POST {auth} {base}/control/restart");
+        crate::outln!("  witness log:   curl {auth} {base}/control/witness");
         crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();
         let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));

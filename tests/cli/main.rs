@@ -389,6 +389,7 @@ mod automation;
 mod backups;
 mod bridge;
 mod bridge_limits;
+mod control_secret;
 mod dropped;
 mod evidence;
 mod full_output;
