@@ -58,7 +58,12 @@ fn serve() -> Served {
         .unwrap_or_else(|| panic!("no endpoint in {banner:?}"));
     let token = banner
         .iter()
-        .find_map(|l| l.split_once("Bearer ")?.1.split_once('\'').map(|(t, _)| t.to_string()))
+        .find_map(|l| {
+            l.split_once("Bearer ")?
+                .1
+                .split_once('\'')
+                .map(|(t, _)| t.to_string())
+        })
         .unwrap_or_else(|| panic!("no token in {banner:?}"));
     Served {
         child,
@@ -97,7 +102,8 @@ fn control_routes_refuse_a_request_without_this_runs_token() {
     );
     let refused = (
         403,
-        "Forbidden: the control routes take this run's token (Authorization: Bearer TOKEN)\n".to_string(),
+        "Forbidden: the control routes take this run's token (Authorization: Bearer TOKEN)\n"
+            .to_string(),
     );
     let wrong = format!("Bearer {}", "0".repeat(32));
     for (method, path) in [
@@ -107,8 +113,16 @@ fn control_routes_refuse_a_request_without_this_runs_token() {
         ("GET", "/control/ready"),
         ("GET", "/control/witness"),
     ] {
-        assert_eq!(request(port, method, path, None), refused, "{method} {path}");
-        assert_eq!(request(port, method, path, Some(&wrong)), refused, "{method} {path}");
+        assert_eq!(
+            request(port, method, path, None),
+            refused,
+            "{method} {path}"
+        );
+        assert_eq!(
+            request(port, method, path, Some(&wrong)),
+            refused,
+            "{method} {path}"
+        );
         assert_eq!(
             request(port, method, path, Some(&token)),
             refused,

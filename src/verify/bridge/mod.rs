@@ -265,7 +265,7 @@ fn run_all(
         let mut signals = super::Interrupts::listen()?;
         tokio::select! {
             r = run_scenarios(opts, launch, chosen, results, progress) => r,
-            signal = signals.next() => Err(Error::BridgeInterrupted { signal }),
+            signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
         }
     })
 }

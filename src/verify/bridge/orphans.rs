@@ -11,6 +11,15 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+/// What an interrupted check can say it stopped: on Linux every process the
+/// program started (those it left behind became mcpatch's); elsewhere only
+/// its process group.
+pub const STOPPED: &str = if cfg!(target_os = "linux") {
+    "the bridge, every process it started and the fake server were stopped"
+} else {
+    "the bridge, the processes of its group and the fake server were stopped (a process it started in a group of its own may still run)"
+};
+
 /// Pids of the checked programs still running (each leads its own process
 /// group): a sweep never takes them, their owner waits for them.
 static LIVE: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
