@@ -13,11 +13,11 @@ use super::*;
 /// The environment variable that marks every process a test's verify starts.
 pub(super) const MARKER: &str = "MCPATCH_BRIDGE_TEST_MARKER";
 
-pub(super) fn node() -> PathBuf {
+fn node() -> PathBuf {
     node22_dir().join("node")
 }
 
-pub(super) fn quoted(p: &Path) -> String {
+fn quoted(p: &Path) -> String {
     let s = p.to_str().unwrap();
     assert!(!s.contains('\''), "{s}");
     format!("'{s}'")

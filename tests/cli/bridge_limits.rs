@@ -14,8 +14,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::bridge::{
-    fixture, marked_processes, node, processes_left, quoted, scenario, verdict, verify_bridge,
-    MARKER,
+    fixture, marked_processes, processes_left, scenario, verdict, verify_bridge, MARKER,
 };
 use super::mcp_remote::{copy_node_modules, json, output_within_five_minutes};
 use super::*;
