@@ -350,6 +350,23 @@ mod tests {
         );
     }
 
+    #[tokio::test]
+    async fn stderr_is_drained_to_its_end_lossily_with_each_line_held_within_a_bound() {
+        let mut input = b"ok\nbad \xff byte\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', STDERR_LINE_BYTES * 3));
+        input.extend(b"\n\xe2\x82\xac\nlast");
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        drain(&input[..], tail.clone()).await;
+        let t = tail.lock().unwrap();
+        assert_eq!(
+            t.text(),
+            format!(
+                "ok\nbad \u{fffd} byte\n{}…\n€\nlast",
+                "x".repeat(STDERR_LINE_CHARS)
+            )
+        );
+    }
+
     #[test]
     fn the_stderr_tail_keeps_the_last_lines_each_cut_to_length() {
         let mut t = StderrTail::default();
