@@ -1,5 +1,6 @@
 //! The one rule for the environment of a program mcpatch starts by itself to
-//! check an install (an installed bridge, gemini-cli's headless CLI):
+//! check an install (an installed bridge, gemini-cli's headless CLI, the
+//! harness that loads DSH's plugin):
 //! cleared, then only what running a program needs and tells no secret —
 //! PATH, the locale (LANG, LANGUAGE, LC_*) and TZ — with HOME and TMPDIR set
 //! to the check's scratch folder, so neither mcpatch's tokens and API keys

@@ -273,7 +273,10 @@ pub async fn run_all(
     // In a private file, not on the command line every local user can read:
     // it holds the control routes' secrets.
     let config_file = dir.write("config.json", config.to_string().as_bytes())?;
-    let mut child = tokio::process::Command::new(&node.path)
+    let mut cmd = tokio::process::Command::new(&node.path);
+    // The install's plugin runs in here: the one environment rule (child_env.rs).
+    crate::verify::child_env::clear(cmd.as_std_mut(), dir.path());
+    let mut child = cmd
         .arg(&script)
         .arg(crate::stage::file_url(target))
         .arg(&config_file)

@@ -277,6 +277,39 @@ fn an_installed_bridge_gets_a_cleared_environment_without_mcpatchs_tokens() {
 }
 
 #[test]
+fn the_dsh_plugin_harness_gets_the_same_cleared_environment() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let secret = format!("MCPATCH_TEST_API_KEY=sk-{}", std::process::id());
+    let (name, value) = secret.split_once('=').unwrap();
+    let mut cmd = sb.command(&["verify", "--json", "--scenario", "expired-404", "--path"]);
+    cmd.arg(&client).env(name, value).stdout(Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    let pid = child.id();
+    let mut saw_harness = false;
+    let mut leaked = Vec::new();
+    let started = Instant::now();
+    while child.try_wait().unwrap().is_none() && started.elapsed() < Duration::from_secs(120) {
+        saw_harness |= children_running(pid, "harness.mjs");
+        for found in processes_with_env(&secret, pid) {
+            if found.1.contains("harness.mjs") && !leaked.contains(&found) {
+                leaked.push(found);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(
+        json(&o)["installs"][0]["scenarios"][0]["verdict"],
+        "STUCK",
+        "{}",
+        stdout(&o)
+    );
+    assert!(saw_harness, "the harness was never seen running");
+    assert_eq!(leaked, vec![], "the token reached the plugin's harness");
+}
+
+#[test]
 fn a_daemon_the_bridge_starts_in_a_session_of_its_own_is_stopped_when_verify_ends() {
     let sb = Sandbox::new();
     // A TERM-ignoring daemon in a new session (so outside the bridge's process group).
