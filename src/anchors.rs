@@ -4,8 +4,11 @@
 //! manifest's `placeholder` pattern as `{{NAME}}`, that must each match exactly
 //! once in the file; each is replaced by its fragment with the captured
 //! identifiers put back in. A file the anchors do not fit is refused naming the
-//! anchor; a file holding the patch marker is already patched (apply is
-//! idempotent). The reference implementation is
+//! anchor. A file is patched (and apply leaves it alone) only when that is
+//! proven from its content, as DSH's diffs prove it: every replacement is in
+//! it exactly once, and putting each anchor's text back gives a file the
+//! anchors patch into exactly this one (the marker alone, say in a comment,
+//! proves nothing). The reference implementation is
 //! `test-fixtures/gemini-cli/apply-anchors.mjs`; the tests below hold this port
 //! to its outputs on the real releases.
 
@@ -35,6 +38,8 @@ pub struct Anchor {
     parts: Vec<Part>,
     /// The replacement: the fragment file's text minus its final newline.
     replace: String,
+    /// The replacement as a pattern, to find it in a patched file.
+    replace_parts: Vec<Part>,
 }
 
 /// A target's anchors and the marker every replacement carries.
@@ -266,6 +271,23 @@ impl Anchors {
                 ));
             }
             let parts = parse(&e.name, &e.lines.join("\n"))?;
+            let replace_parts = parse(&e.name, replace)
+                .map_err(|why| format!("{} as a pattern: {why}", e.replace))?;
+            // Every identifier the anchor captures is in its replacement, so a
+            // patched file gives the anchor's text back (is_patched's proof).
+            for p in &parts {
+                if let Part::Placeholder(name) = p {
+                    if !replace_parts
+                        .iter()
+                        .any(|r| matches!(r, Part::Placeholder(n) if n == name))
+                    {
+                        return Err(format!(
+                            "{} does not use {{{{{name}}}}}, which anchor `{}` captures",
+                            e.replace, e.name
+                        ));
+                    }
+                }
+            }
             for (_, _, name) in placeholders(replace) {
                 if !parts
                     .iter()
@@ -281,6 +303,7 @@ impl Anchors {
                 name: e.name.clone(),
                 parts,
                 replace: replace.to_string(),
+                replace_parts,
             });
         }
         Ok(Anchors {
@@ -310,9 +333,42 @@ impl Anchors {
         out
     }
 
-    /// Whether `src` holds the patch marker (patched by some mcpatch revision).
+    /// Whether `src` is proven patched: it holds every replacement exactly
+    /// once, and with each anchor's text put back in their place the anchors
+    /// patch it into `src` byte for byte.
     pub fn is_patched(&self, src: &str) -> bool {
-        src.contains(self.marker.as_str())
+        src.contains(self.marker.as_str()) && self.unpatched(src).is_some()
+    }
+
+    /// `src` with each replacement turned back into its anchor's text, when
+    /// `src` is exactly what the anchors make of that text.
+    fn unpatched(&self, src: &str) -> Option<String> {
+        let mut hits = Vec::new();
+        for a in &self.anchors {
+            let mut found = find_all(src, &a.replace_parts);
+            if found.len() != 1 {
+                return None;
+            }
+            hits.push((a, found.remove(0)));
+        }
+        hits.sort_by_key(|(_, (start, _, _))| *start);
+        if hits.windows(2).any(|w| w[1].1 .0 < w[0].1 .1) {
+            return None;
+        }
+        let mut base = String::with_capacity(src.len());
+        let mut last = 0;
+        for (a, (start, end, captures)) in &hits {
+            base.push_str(&src[last..*start]);
+            for part in &a.parts {
+                match part {
+                    Part::Literal(l) => base.push_str(l),
+                    Part::Placeholder(n) => base.push_str(captures.get(n)?),
+                }
+            }
+            last = *end;
+        }
+        base.push_str(&src[last..]);
+        (self.replace_all(&base).ok()? == src).then_some(base)
     }
 
     /// The first anchor that does not match `src` exactly once, if any.
@@ -350,6 +406,11 @@ impl Anchors {
         if self.is_patched(src) {
             return Ok(Applied::AlreadyPatched);
         }
+        self.replace_all(src).map(Applied::Patched)
+    }
+
+    /// Every anchor of `src` replaced by its fragment, all at once.
+    fn replace_all(&self, src: &str) -> Result<String, Refused> {
         let hits = self.hits(src)?;
         let mut out = String::with_capacity(src.len() + 16 * 1024);
         let mut last = 0;
@@ -359,7 +420,7 @@ impl Anchors {
             last = end;
         }
         out.push_str(&src[last..]);
-        Ok(Applied::Patched(out))
+        Ok(out)
     }
 }
 
@@ -469,6 +530,33 @@ mod tests {
         };
         assert_eq!(once, format!("f(); // {MARK}\n"));
         assert_eq!(a.apply(&once).unwrap(), Applied::AlreadyPatched);
+    }
+
+    #[test]
+    fn patched_is_proven_from_the_replacements_not_from_the_marker() {
+        let a = anchors(&[
+            ("a", &["f({{X}});"], &format!("f({{{{X}}}}); // {MARK}")),
+            ("b", &["g();"], &format!("g(); h(); // {MARK}")),
+        ])
+        .unwrap();
+        let src = "f(x1);\ng();\n";
+        let Applied::Patched(once) = a.apply(src).unwrap() else {
+            panic!("not patched")
+        };
+        assert!(a.is_patched(&once));
+        assert_eq!(a.unpatched(&once).as_deref(), Some(src));
+        // The marker in a comment of an unpatched text.
+        let commented = format!("{src}/* {MARK} */\n");
+        assert!(!a.is_patched(&commented));
+        assert_eq!(
+            a.apply(&commented).unwrap(),
+            Applied::Patched(format!("{once}/* {MARK} */\n"))
+        );
+        // One replacement only, or one edited.
+        assert!(!a.is_patched(&format!("f(x1); // {MARK}\ng();\n")));
+        assert!(!a.is_patched(&once.replace("h();", "h(1);")));
+        // A replacement twice.
+        assert!(!a.is_patched(&format!("{once}{once}")));
     }
 
     #[test]

@@ -190,6 +190,21 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
     }
     let text = text_of(bytes);
     if let Some(anchors) = &spec.anchors {
+        // Anchors are put into text: a file that is not UTF-8 would be
+        // matched on its lossy decoding, which is not what apply writes.
+        if let Err(e) = std::str::from_utf8(bytes) {
+            return Assessment {
+                next_step: spec.texts.reinstall_step,
+                ..of(
+                    State::Modified,
+                    None,
+                    Some(format!(
+                        "unknown revision; it is not UTF-8 text (byte {} is not), so the patch's content anchors cannot be put in",
+                        e.valid_up_to()
+                    )),
+                )
+            };
+        }
         return if anchors.is_patched(&text) {
             of(
                 State::Patched,

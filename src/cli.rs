@@ -245,8 +245,35 @@ pub fn parse() -> Cli {
         Some(ColorChoice::Never) => Cli::command().color(clap::ColorChoice::Never),
         _ => Cli::command(),
     };
-    let matches = command.get_matches_from(args);
-    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
+    let matches = command
+        .try_get_matches_from(args)
+        .unwrap_or_else(|e| exit_with(&e));
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| exit_with(&e))
+}
+
+/// What clap's `Error::exit` does (help and version to stdout with exit 0,
+/// usage errors to stderr with exit 2), except that help or a version that
+/// cannot be written (a full disk, /dev/full) is an error: exit 2, said on
+/// stderr. A reader that went away (a closed pipe) is no error of mcpatch's.
+fn exit_with(e: &clap::Error) -> ! {
+    use std::io::Write;
+    let written = e.print().and_then(|()| std::io::stdout().flush());
+    match written {
+        Err(io) if e.use_stderr() || io.kind() == std::io::ErrorKind::BrokenPipe => {}
+        Err(io) => {
+            let what = if e.kind() == clap::error::ErrorKind::DisplayVersion {
+                "the version"
+            } else {
+                "the help"
+            };
+            crate::errln!(
+                "error: cannot write {what} to standard output: {io}\nhelp: send it somewhere that can take it, e.g. `mcpatch --help | less` or `mcpatch --help > FILE` on a disk with room"
+            );
+            std::process::exit(i32::from(crate::exit_code::ERROR));
+        }
+        Ok(()) => {}
+    }
+    std::process::exit(e.exit_code())
 }
 
 /// The last `--color WHEN` or `--color=WHEN` before any `--`, if valid.

@@ -128,8 +128,12 @@ pub enum Error {
         source: std::io::Error,
     },
 
-    #[error("interrupted by {signal}: the check stopped; the bridge, every process it started and the fake server were stopped\nhelp: run `mcpatch verify --command ...` again to finish the check")]
-    BridgeInterrupted { signal: &'static str },
+    #[error("interrupted by {signal}: the check stopped; {stopped}\nhelp: run `mcpatch verify --command ...` again to finish the check")]
+    BridgeInterrupted {
+        signal: &'static str,
+        /// What was stopped, as far as this system lets mcpatch make sure.
+        stopped: &'static str,
+    },
 
     #[error("no scenario to run against a bridge:\n{}help: leave out --scenario, or name a scenario a bridge can run", left_out.iter().map(|s| format!("  - {s}\n")).collect::<String>())]
     BridgeNothingToRun { left_out: Vec<String> },

@@ -130,7 +130,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 json,
                 startup: startup_timeout,
                 verbose,
-                env: Vec::new(),
+                // The user's own command runs as the user would run it.
+                environment: verify::bridge::child::Environment::Inherited,
             })
         }
         Command::Verify {

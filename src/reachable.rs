@@ -4,7 +4,9 @@
 //! every relative import is followed (the static import block at the top of
 //! each chunk, and `import("./x.js")` anywhere), breadth-first, and the one
 //! reachable file that declares the class is the file. The reference is
-//! `test-fixtures/gemini-cli/reachable.mjs`.
+//! `test-fixtures/gemini-cli/reachable.mjs`. The scan is bounded: each real
+//! file (device and inode) is read once whatever names lead to it, at most
+//! [`MAX_FILES`] of them and [`MAX_TOTAL_BYTES`] in all.
 
 use std::collections::{HashSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
@@ -18,12 +20,29 @@ const MAX_CHUNK_BYTES: u64 = 64 * 1024 * 1024;
 /// Most files followed from one entry (a release has a few hundred chunks).
 const MAX_FILES: usize = 4096;
 
+/// Most bytes read in all from one entry (a release's whole bundle is about 100 MB).
+const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
+
 /// The one file reachable from `entry` (relative to `package_dir`) that holds
 /// `declares`, or why there is none.
 pub fn find(package_dir: &Path, entry: &str, declares: &str) -> Result<PathBuf, String> {
+    find_within(package_dir, entry, declares, MAX_TOTAL_BYTES)
+}
+
+/// [`find`], reading at most `budget` bytes in all.
+fn find_within(
+    package_dir: &Path,
+    entry: &str,
+    declares: &str,
+    budget: u64,
+) -> Result<PathBuf, String> {
+    use std::os::unix::fs::MetadataExt;
     let start = resolve(Path::new(""), entry)
         .ok_or_else(|| format!("the entry file {entry} is not in the package"))?;
     let mut seen: HashSet<PathBuf> = HashSet::new();
+    // Real files read (device, inode): another name for one adds nothing.
+    let mut read: HashSet<(u64, u64)> = HashSet::new();
+    let mut total: u64 = 0;
     let mut queue = VecDeque::from([start]);
     let mut holders = Vec::new();
     while let Some(rel) = queue.pop_front() {
@@ -36,8 +55,24 @@ pub fn find(package_dir: &Path, entry: &str, declares: &str) -> Result<PathBuf, 
             ));
         }
         let path = package_dir.join(&rel);
-        let (bytes, _) = identity::read_capped(&path, MAX_CHUNK_BYTES, true)
-            .map_err(|_| format!("{} (reachable from {entry}) cannot be read", rel.display()))?;
+        let unreadable = || format!("{} (reachable from {entry}) cannot be read", rel.display());
+        let meta = std::fs::metadata(&path).map_err(|_| unreadable())?;
+        if !read.insert((meta.dev(), meta.ino())) {
+            continue;
+        }
+        total = total.saturating_add(meta.len());
+        if total > budget {
+            let limit = if budget >= 1024 * 1024 {
+                format!("{} MB", budget / (1024 * 1024))
+            } else {
+                format!("{budget} bytes")
+            };
+            return Err(format!(
+                "the files reachable from {entry} hold more than {limit} in all; the scan stopped there"
+            ));
+        }
+        let (bytes, _) =
+            identity::read_capped(&path, MAX_CHUNK_BYTES, true).map_err(|_| unreadable())?;
         let src = crate::classify::text_of(&bytes);
         if src.contains(declares) {
             holders.push(rel.clone());
@@ -246,6 +281,55 @@ mod tests {
     fn dynamic_imports_are_relative_js_string_literals() {
         let src = "a = import(\"./x.js\"); b = await import( './y.js' ); c = import(`./z.js`); d = myimport(\"./w.js\"); e = import(\"./t.d.ts\"); f = import(\"pkg/a.js\")";
         assert_eq!(dynamic_imports(src), ["./x.js", "./y.js"]);
+    }
+
+    #[test]
+    fn each_real_file_is_read_once_and_the_total_is_capped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bundle");
+        std::fs::create_dir_all(&p).unwrap();
+        let imports: String = (0..50)
+            .map(|i| format!("import(\"./s{i}.js\");\n"))
+            .collect();
+        std::fs::write(p.join("gemini.js"), format!("run();\n{imports}")).unwrap();
+        std::fs::write(
+            p.join("big.js"),
+            format!("var McpClient = class {{\n}};\n{}", "x".repeat(1000)),
+        )
+        .unwrap();
+        for i in 0..50 {
+            std::os::unix::fs::symlink("big.js", p.join(format!("s{i}.js"))).unwrap();
+        }
+        // Fifty names of one file: read once, found once, well within 2 kB.
+        assert_eq!(
+            find_within(
+                dir.path(),
+                "bundle/gemini.js",
+                "var McpClient = class {",
+                2048
+            )
+            .unwrap(),
+            dir.path().join("bundle/s0.js")
+        );
+        // Distinct files beyond the budget stop the scan, saying so.
+        for i in 0..50 {
+            std::fs::remove_file(p.join(format!("s{i}.js"))).unwrap();
+            std::fs::write(p.join(format!("s{i}.js")), "y".repeat(100)).unwrap();
+        }
+        assert_eq!(
+            find_within(
+                dir.path(),
+                "bundle/gemini.js",
+                "var McpClient = class {",
+                2 * 1024 * 1024
+            )
+            .unwrap_err(),
+            "0 files reachable from bundle/gemini.js declare `var McpClient = class {`"
+        );
+        assert_eq!(
+            find_within(dir.path(), "bundle/gemini.js", "var McpClient = class {", 3000).unwrap_err(),
+            "the files reachable from bundle/gemini.js hold more than 3000 bytes in all; the scan stopped there"
+        );
     }
 
     #[test]

@@ -4,8 +4,10 @@
 // instance with a minimal host context pointed at its own fake MCP server. It
 // drives tool calls as each run's plan says and reports what the caller saw as
 // JSON lines on stdout. It talks to nothing but the fake servers.
-const [targetUrl, configJson] = process.argv.slice(2);
-const cfg = JSON.parse(configJson);
+import { readFileSync as readConfig } from "node:fs";
+// The config comes in a private file (it holds the control routes' secrets).
+const [targetUrl, configPath] = process.argv.slice(2);
+const cfg = JSON.parse(readConfig(configPath, "utf8"));
 const started = Date.now();
 const emit = (run, event, data = {}) =>
   process.stdout.write(JSON.stringify({ run, event, t: Date.now() - started, ...data }) + "\n");
@@ -158,8 +160,9 @@ async function runOne(r) {
       clearTimeout(watchdog);
     }
   }
+  const controlAuth = { authorization: `Bearer ${r.controlToken}` };
   const control = async (what, method = "POST") => {
-    const res = await fetch(`${r.controlBase}/control/${what}`, { method });
+    const res = await fetch(`${r.controlBase}/control/${what}`, { method, headers: controlAuth });
     const text = await res.text();
     emit(r.id, "control", { what, status: res.status });
     try { return JSON.parse(text); } catch { return text; }
@@ -169,7 +172,7 @@ async function runOne(r) {
     const until = Date.now() + 10_000;
     while (Date.now() < until) {
       try {
-        const res = await fetch(`${r.controlBase}/control/ready`);
+        const res = await fetch(`${r.controlBase}/control/ready`, { headers: controlAuth });
         if (res.ok && (await res.json()).generation >= g) return;
       } catch {}
       await sleep(10);
@@ -180,7 +183,7 @@ async function runOne(r) {
   async function witnessed(match) {
     const until = Date.now() + 5000;
     while (Date.now() < until) {
-      const w = await fetch(`${r.controlBase}/control/witness`).then((x) => x.json()).catch(() => []);
+      const w = await fetch(`${r.controlBase}/control/witness`, { headers: controlAuth }).then((x) => x.json()).catch(() => []);
       if (match(w)) return true;
       await sleep(5);
     }
@@ -301,7 +304,7 @@ async function runOne(r) {
       const reloaded = async (n) => {
         const until = Date.now() + knobs.everyMs + 10_000;
         while (Date.now() < until) {
-          const ready = await fetch(`${r.controlBase}/control/ready`).then((x) => x.json()).catch(() => ({}));
+          const ready = await fetch(`${r.controlBase}/control/ready`, { headers: controlAuth }).then((x) => x.json()).catch(() => ({}));
           if ((ready.reloads ?? 0) >= n) return true;
           await sleep(10);
         }

@@ -189,6 +189,8 @@ pub struct RunSpec {
     pub url: String,
     /// The server's reload cycle, for the `reload` plan.
     pub reload: Option<ReloadCycle>,
+    /// The secret of the fake server's control routes.
+    pub control_token: String,
 }
 
 impl RunSpec {
@@ -279,6 +281,7 @@ pub async fn run_all(
                 "plan": s.plan.as_str(),
                 "url": s.url,
                 "controlBase": s.url.trim_end_matches("/mcp"),
+                "controlToken": s.control_token,
                 "reconnect": s.policy.config(),
                 "deadlineMs": s.policy.deadline().as_millis() as u64,
                 "settleMs": s.policy.recycle_window().as_millis() as u64,
@@ -302,10 +305,16 @@ pub async fn run_all(
         "jobs": jobs.max(1),
         "runs": runs,
     });
-    let mut child = tokio::process::Command::new(&node.path)
+    // In a private file, not on the command line every local user can read:
+    // it holds the control routes' secrets.
+    let config_file = dir.write("config.json", config.to_string().as_bytes())?;
+    let mut cmd = tokio::process::Command::new(&node.path);
+    // The install's plugin runs in here: the one environment rule (child_env.rs).
+    crate::verify::child_env::clear(cmd.as_std_mut(), dir.path());
+    let mut child = cmd
         .arg(&script)
         .arg(crate::stage::file_url(target))
-        .arg(config.to_string())
+        .arg(&config_file)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod checks;
+pub(crate) mod child_env;
 mod gemini_cli;
 pub mod harness;
 mod mirror;
@@ -678,6 +679,7 @@ async fn verify_install(
             policy: *policy,
             url: server.url(),
             reload: scenario.behaviour.reload,
+            control_token: server.control_token().to_string(),
         })
         .collect();
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
@@ -1103,16 +1105,18 @@ pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
         let base = format!("http://{}", server.addr());
         crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
         crate::outln!("  MCP endpoint:  {}", server.url());
-        crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
-        crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
+        // The control routes take this run's secret: other local users reach 127.0.0.1 too.
+        let auth = format!("-H 'Authorization: Bearer {}'", server.control_token());
+        crate::outln!("  drop sessions: press Enter, or  curl -X POST {auth} {base}/control/invalidate");
+        crate::outln!("  restart:       type r + Enter, or  curl -X POST {auth} {base}/control/restart");
         if let Some(c) = chosen.behaviour.reload {
             crate::outln!(
-                "  reloads:       curl -X POST {base}/control/reload (every {} s, {} times; curl {base}/control/ready counts them)",
+                "  reloads:       curl -X POST {auth} {base}/control/reload (every {} s, {} times; curl {auth} {base}/control/ready counts them)",
                 c.every.as_secs(),
                 c.times
             );
         }
-        crate::outln!("  witness log:   curl {base}/control/witness");
+        crate::outln!("  witness log:   curl {auth} {base}/control/witness");
         crate::outln!("  quit:          Ctrl-C");
         let _ = std::io::stdout().flush();
         let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));

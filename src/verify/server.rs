@@ -267,6 +267,31 @@ struct Shared {
     reloads: Arc<AtomicU32>,
     /// The reload cycle, once started.
     reload_task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The secret every `/control/*` request must carry (`Authorization: Bearer
+    /// TOKEN`): another local user can reach 127.0.0.1 but not this.
+    control_token: String,
+}
+
+/// The header value a control request must carry.
+pub const CONTROL_HEADER: &str = "Authorization";
+
+/// A fresh secret for one server's control routes: 128 bits from the
+/// kernel's random source, in hex.
+fn new_control_token() -> Result<String> {
+    use std::io::Read;
+    let source = std::path::Path::new("/dev/urandom");
+    let mut bytes = [0u8; 16];
+    std::fs::File::open(source)
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .map_err(|e| {
+            Error::io(
+                "read",
+                source,
+                e,
+                "mcpatch needs the kernel's random source for the fake server's control secret",
+            )
+        })?;
+    Ok(hex::encode(bytes))
 }
 
 /// Lock a mutex, carrying on with the data if a holder panicked (the data stays consistent:
@@ -415,6 +440,7 @@ impl FakeServer {
         port: u16,
     ) -> Result<FakeServer> {
         let (listener, addr) = bind_loopback(port).await?;
+        let control_token = new_control_token()?;
         let shared = Arc::new(Shared {
             started: Instant::now(),
             behaviour,
@@ -433,6 +459,7 @@ impl FakeServer {
             generation: AtomicU64::new(1),
             reloads: Arc::new(AtomicU32::new(0)),
             reload_task: Mutex::new(None),
+            control_token,
         });
         let runtime_task = tokio::spawn(supervise(listener, addr, shared.clone()));
         Ok(FakeServer {
@@ -449,6 +476,11 @@ impl FakeServer {
     /// The MCP endpoint.
     pub fn url(&self) -> String {
         format!("http://{}/mcp", self.addr)
+    }
+
+    /// The secret the control routes take (`Authorization: Bearer TOKEN`).
+    pub fn control_token(&self) -> &str {
+        &self.shared.control_token
     }
 
     /// Drop every session now.
@@ -719,14 +751,20 @@ impl AsyncWrite for StallLimited {
 }
 
 fn router(shared: Arc<Shared>) -> Router {
-    Router::new()
-        .route("/mcp", any(mcp))
+    let control = Router::new()
         .route("/control/invalidate", post(control_invalidate))
         .route("/control/restart", post(control_restart))
         .route("/control/hold", post(control_hold))
         .route("/control/reload", post(control_reload))
         .route("/control/ready", get(control_ready))
         .route("/control/witness", get(control_witness))
+        .layer(middleware::from_fn_with_state(
+            shared.clone(),
+            with_control_token,
+        ));
+    Router::new()
+        .route("/mcp", any(mcp))
+        .merge(control)
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             loopback_only,
@@ -820,6 +858,53 @@ async fn loopback_only(
     (
         StatusCode::FORBIDDEN,
         format!("Forbidden: {what} is not loopback\n"),
+    )
+        .into_response()
+}
+
+/// Whether `a` and `b` are equal, in a time that does not depend on where they differ.
+fn same_secret(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+/// Refuse a control request that does not carry this server's token: the
+/// loopback address is open to every local user, the token only to this run.
+async fn with_control_token(
+    State(shared): State<Arc<Shared>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let expected = format!("Bearer {}", shared.control_token);
+    let given = request.headers().get_all(header::AUTHORIZATION);
+    let mut values = given.iter();
+    let ok = match (values.next(), values.next()) {
+        (Some(v), None) => same_secret(v.as_bytes(), expected.as_bytes()),
+        _ => false,
+    };
+    if ok {
+        return next.run(request).await;
+    }
+    let now = shared.now_ms();
+    shared.log(WitnessEntry {
+        seq: 0,
+        t_ms: now,
+        answered_ms: now,
+        http_method: request.method().to_string(),
+        rpc_method: None,
+        session_sent: None,
+        status: 403,
+        session_issued: None,
+        call_id: None,
+        executed: None,
+        call_ok: None,
+        note: Some(format!(
+            "refused: {} without this run's control token",
+            crate::output::clean(request.uri().path())
+        )),
+    });
+    (
+        StatusCode::FORBIDDEN,
+        "Forbidden: the control routes take this run's token (Authorization: Bearer TOKEN)\n",
     )
         .into_response()
 }

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::*;
 
 /// The environment variable that marks every process a test's verify starts.
-const MARKER: &str = "MCPATCH_BRIDGE_TEST_MARKER";
+pub(super) const MARKER: &str = "MCPATCH_BRIDGE_TEST_MARKER";
 
 fn node() -> PathBuf {
     node22_dir().join("node")
@@ -24,12 +24,12 @@ fn quoted(p: &Path) -> String {
 }
 
 /// The command line of the fixture bridge in `mode`.
-fn fixture(mode: &str) -> String {
+pub(super) fn fixture(mode: &str) -> String {
     fixture_with(&format!("{mode} "))
 }
 
 /// The fixture bridge's command line with `args` (ending in a space) before the SDK's folder.
-fn fixture_with(args: &str) -> String {
+pub(super) fn fixture_with(args: &str) -> String {
     let sdk = cache().join("mcp-servers").join(format!("ts-sdk-{TS_SDK}"));
     assert!(
         sdk.join(".done").is_file(),
@@ -61,7 +61,7 @@ fn mcp_remote(version: &str) -> String {
 }
 
 /// `verify --json --command CMD --scenario ...`, with every process it starts marked.
-fn verify_bridge(
+pub(super) fn verify_bridge(
     sb: &Sandbox,
     command: &str,
     scenarios: &[&str],
@@ -85,7 +85,7 @@ fn verify_bridge(
     (o, v, took)
 }
 
-fn scenario<'a>(v: &'a Value, name: &str) -> &'a Value {
+pub(super) fn scenario<'a>(v: &'a Value, name: &str) -> &'a Value {
     v["scenarios"]
         .as_array()
         .unwrap()
@@ -94,7 +94,7 @@ fn scenario<'a>(v: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no scenario {name} in {v:#}"))
 }
 
-fn verdict(v: &Value, name: &str) -> String {
+pub(super) fn verdict(v: &Value, name: &str) -> String {
     scenario(v, name)["verdict"].as_str().unwrap().to_string()
 }
 
@@ -128,7 +128,7 @@ fn both_checks(renegotiate: &str, continues: &str) -> Vec<(String, String)> {
 
 /// [`marked_processes`] once the kernel has finished the ones mcpatch killed
 /// (SIGKILL was sent before it exited), waiting a little, bounded.
-fn processes_left(marker: &Path) -> Vec<(u32, String)> {
+pub(super) fn processes_left(marker: &Path) -> Vec<(u32, String)> {
     let mut left = marked_processes(marker);
     for _ in 0..400 {
         if left.is_empty() {
@@ -141,7 +141,7 @@ fn processes_left(marker: &Path) -> Vec<(u32, String)> {
 }
 
 /// Live (not zombie) processes whose environment holds `marker`: pid and command line.
-fn marked_processes(marker: &Path) -> Vec<(u32, String)> {
+pub(super) fn marked_processes(marker: &Path) -> Vec<(u32, String)> {
     let needle = format!("{MARKER}={}", marker.display());
     std::fs::read_dir("/proc")
         .unwrap()

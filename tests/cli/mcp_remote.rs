@@ -57,7 +57,7 @@ fn chunk_of(version: &str) -> String {
 
 /// Copy the fetched project's `node_modules` to `dest` (dependencies hard-linked,
 /// mcp-remote itself a real copy) and return mcp-remote's package folder.
-fn copy_node_modules(version: &str, dest: &Path) -> PathBuf {
+pub(super) fn copy_node_modules(version: &str, dest: &Path) -> PathBuf {
     let src = fetched_project(version).join("node_modules");
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
     let st = std::process::Command::new("cp")
@@ -111,7 +111,7 @@ fn tree(dir: &Path) -> BTreeMap<PathBuf, String> {
     out
 }
 
-fn json(o: &Output) -> Value {
+pub(super) fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not one JSON document ({e}): {}{}", stdout(o), stderr(o)))
 }
@@ -425,7 +425,7 @@ fn verify_answers(sb: &Sandbox, args: &[&str]) -> (Output, Value) {
 }
 
 /// Run a command, failing the test if it has not finished after five minutes (a hang).
-fn output_within_five_minutes(cmd: std::process::Command) -> Output {
+pub(super) fn output_within_five_minutes(cmd: std::process::Command) -> Output {
     output_within(cmd, std::time::Duration::from_secs(300), "mcpatch verify")
 }
 

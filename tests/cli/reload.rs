@@ -252,8 +252,17 @@ async fn the_fake_server_forgets_every_session_on_each_reload_only_once_started_
     };
     let server = FakeServer::start(behaviour, 0).await.unwrap();
     let ready = format!("http://{}/control/ready", server.addr());
+    let token = format!("Bearer {}", server.control_token());
     let reloads = || async {
-        let v: Value = reqwest::get(&ready).await.unwrap().json().await.unwrap();
+        let v: Value = reqwest::Client::new()
+            .get(&ready)
+            .header("Authorization", &token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
         v["reloads"].as_u64().unwrap()
     };
     // Nothing happens before the plan starts the cycle.

@@ -46,6 +46,11 @@ async fn start(limits: ServerLimits) -> FakeServer {
         .unwrap()
 }
 
+/// The `Authorization` value the server's control routes take.
+fn bearer(server: &FakeServer) -> String {
+    format!("Bearer {}", server.control_token())
+}
+
 /// A normal HTTP client (reqwest), never routed through a proxy.
 fn http() -> reqwest::Client {
     reqwest::Client::builder().no_proxy().build().unwrap()
@@ -306,8 +311,9 @@ async fn a_request_without_a_loopback_host_is_refused_over_raw_http() {
         raw_exchange(
             &server,
             &format!(
-                "GET http://127.0.0.1:{}/control/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
-                server.addr().port()
+                "GET http://127.0.0.1:{}/control/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+                server.addr().port(),
+                server.control_token()
             )
         )
         .await,
@@ -331,7 +337,12 @@ async fn loopback_hosts_and_origins_pass() {
         "[::1]".to_string(),
         format!("[::1]:{port}"),
     ] {
-        let (status, body) = answer(http.get(&ready).header("host", &host)).await;
+        let (status, body) = answer(
+            http.get(&ready)
+                .header("host", &host)
+                .header("authorization", bearer(&server)),
+        )
+        .await;
         assert_eq!(
             (status, body.as_str()),
             (200, r#"{"generation":1}"#),
@@ -535,7 +546,10 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
     let mut conn = connect(&server).await;
     // Two requests at once on one connection: it is kept alive after the
     // first answer, then idles after the second.
-    let ready = "GET /control/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+    let ready = format!(
+        "GET /control/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: {}\r\n\r\n",
+        bearer(&server)
+    );
     conn.write_all(ready.repeat(2).as_bytes()).await.unwrap();
     let answers = read_to_close(&mut conn, BOUND).await;
     let one_answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 16\r\n\r\n{\"generation\":1}";
@@ -566,7 +580,10 @@ async fn many_idle_connections_are_closed_and_a_normal_client_is_still_answered(
     let http = http_no_keepalive();
     let (status, body) = tokio::time::timeout(
         bound,
-        answer(http.get(format!("http://{}/control/ready", server.addr()))),
+        answer(
+            http.get(format!("http://{}/control/ready", server.addr()))
+                .header("authorization", bearer(&server)),
+        ),
     )
     .await
     .unwrap_or_else(|_| panic!("a normal client was not answered within {bound:?}"));
@@ -854,7 +871,9 @@ async fn a_client_that_stops_reading_its_answers_is_cut_off_and_frees_its_slot()
         stuck_write
     });
     // The only connection slot is taken until the server gives up on the stuck client.
-    let ready = http.get(format!("http://{}/control/ready", server.addr()));
+    let ready = http
+        .get(format!("http://{}/control/ready", server.addr()))
+        .header("authorization", bearer(&server));
     let (status, body) = tokio::time::timeout(BOUND, answer(ready))
         .await
         .unwrap_or_else(|_| panic!("a normal client was not answered within {BOUND:?}"));
@@ -868,6 +887,8 @@ async fn a_client_that_stops_reading_its_answers_is_cut_off_and_frees_its_slot()
 struct Serve {
     child: std::process::Child,
     port: u16,
+    /// The secret of its control routes, from its banner.
+    token: String,
     _sandbox: super::Sandbox,
 }
 
@@ -898,29 +919,39 @@ impl Serve {
         let mut child = command.spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
-        // Read the port from the banner, then keep draining the console so it never blocks.
+        // Read the port and the control token from the banner, then keep
+        // draining the console so it never blocks.
         std::thread::spawn(move || {
             let mut tx = Some(tx);
+            let mut port = None;
             for line in std::io::BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if let Some(url) = line.trim().strip_prefix("MCP endpoint:") {
-                    let port = url
+                    port = url
                         .trim()
                         .trim_start_matches("http://127.0.0.1:")
                         .trim_end_matches("/mcp")
-                        .parse::<u16>();
-                    if let (Some(tx), Ok(port)) = (tx.take(), port) {
-                        let _ = tx.send(port);
+                        .parse::<u16>()
+                        .ok();
+                }
+                let token = line
+                    .split_once("Bearer ")
+                    .and_then(|(_, rest)| rest.split_once('\''))
+                    .map(|(token, _)| token.to_string());
+                if let (Some(p), Some(token)) = (port, token) {
+                    if let Some(tx) = tx.take() {
+                        let _ = tx.send((p, token));
                     }
                 }
             }
         });
-        let port = rx
+        let (port, token) = rx
             .recv_timeout(Duration::from_secs(30))
-            .expect("mcpatch serve did not print its MCP endpoint");
+            .expect("mcpatch serve did not print its MCP endpoint and control token");
         Serve {
             child,
             port,
+            token,
             _sandbox: sandbox,
         }
     }
@@ -965,7 +996,11 @@ async fn serve_out_of_descriptors_neither_spins_nor_stops_answering() {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], serve.port));
     let ready = format!("http://{addr}/control/ready");
     let http = http_no_keepalive();
-    let (status, body) = answer(http.get(&ready)).await;
+    let (status, body) = answer(
+        http.get(&ready)
+            .header("authorization", format!("Bearer {}", serve.token)),
+    )
+    .await;
     assert_eq!((status, body.as_str()), (200, r#"{"generation":1}"#));
     // More idle connections than the server has descriptors for: it accepts
     // until none is left, the rest wait in the backlog and accept fails.
@@ -996,7 +1031,13 @@ async fn serve_out_of_descriptors_neither_spins_nor_stops_answering() {
     // backlog), then the idle clients leave: it is answered.
     let mut waiting = TcpStream::connect(addr).await.unwrap();
     waiting
-        .write_all(b"GET /control/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        .write_all(
+            format!(
+                "GET /control/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer {}\r\nConnection: close\r\n\r\n",
+                serve.token
+            )
+            .as_bytes(),
+        )
         .await
         .unwrap();
     drop(idle);

@@ -434,7 +434,7 @@ fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
         "{url}"
     );
     assert!(
-        lines[2].contains("press Enter, or  curl -X POST http://127.0.0.1:"),
+        lines[2].contains("press Enter, or  curl -X POST -H 'Authorization: Bearer "),
         "{}",
         lines[2]
     );

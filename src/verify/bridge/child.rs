@@ -1,15 +1,20 @@
 //! The bridge under test as a child process: its command line parsed with
 //! shell quoting rules (no shell runs it), the fake server's URL put in, run
 //! in a process group of its own so that everything it starts (an `npx`
-//! download, the node it execs) is killed with it, and reaped on every path,
-//! drop and unwinding included.
+//! download, the node it execs) is killed with it, what it leaves behind
+//! outside the group killed too (orphans.rs), and reaped on every path, drop
+//! and unwinding included. Its stderr is drained as it comes, each line cut
+//! to a bounded length and decoded lossily, so no output stops the draining.
 
 use std::collections::VecDeque;
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
+
+use super::orphans;
 
 use crate::error::{Error, Result};
 
@@ -19,6 +24,8 @@ pub const URL_PLACEHOLDER: &str = "{url}";
 pub const STDERR_LINES: usize = 200;
 /// Longest stderr line kept; longer lines are cut and end with `…`.
 const STDERR_LINE_CHARS: usize = 1000;
+/// Bytes of one stderr line held while it is read (the rest until its end is dropped).
+const STDERR_LINE_BYTES: usize = 4 * STDERR_LINE_CHARS;
 
 /// Split `command` into a program and its arguments, as a POSIX shell would
 /// split it (quotes and backslashes), without running a shell.
@@ -36,16 +43,22 @@ pub fn parse(command: &str) -> Result<Vec<String>> {
     Ok(words)
 }
 
-/// The argv to run: `{url}` replaced where an argument holds it, else the URL
-/// appended as the last argument (the conformance suite's convention).
-pub fn with_url(words: &[String], url: &str) -> Vec<String> {
+/// The argv to run the user's `--command` words: `{url}` replaced where an
+/// argument holds it, else the URL appended as the last argument (the
+/// conformance suite's convention).
+pub fn with_url(words: &[String], url: &str) -> Vec<OsString> {
     if words.iter().any(|w| w.contains(URL_PLACEHOLDER)) {
         words
             .iter()
-            .map(|w| w.replace(URL_PLACEHOLDER, url))
+            .map(|w| w.replace(URL_PLACEHOLDER, url).into())
             .collect()
     } else {
-        words.iter().cloned().chain([url.to_string()]).collect()
+        words
+            .iter()
+            .cloned()
+            .chain([url.to_string()])
+            .map(OsString::from)
+            .collect()
     }
 }
 
@@ -58,6 +71,16 @@ pub struct StderrTail {
 }
 
 impl StderrTail {
+    /// Keep one line read as bytes (`cut`: bytes after the first
+    /// [`STDERR_LINE_BYTES`] were dropped), decoded lossily.
+    fn push_bytes(&mut self, bytes: &[u8], cut: bool) {
+        let mut line = String::from_utf8_lossy(bytes).into_owned();
+        if cut && line.chars().count() <= STDERR_LINE_CHARS {
+            line.push('…');
+        }
+        self.push(line);
+    }
+
     fn push(&mut self, line: String) {
         let line = if line.chars().count() > STDERR_LINE_CHARS {
             let mut cut: String = line.chars().take(STDERR_LINE_CHARS).collect();
@@ -98,22 +121,40 @@ pub struct GroupChild {
     pgid: Option<i32>,
     pub stderr: Arc<Mutex<StderrTail>>,
     stderr_task: Option<tokio::task::JoinHandle<()>>,
+    /// When the child started (clock ticks after boot): what mcpatch got as
+    /// orphans from then on was left behind by it.
+    since: Option<u64>,
+}
+
+/// Where a child's environment comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Environment {
+    /// mcpatch's own, whole (the user's own `--command`).
+    Inherited,
+    /// Cleared but for the variables [`crate::verify::child_env`] lets through,
+    /// HOME and TMPDIR the given scratch folder (what mcpatch starts by itself).
+    Cleared(std::path::PathBuf),
 }
 
 impl GroupChild {
-    /// Start `argv` with piped stdio and the conformance suite's variables set.
+    /// Start `argv` with piped stdio, in `environment`, with `env` and the
+    /// conformance suite's variables set.
     pub fn spawn(
-        argv: &[String],
+        argv: &[OsString],
         scenario: &str,
         protocol_version: &str,
-        env: &[(String, std::ffi::OsString)],
+        environment: &Environment,
+        env: &[(String, OsString)],
     ) -> Result<(GroupChild, ChildStdin, ChildStdout)> {
         let mut cmd = tokio::process::Command::new(&argv[0]);
-        cmd.args(&argv[1..])
-            .envs(env.iter().map(|(k, v)| (k, v)))
+        cmd.args(&argv[1..]);
+        if let Environment::Cleared(scratch) = environment {
+            crate::verify::child_env::clear(cmd.as_std_mut(), scratch);
+        }
+        cmd.envs(env.iter().map(|(k, v)| (k, v)))
             .env("MCP_CONFORMANCE_SCENARIO", scenario)
             .env("MCP_CONFORMANCE_PROTOCOL_VERSION", protocol_version);
-        Self::spawn_command(cmd, &argv[0])
+        Self::spawn_command(cmd, &argv[0].to_string_lossy())
     }
 
     /// Start `cmd` (`program` names it in errors) with piped stdio, leading a process group of its own.
@@ -127,31 +168,36 @@ impl GroupChild {
             .kill_on_drop(true);
         #[cfg(unix)]
         cmd.process_group(0);
+        orphans::become_subreaper();
+        #[cfg(target_os = "linux")]
+        // SAFETY: the hook runs between fork and exec and makes only
+        // async-signal-safe calls (see orphans::in_child_before_exec).
+        unsafe {
+            cmd.pre_exec(orphans::in_child_before_exec);
+        }
         let mut child = cmd.spawn().map_err(|source| Error::BridgeSpawn {
             program: program.to_string(),
             source,
         })?;
         let pgid = child.id().and_then(|p| i32::try_from(p).ok());
+        if let Some(pid) = pgid {
+            orphans::register(pid);
+        }
+        let since = pgid.and_then(orphans::start_ticks);
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");
         let stderr = child.stderr.take().expect("piped stderr");
         let tail = Arc::new(Mutex::new(StderrTail::default()));
         let kept = tail.clone();
         // Drained as it comes, so a chatty bridge never blocks on a full pipe.
-        let stderr_task = tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                if let Ok(mut t) = kept.lock() {
-                    t.push(line);
-                }
-            }
-        });
+        let stderr_task = tokio::spawn(drain(BufReader::new(stderr), kept));
         Ok((
             GroupChild {
                 child,
                 pgid,
                 stderr: tail,
                 stderr_task: Some(stderr_task),
+                since,
             },
             stdin,
             stdout,
@@ -176,7 +222,12 @@ impl GroupChild {
         }
         if status.is_some() {
             // Reaped, its group killed: nothing is left to signal (and the id may be reused).
-            self.pgid = None;
+            if let Some(pid) = self.pgid.take() {
+                orphans::unregister(pid);
+            }
+        }
+        if let Some(since) = self.since {
+            orphans::sweep(since);
         }
         status
     }
@@ -210,9 +261,45 @@ impl Drop for GroupChild {
                     libc::waitpid(pid, &mut status, 0);
                 }
             }
+            orphans::unregister(pid);
+        }
+        if let Some(since) = self.since {
+            orphans::sweep(since);
         }
         if let Some(task) = self.stderr_task.take() {
             task.abort();
+        }
+    }
+}
+
+/// Read `stderr` to its end into `tail`, line by line: at most
+/// [`STDERR_LINE_BYTES`] of a line are held, any bytes (not UTF-8 too) are taken.
+async fn drain(mut stderr: impl AsyncBufRead + Unpin, tail: Arc<Mutex<StderrTail>>) {
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = false;
+    loop {
+        let buf = match stderr.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(buf) => buf,
+        };
+        let end = buf.iter().position(|b| *b == b'\n');
+        let part = &buf[..end.unwrap_or(buf.len())];
+        let room = STDERR_LINE_BYTES.saturating_sub(line.len());
+        cut |= part.len() > room;
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        let used = end.map_or(buf.len(), |at| at + 1);
+        stderr.consume(used);
+        if end.is_some() {
+            if let Ok(mut t) = tail.lock() {
+                t.push_bytes(&line, cut);
+            }
+            line.clear();
+            cut = false;
+        }
+    }
+    if !line.is_empty() || cut {
+        if let Ok(mut t) = tail.lock() {
+            t.push_bytes(&line, cut);
         }
     }
 }
@@ -249,16 +336,34 @@ mod tests {
     #[test]
     fn the_url_replaces_the_placeholder_or_comes_last() {
         let w = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let o = |s: &[&str]| s.iter().map(OsString::from).collect::<Vec<_>>();
         assert_eq!(
             with_url(
                 &w(&["mcp-remote", "--transport", "http-only"]),
                 "http://h/mcp"
             ),
-            w(&["mcp-remote", "--transport", "http-only", "http://h/mcp"])
+            o(&["mcp-remote", "--transport", "http-only", "http://h/mcp"])
         );
         assert_eq!(
             with_url(&w(&["bridge", "--url={url}", "--quiet"]), "http://h/mcp"),
-            w(&["bridge", "--url=http://h/mcp", "--quiet"])
+            o(&["bridge", "--url=http://h/mcp", "--quiet"])
+        );
+    }
+
+    #[tokio::test]
+    async fn stderr_is_drained_to_its_end_lossily_with_each_line_held_within_a_bound() {
+        let mut input = b"ok\nbad \xff byte\n".to_vec();
+        input.extend(std::iter::repeat_n(b'x', STDERR_LINE_BYTES * 3));
+        input.extend(b"\n\xe2\x82\xac\nlast");
+        let tail = Arc::new(Mutex::new(StderrTail::default()));
+        drain(&input[..], tail.clone()).await;
+        let t = tail.lock().unwrap();
+        assert_eq!(
+            t.text(),
+            format!(
+                "ok\nbad \u{fffd} byte\n{}…\n€\nlast",
+                "x".repeat(STDERR_LINE_CHARS)
+            )
         );
     }
 

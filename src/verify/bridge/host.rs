@@ -2,7 +2,9 @@
 //! JSON-RPC over the bridge's stdin and stdout, as MCP's stdio transport says.
 //! Requests go out with ids of their own; a reader task matches the answers,
 //! answers the bridge's own requests (ping, roots/list), and notices when the
-//! bridge's stdout ends. Every wait is bounded by the caller.
+//! bridge's stdout ends. Every wait is bounded by the caller, and so is what
+//! waits to be written: a bridge that floods requests and reads no answer
+//! gets at most [`REPLIES_QUEUED`] answers queued, the rest dropped.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -18,6 +20,11 @@ use tokio::sync::oneshot;
 const MAX_LINE_BYTES: u64 = 4 << 20;
 /// Lines on the bridge's stdout that were no JSON-RPC message, kept for the report.
 const STRAY_LINES: usize = 20;
+/// Answers to the bridge's own requests waiting to be written; more are dropped.
+const REPLIES_QUEUED: usize = 32;
+/// Noted once when an answer to the bridge was dropped.
+const REPLIES_DROPPED: &str =
+    "(answers to the bridge's own requests were dropped: it did not read its stdin)";
 
 /// Why a request got no answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +46,7 @@ pub struct Host {
     /// Lines on stdout that were not JSON-RPC messages.
     pub stray: Arc<Mutex<Vec<String>>>,
     reader: tokio::task::JoinHandle<()>,
+    writer: tokio::task::JoinHandle<()>,
 }
 
 impl Host {
@@ -47,9 +55,19 @@ impl Host {
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
         let stray: Arc<Mutex<Vec<String>>> = Arc::default();
+        let (replies, mut queued) = tokio::sync::mpsc::channel::<Value>(REPLIES_QUEUED);
+        // One writer for the answers, so reading stdout never waits on stdin.
+        let out = stdin.clone();
+        let writer = tokio::spawn(async move {
+            while let Some(reply) = queued.recv().await {
+                if !write_line(&out, &reply).await {
+                    break;
+                }
+            }
+        });
         let reader = tokio::spawn(read_loop(
             stdout,
-            stdin.clone(),
+            replies,
             pending.clone(),
             closed.clone(),
             stray.clone(),
@@ -61,6 +79,7 @@ impl Host {
             closed,
             stray,
             reader,
+            writer,
         }
     }
 
@@ -119,6 +138,7 @@ impl Host {
 impl Drop for Host {
     fn drop(&mut self) {
         self.reader.abort();
+        self.writer.abort();
     }
 }
 
@@ -131,7 +151,7 @@ async fn write_line(stdin: &tokio::sync::Mutex<ChildStdin>, message: &Value) -> 
 
 async fn read_loop(
     stdout: ChildStdout,
-    stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
+    replies: tokio::sync::mpsc::Sender<Value>,
     pending: Pending,
     closed: Arc<AtomicBool>,
     stray: Arc<Mutex<Vec<String>>>,
@@ -172,7 +192,7 @@ async fn read_loop(
             keep_stray(&stray, text.to_string());
             continue;
         };
-        handle(&msg, &stdin, &pending, &stray);
+        handle(&msg, &replies, &pending, &stray);
     }
     closed.store(true, Ordering::SeqCst);
     // Every request still waiting learns that no answer will come.
@@ -183,7 +203,7 @@ async fn read_loop(
 
 fn handle(
     msg: &Value,
-    stdin: &Arc<tokio::sync::Mutex<ChildStdin>>,
+    replies: &tokio::sync::mpsc::Sender<Value>,
     pending: &Pending,
     stray: &Mutex<Vec<String>>,
 ) {
@@ -198,9 +218,10 @@ fn handle(
                 _ => json!({"jsonrpc": "2.0", "id": id,
                     "error": {"code": -32601, "message": format!("method not found: {method}")}}),
             };
-            // Written aside, so reading stdout never waits on a request being written.
-            let stdin = stdin.clone();
-            tokio::spawn(async move { write_line(&stdin, &reply).await });
+            // Written aside by the writer; dropped when it has a full queue.
+            if replies.try_send(reply).is_err() {
+                keep_stray_once(stray, REPLIES_DROPPED);
+            }
         }
         // A notification (progress, list changed, a log message): nothing to do.
         (Some(_), None) => {}
@@ -218,6 +239,12 @@ fn handle(
             }
         }
         (None, None) => keep_stray(stray, msg.to_string()),
+    }
+}
+
+fn keep_stray_once(stray: &Mutex<Vec<String>>, line: &str) {
+    if stray.lock().is_ok_and(|s| !s.iter().any(|l| l == line)) {
+        keep_stray(stray, line.to_string());
     }
 }
 

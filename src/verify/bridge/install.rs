@@ -27,6 +27,16 @@ pub(in crate::verify) async fn verify_install(
     scenarios: &[Scenario],
     progress: bool,
 ) -> Result<InstallResult> {
+    // Node reads its argv as UTF-8: a path that is not would be read as another
+    // one (U+FFFD in place of each bad byte), a file someone else may have put there.
+    for path in [&install.file, &target.load] {
+        if path.to_str().is_none() {
+            return Err(Error::PathNotLoadable {
+                path: install.path.clone(),
+                url: crate::stage::file_url(&install.path),
+            });
+        }
+    }
     let mirror = if target.load == install.file {
         None
     } else {
@@ -46,18 +56,19 @@ pub(in crate::verify) async fn verify_install(
     // Removed when dropped, a signal included: verify's own listener turns
     // SIGINT, SIGTERM and SIGHUP into an error that unwinds through here.
     let scratch = crate::stage::scratch_dir("mcpatch-bridge-")?;
-    let (argv, vars) = crate::target::stdio_bridge::command(
-        spec,
-        &node.path,
-        &install.path,
-        mirror.as_ref().map(|m| m.entry.as_path()),
-        "{url}",
-        scratch.path(),
-    );
-    let words: Vec<String> = argv
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
+    // The manifest's words filled in once per server, each placeholder in one
+    // pass: a path (not UTF-8, or holding `{url}`) goes in as it is.
+    let run = mirror.as_ref().map(|m| m.entry.as_path());
+    let launch = |url: &str| {
+        crate::target::stdio_bridge::command(
+            spec,
+            &node.path,
+            &install.path,
+            run,
+            url,
+            scratch.path(),
+        )
+    };
     if progress {
         let what = match &target.backup {
             Some(id) => format!(" (backup {}, the control)", crate::output::clean(id)),
@@ -76,9 +87,10 @@ pub(in crate::verify) async fn verify_install(
         json: !progress,
         startup: super::DEFAULT_STARTUP,
         verbose: false,
-        env: vars,
+        // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
+        environment: super::child::Environment::Cleared(scratch.path().to_path_buf()),
     };
-    let (runs, overall, left_out) = super::run_words(&bridge_opts, &words, progress).await?;
+    let (runs, overall, left_out) = super::run_launch(&bridge_opts, &launch, progress).await?;
     let scenarios = runs
         .into_iter()
         .map(|r| ScenarioResult {

@@ -10,9 +10,11 @@ pub(crate) mod child;
 mod drive;
 mod host;
 mod install;
+mod orphans;
 
 pub(super) use install::verify_install;
 
+use std::ffi::OsString;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -45,9 +47,13 @@ pub struct BridgeOptions {
     pub startup: Duration,
     /// Print each scenario's stderr of the bridge.
     pub verbose: bool,
-    /// Variables set for the bridge (an installed target's `verify.env`).
-    pub env: Vec<(String, std::ffi::OsString)>,
+    /// Where the bridge's environment comes from: mcpatch's own for the
+    /// user's `--command`, cleared for an install mcpatch found.
+    pub environment: child::Environment,
 }
+
+/// The argv and the variables of a bridge to start against a server's URL.
+pub(crate) type Launch<'a> = &'a dyn Fn(&str) -> (Vec<OsString>, Vec<(String, OsString)>);
 
 /// A conformance check, as the MCP conformance suite names and reports it.
 #[derive(Debug, Clone, Serialize)]
@@ -161,19 +167,18 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
 /// What the DSH plugin's runs have that a bridge's do not.
 const DEFAULT_POLICY_LEFT_OUT: &str = "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario";
 
-/// Run the scenarios of `opts` (its `command` unused) on the bridge started
-/// by `words` (`{url}` where the server's URL goes), for `verify` of an
-/// installed bridge, inside the caller's runtime (which handles signals: a
+/// Run the scenarios of `opts` (its `command` unused) on the bridge that
+/// `launch` starts against a server's URL, for `verify` of an installed bridge, inside the caller's runtime (which handles signals: a
 /// dropped run kills and reaps the bridge): the results and the overall
 /// verdict, and the scenarios left out; `progress` prints a line per scenario on stderr.
-pub(crate) async fn run_words(
+pub(crate) async fn run_launch(
     opts: &BridgeOptions,
-    words: &[String],
+    launch: Launch<'_>,
     progress: bool,
 ) -> Result<(Vec<BridgeScenario>, &'static str, Vec<LeftOut>)> {
     let (chosen, left_out) = choose(opts)?;
     let mut results = Vec::new();
-    run_scenarios(opts, words, &chosen, &mut results, progress).await?;
+    run_scenarios(opts, launch, &chosen, &mut results, progress).await?;
     let overall = overall(&results);
     Ok((results, overall, left_out))
 }
@@ -218,7 +223,9 @@ pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
     let words = child::parse(&opts.command)?;
     let (chosen, left_out) = choose(opts)?;
     let mut results = Vec::new();
-    let result = run_all(opts, &words, &chosen, &mut results);
+    // The user's own command: `{url}` in its words, else the URL last.
+    let launch = |url: &str| (child::with_url(&words, url), Vec::new());
+    let result = run_all(opts, &launch, &chosen, &mut results);
     let overall = overall(&results);
     if opts.json {
         let report = BridgeReport {
@@ -241,7 +248,7 @@ pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
 
 fn run_all(
     opts: &BridgeOptions,
-    words: &[String],
+    launch: Launch<'_>,
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
 ) -> Result<Outcome> {
@@ -262,17 +269,17 @@ fn run_all(
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
         let mut signals = super::Interrupts::listen()?;
         tokio::select! {
-            r = run_scenarios(opts, words, chosen, results, progress) => r,
-            signal = signals.next() => Err(Error::BridgeInterrupted { signal }),
+            r = run_scenarios(opts, launch, chosen, results, progress) => r,
+            signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
         }
     })
 }
 
-/// Run `chosen` one after another on the bridge started by `words`, each
+/// Run `chosen` one after another on the bridge `launch` starts, each
 /// result pushed to `results` as it comes.
 async fn run_scenarios(
     opts: &BridgeOptions,
-    words: &[String],
+    launch: Launch<'_>,
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
     progress: bool,
@@ -285,7 +292,7 @@ async fn run_scenarios(
     for (i, s) in chosen.iter().enumerate() {
         let one = match not_started {
             Some(first) => not_run(s, first),
-            None => run_one(s, words, opts.startup, &opts.env).await?,
+            None => run_one(s, launch, opts.startup, &opts.environment).await?,
         };
         if !one.started && not_started.is_none() {
             not_started = Some(s.name);
@@ -318,14 +325,15 @@ async fn run_scenarios(
 
 async fn run_one(
     s: &Scenario,
-    words: &[String],
+    launch: Launch<'_>,
     startup: Duration,
-    env: &[(String, std::ffi::OsString)],
+    environment: &child::Environment,
 ) -> Result<BridgeScenario> {
     let server = FakeServer::start(s.behaviour.clone(), 0).await?;
-    let argv = child::with_url(words, &server.url());
+    let (argv, env) = launch(&server.url());
     let version = PROTOCOL_VERSIONS[0];
-    let (bridge, stdin, stdout) = child::GroupChild::spawn(&argv, s.name.as_str(), version, env)?;
+    let (bridge, stdin, stdout) =
+        child::GroupChild::spawn(&argv, s.name.as_str(), version, environment, &env)?;
     let host = Arc::new(host::Host::new(stdin, stdout));
     let run = drive::run(s, &server, host.clone(), startup, version).await;
     // The bridge still runs here: the fault tests fail or panic at this point

@@ -61,11 +61,10 @@ impl Cli {
         let mut cmd = tokio::process::Command::new(&node.path);
         cmd.arg(entry)
             .args(["-p", PROMPT, "--yolo", "-o", "json"])
-            .current_dir(root.join("project"))
-            .env_clear()
-            .env("HOME", root)
-            .env("USERPROFILE", root)
-            .env("TMPDIR", root)
+            .current_dir(root.join("project"));
+        // The one rule for what mcpatch starts by itself (child_env.rs), then gemini-cli's own.
+        crate::verify::child_env::clear(cmd.as_std_mut(), root);
+        cmd.env("USERPROFILE", root)
             .env("GEMINI_API_KEY", "mcpatch-fake-key")
             .env("GOOGLE_GEMINI_BASE_URL", model_url)
             .env(
@@ -80,9 +79,6 @@ impl Cli {
             .env("NO_COLOR", "1")
             .env("NO_BROWSER", "1")
             .env("CI", "1");
-        if let Some(path) = std::env::var_os("PATH") {
-            cmd.env("PATH", path);
-        }
         let (child, stdin, mut stdout) =
             GroupChild::spawn_command(cmd, &node.path.display().to_string())?;
         drop(stdin);
