@@ -213,6 +213,7 @@ fn apply_all(
                 file,
                 opts,
             )
+            .map_err(|e| interrupted_at(e, file))
         };
         let entry = report_out.installs.last_mut().expect("just pushed");
         if let Err(e) = &result {
@@ -363,6 +364,19 @@ fn apply_all(
     Ok(outcome)
 }
 
+/// A signal caught while `file` was being patched: stop every install, naming it.
+fn interrupted_at(e: Error, file: &Path) -> Error {
+    match e {
+        Error::StepInterrupted { signal, .. }
+        | Error::Interrupted { signal }
+        | Error::BridgeInterrupted { signal } => Error::ApplyInterrupted {
+            signal,
+            path: file.to_path_buf(),
+        },
+        e => e,
+    }
+}
+
 fn apply_file(
     spec: &PatchSpec,
     node: Option<&Node>,
@@ -494,6 +508,9 @@ fn apply_file(
     } else if opts.no_verify {
         Gate::Skipped
     } else {
+        // From the copy staged in the install to the gate's end, a signal stops
+        // this install with nothing of it left (see on_signal).
+        let _catching = crate::on_signal::catch();
         let pending = tx.stage(staged.as_bytes())?;
         stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
@@ -519,12 +536,18 @@ fn apply_file(
     };
     if opts.dry_run {
         // The load check still runs from inside the install, then the temp file goes.
+        let catching = crate::on_signal::catch();
         let pending = tx.stage(staged.as_bytes())?;
         stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
+        drop(catching);
+        stage::interrupted("the load check")?;
         tx.commit();
         return Ok(FileResult::WouldPatch { upgrade_from, gate });
     }
+    // From the backup to the load check's end, a signal removes both the
+    // backup and the staged file (the transaction's drop), and stops node.
+    let catching = crate::on_signal::catch();
     let (made, reused) = backup::save(
         backup_root,
         spec,
@@ -547,6 +570,8 @@ fn apply_file(
     let pending = tx.stage(staged.as_bytes())?;
     kill_point::reached("temp-written")?;
     stage::load_check(node, pending.path(), &spec.exports)?;
+    drop(catching);
+    stage::interrupted("the load check")?;
     kill_point::reached("load-checked")?;
     // Checks the file is still the one read above, renames, then re-hashes.
     tx.replace(pending)?;

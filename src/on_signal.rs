@@ -5,9 +5,17 @@
 //! process by that same signal with its default action, as if mcpatch had not
 //! caught it. An install is never left half-changed by this: a signal may end
 //! mcpatch at any step, as before; only the scratch goes too.
+//!
+//! Some steps are long and leave things in an install while they run (apply's
+//! `node --check`, its load check, the verify of a patched copy): there a
+//! signal must not end mcpatch at once, or the staged file, the backup made for
+//! the change and node's process group stay behind. Those steps hold a
+//! [`Catching`] guard: while one lives, the handler only records the signal
+//! ([`caught`]), and the step stops its work and returns an error, so the
+//! ordinary drops clean up and mcpatch exits 2 saying so.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// The folders to remove if a signal ends mcpatch.
@@ -16,6 +24,42 @@ static FOLDERS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static PIPE: AtomicI32 = AtomicI32::new(-1);
 /// Whether the handlers are set up (once per process).
 static SET_UP: OnceLock<bool> = OnceLock::new();
+/// How many [`Catching`] guards live: while any does, a signal is only recorded.
+static CATCHING: AtomicUsize = AtomicUsize::new(0);
+/// The signal recorded while catching (0: none). Never cleared: the run is ending.
+static CAUGHT: AtomicI32 = AtomicI32::new(0);
+
+/// While this lives, SIGINT, SIGTERM and SIGHUP do not end mcpatch: they are
+/// recorded for [`caught`], and the step holding it must stop and return.
+#[derive(Debug)]
+pub struct Catching {
+    _private: (),
+}
+
+/// Record signals instead of ending by them until the guard is dropped.
+pub fn catch() -> Catching {
+    set_up();
+    CATCHING.fetch_add(1, Ordering::SeqCst);
+    Catching { _private: () }
+}
+
+impl Drop for Catching {
+    fn drop(&mut self) {
+        CATCHING.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The signal caught while a [`Catching`] guard lived, by name, if any.
+pub fn caught() -> Option<&'static str> {
+    match CAUGHT.load(Ordering::SeqCst) {
+        0 => None,
+        #[cfg(unix)]
+        libc::SIGTERM => Some("SIGTERM"),
+        #[cfg(unix)]
+        libc::SIGHUP => Some("SIGHUP"),
+        _ => Some("SIGINT"),
+    }
+}
 
 fn folders() -> MutexGuard<'static, Vec<PathBuf>> {
     FOLDERS.lock().unwrap_or_else(|e| e.into_inner())
@@ -94,9 +138,13 @@ fn set_up() {
 #[cfg(not(unix))]
 fn set_up() {}
 
-/// The signal handler: only write(2), which is async-signal-safe.
+/// The signal handler: only atomics and write(2), which are async-signal-safe.
 #[cfg(unix)]
 extern "C" fn handler(signal: libc::c_int) {
+    if CATCHING.load(Ordering::SeqCst) > 0 {
+        CAUGHT.store(signal, Ordering::SeqCst);
+        return;
+    }
     let fd = PIPE.load(Ordering::Relaxed);
     let byte = signal as u8;
     // SAFETY: write(2) of one byte from the stack to the pipe set up above.

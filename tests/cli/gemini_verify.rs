@@ -13,7 +13,7 @@ use super::*;
 /// processes, and the machines are small.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn heavy() -> std::sync::MutexGuard<'static, ()> {
+pub(super) fn heavy() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -69,7 +69,7 @@ fn verdicts(install: &Value) -> Vec<(String, String, bool)> {
 }
 
 /// What is left in the package and its bundle folder besides its own files.
-fn leftovers(pkg: &Path) -> Vec<String> {
+pub(super) fn leftovers(pkg: &Path) -> Vec<String> {
     let mut names: Vec<String> = [pkg.to_path_buf(), pkg.join("bundle")]
         .iter()
         .flat_map(|d| std::fs::read_dir(d).unwrap().flatten())
@@ -332,7 +332,7 @@ fn gemini_on_path_is_resolved_to_its_package_and_verified() {
 }
 
 /// Processes whose command line names `needle`.
-fn processes_naming(needle: &str) -> Vec<String> {
+pub(super) fn processes_naming(needle: &str) -> Vec<String> {
     std::fs::read_dir("/proc")
         .unwrap()
         .flatten()

@@ -407,6 +407,7 @@ mod running;
 mod seamless;
 mod server;
 mod server_limits;
+mod signals_apply;
 mod status;
 mod strict;
 mod verify;
