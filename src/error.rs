@@ -127,10 +127,10 @@ pub enum Error {
     },
 
     #[error("interrupted by {signal}: apply stopped before changing {}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish", path.display())]
-    ApplyInterrupted {
-        signal: &'static str,
-        path: PathBuf,
-    },
+    ApplyInterrupted { signal: &'static str, path: PathBuf },
+
+    #[error("the copy mcpatch made of the install's entry folder at {} was changed under it (found {found}); nothing runs from it\nhelp: another user can write the install's folder; check who owns it (`ls -la` of it), then run mcpatch as that user", path.display())]
+    MirrorReplaced { path: PathBuf, found: &'static str },
 
     #[error("cannot run the bridge command {command:?}: {problem}\nhelp: pass --command one command line, quoted as for a shell, e.g. --command 'npx -y mcp-remote@0.15.1'")]
     BridgeCommand { command: String, problem: String },

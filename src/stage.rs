@@ -206,7 +206,7 @@ pub fn scratch_dir_in(parent: &Path, prefix: &str, help: &'static str) -> Result
 /// Remove the `<prefix>*` folders in `tmp` that dead runs left: only real
 /// folders (never a link) this user owns, older than [`SCRATCH_GRACE`], whose
 /// lock no live run holds.
-fn remove_dead_scratch(tmp: &Path, prefix: &str) {
+pub(crate) fn remove_dead_scratch(tmp: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };

@@ -405,6 +405,7 @@ mod real_servers;
 mod refusals;
 mod running;
 mod seamless;
+mod security;
 mod server;
 mod server_limits;
 mod signals_apply;

@@ -153,7 +153,11 @@ fn a_signal_during_the_load_check_stops_apply_with_no_backup_no_staged_file_and_
             Vec::<String>::new(),
             "{name}: node left running"
         );
-        assert_eq!(backup_count(&sb), 0, "{name}: a backup of a file never patched");
+        assert_eq!(
+            backup_count(&sb),
+            0,
+            "{name}: a backup of a file never patched"
+        );
         let staged: Vec<String> = std::fs::read_dir(client.join("lib"))
             .unwrap()
             .flatten()
