@@ -41,6 +41,8 @@ pub struct ApplyOptions {
     pub quiet: bool,
     /// Write a revision mcpatch does not know without verifying the patched copy first.
     pub no_verify: bool,
+    /// As root: run the install's code even when another user can change it (see trust).
+    pub trust_owner: bool,
 }
 
 /// How a revision mcpatch does not know was checked before it was written.
@@ -495,6 +497,17 @@ fn apply_file(
         None => node::find(opts.node.as_deref())?,
     };
     let node = &node;
+    // As root, the load check (and any verify) runs the install's code: only
+    // if no other user can change it, or the user said --trust-owner.
+    if let Err(e) = crate::trust::check(
+        package_dir,
+        &[file, &node.path],
+        opts.trust_owner,
+        "this install's code (apply's load check)",
+        "apply",
+    ) {
+        return Ok(FileResult::Refused(e.to_string().replace("\nhelp: ", "; ")));
+    }
     stage::syntax_check(node, &staged, package_dir, &relative)?;
     kill_point::reached("syntax-checked")?;
     // What the backup keeps: the original (for an upgrade, the one recovered above).

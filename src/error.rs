@@ -132,6 +132,15 @@ pub enum Error {
     #[error("the copy mcpatch made of the install's entry folder at {} was changed under it (found {found}); nothing runs from it\nhelp: another user can write the install's folder; check who owns it (`ls -la` of it), then run mcpatch as that user", path.display())]
     MirrorReplaced { path: PathBuf, found: &'static str },
 
+    #[error("refusing to run {what} as root: {} {why}, so that user could run anything as root through it\nhelp: {fix}", path.display())]
+    UntrustedCode {
+        /// What would have run: "the install's code (verify)", ...
+        what: &'static str,
+        path: PathBuf,
+        why: String,
+        fix: String,
+    },
+
     #[error("cannot run the bridge command {command:?}: {problem}\nhelp: pass --command one command line, quoted as for a shell, e.g. --command 'npx -y mcp-remote@0.15.1'")]
     BridgeCommand { command: String, problem: String },
 

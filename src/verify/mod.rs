@@ -46,6 +46,8 @@ pub struct VerifyOptions {
     pub jobs: Option<usize>,
     /// Judge every file by the current revision's expectations, whatever its sha256.
     pub strict: bool,
+    /// As root: run the install's code even when another user can change it (see trust).
+    pub trust_owner: bool,
 }
 
 /// Which expectations a file was judged by, as `verify --json` reports them.
@@ -251,7 +253,16 @@ fn verify_all(
         }
         // A bridge is always held to the current revision's expectations.
         let strict = bridge || opts.strict;
-        let checked = Target::for_install(spec, install, opts.backup.as_deref(), env).and_then(
+        // As root, the install's code runs only if no other user can change it.
+        let checked = crate::trust::check(
+            &install.path,
+            &[&install.file, &node.path],
+            opts.trust_owner,
+            "this install's code (verify)",
+            "verify",
+        )
+        .and_then(|()| Target::for_install(spec, install, opts.backup.as_deref(), env))
+        .and_then(
             |target| {
                 // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
                 let result = rt.block_on(async {

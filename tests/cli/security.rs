@@ -116,3 +116,85 @@ fn output_within_child(child: std::process::Child) -> Output {
         }
     }
 }
+
+/// An owner with no name in the user database (as tests/cli/harden.rs uses).
+const STRANGER: u32 = 4_242_424;
+
+#[test]
+fn as_root_an_install_another_user_owns_is_not_run_without_trust_owner() {
+    super::harden::require_root("only root can give the package folder to another uid");
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let p = client.to_str().unwrap();
+    std::os::unix::fs::lchown(&client, Some(STRANGER), Some(STRANGER)).unwrap();
+    let shown = format!("[SANDBOX]/g/lib/node_modules/{CLIENT}");
+    let owned = format!("{shown} is owned by uid {STRANGER}, a user with no name");
+
+    // status says it, once per install.
+    let o = sb.run(&["status", "--path", p]);
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.contains(&format!("\n  trust: {owned}: as root, verify and apply will not run this install's code unless given --trust-owner (or run them as '#{STRANGER}')\n")),
+        "{out}"
+    );
+    let v = status_json(&sb, &["--path", p]);
+    assert_eq!(
+        sb.normalize(v["installs"][0]["untrusted"].as_str().unwrap().as_bytes()),
+        format!("{owned}: as root, verify and apply will not run this install's code unless given --trust-owner (or run them as '#{STRANGER}')\n")
+    );
+
+    // verify refuses to run it, naming the owner and both ways out.
+    let o = sb.run(&["verify", "--scenario", "expired-404", "--path", p]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    let err = sb.normalize(&o.stderr);
+    assert!(
+        err.ends_with(&format!("error: refusing to run this install's code (verify) as root: {owned}, so that user could run anything as root through it\nhelp: run mcpatch as '#{STRANGER}' (`sudo -u '#{STRANGER}' mcpatch verify ...`), or pass --trust-owner to run its code as root anyway\n")),
+        "{err}"
+    );
+
+    // apply refuses it untouched (its load check would run the install's code).
+    let o = sb.run(&["apply", "--quiet", "--path", p]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("refused: {shown} (0.1.0-rc.8): refusing to run this install's code (apply's load check) as root: {owned}, so that user could run anything as root through it; run mcpatch as '#{STRANGER}' (`sudo -u '#{STRANGER}' mcpatch apply ...`), or pass --trust-owner to run its code as root anyway\n")
+    );
+    assert_eq!(sha256_file(&file), ORIGINAL);
+    assert_eq!(backup_count(&sb), 0);
+
+    // --trust-owner: the user said so.
+    let o = sb.run(&["apply", "--trust-owner", "--quiet", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(sha256_file(&file), patched_hash());
+    let o = sb.run(&[
+        "verify",
+        "--trust-owner",
+        "--scenario",
+        "expired-404",
+        "--path",
+        p,
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+}
+
+#[test]
+fn as_root_a_folder_every_user_can_write_on_the_way_to_the_install_is_named() {
+    super::harden::require_root("the check applies to root only");
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    let open = sb.root().join("g/lib");
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let o = sb.run(&["verify", "--scenario", "expired-404", "--path", p]);
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    let err = sb.normalize(&o.stderr);
+    assert!(
+        err.ends_with("error: refusing to run this install's code (verify) as root: [SANDBOX]/g/lib is writable by every user, so that user could run anything as root through it\nhelp: make it writable by root only (`chmod go-w [SANDBOX]/g/lib`), or pass --trust-owner to run its code as root anyway\n"),
+        "{err}"
+    );
+    // With the write bit gone, it runs (STUCK: not patched yet).
+    std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let o = sb.run(&["verify", "--scenario", "expired-404", "--path", p]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+}
