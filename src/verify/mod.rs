@@ -382,6 +382,13 @@ pub fn verify_file(
     };
     let scenarios = select(&opts.scenarios);
     let node = node::find(opts.node.as_deref())?;
+    crate::trust::check(
+        package_dir,
+        &[file, &node.path],
+        opts.trust_owner,
+        "this install's code (verify)",
+        "verify",
+    )?;
     let rt = runtime()?;
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     rt.block_on(async {

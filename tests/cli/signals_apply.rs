@@ -170,3 +170,47 @@ fn a_signal_during_the_load_check_stops_apply_with_no_backup_no_staged_file_and_
         assert_eq!(v["installs"][0]["state"], "affected", "{name}: {v:#}");
     }
 }
+
+#[test]
+fn a_signal_during_the_verify_of_a_dsh_plugin_never_seen_stops_apply_leaving_nothing() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let file = client.join("lib/index.js");
+    let edited = edit_file(&file, |t| format!("{t}// a local edit\n"));
+    let path = client.to_str().unwrap();
+    let tmp = sb.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let name = name_of(signal);
+        // The harness imports the patched copy beside lib/index.js.
+        let o = signal_when_running(
+            &sb,
+            &["apply", "--yes", "--path", path],
+            &tmp,
+            &[".mcpatch-verify-", path],
+            1,
+            signal,
+        );
+        assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
+        let err = sb.normalize(&o.stderr);
+        assert!(
+            err.ends_with(&format!(
+                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish\n"
+            )),
+            "{name}: {err}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(processes_naming(path), Vec::<String>::new(), "{name}");
+        let left: Vec<String> = std::fs::read_dir(client.join("lib"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with(".mcpatch"))
+            .collect();
+        assert_eq!(left, Vec::<String>::new(), "{name}");
+        let scratch: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+        assert!(scratch.is_empty(), "{name}: {scratch:?}");
+        assert_eq!(sha256_file(&file), edited, "{name}: untouched");
+        assert_eq!(backup_count(&sb), 0, "{name}");
+    }
+}
