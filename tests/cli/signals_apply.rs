@@ -214,3 +214,52 @@ fn a_signal_during_the_verify_of_a_dsh_plugin_never_seen_stops_apply_leaving_not
         assert_eq!(backup_count(&sb), 0, "{name}");
     }
 }
+
+#[test]
+fn a_signal_during_the_verify_of_an_mcp_remote_never_seen_stops_apply_leaving_nothing() {
+    use super::mcp_remote::{chunk_of, project, remote_backups};
+    let sb = Sandbox::new();
+    let dir = project(&sb, "0.15.1", "p");
+    let pkg = dir.join("node_modules/mcp-remote").canonicalize().unwrap();
+    let rel = chunk_of("0.15.1");
+    let chunk = pkg.join(&rel);
+    let path = dir.to_str().unwrap();
+    let edited = edit_file(&chunk, |t| t + "\n// local edit\n");
+    let tmp = sb.root().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    for signal in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+        let name = name_of(signal);
+        // The bridge runs from a copy of dist/ beside it.
+        let o = signal_when_running(
+            &sb,
+            &["apply", "--yes", "--path", path],
+            &tmp,
+            &[".mcpatch-verify-bundle-", pkg.to_str().unwrap()],
+            1,
+            signal,
+        );
+        assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
+        let err = sb.normalize(&o.stderr);
+        assert!(
+            err.ends_with(&format!(
+                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/p/node_modules/mcp-remote/{rel}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish\n"
+            )),
+            "{name}: {err}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        assert_eq!(
+            processes_naming(pkg.to_str().unwrap()),
+            Vec::<String>::new(),
+            "{name}"
+        );
+        assert_eq!(
+            super::mcp_remote::leftovers(&pkg),
+            Vec::<PathBuf>::new(),
+            "{name}"
+        );
+        let scratch: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+        assert!(scratch.is_empty(), "{name}: {scratch:?}");
+        assert_eq!(sha256_file(&chunk), edited, "{name}: untouched");
+        assert_eq!(remote_backups(&sb), Vec::<String>::new(), "{name}");
+    }
+}
