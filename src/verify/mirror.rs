@@ -232,7 +232,12 @@ fn make_dir(package: &Path, entry: &Path) -> Result<Mirror> {
         unsafe { libc::fchmod(dir.as_raw_fd(), 0o700) };
         // Locked while in use, so no other run takes it for a dead run's leftover.
         // SAFETY: flock(2) on a descriptor we own.
-        unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+        if unsafe { libc::flock(dir.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: unlinkat(2) of the empty folder just made, by its name in the folder we hold.
+            unsafe { libc::unlinkat(parent.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) };
+            return Err(Error::io("lock", &path, e, HELP));
+        }
         let mirror = Mirror {
             dir,
             parent,
