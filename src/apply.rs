@@ -379,6 +379,21 @@ fn interrupted_at(e: Error, file: &Path) -> Error {
     }
 }
 
+/// As root, the load check (and any verify) runs the install's code: a
+/// refusal when another user can change it (`paths` and the folders on the
+/// way) and the user did not say --trust-owner.
+fn untrusted(package_dir: &Path, paths: &[&Path], opts: &ApplyOptions) -> Option<FileResult> {
+    crate::trust::check(
+        package_dir,
+        paths,
+        opts.trust_owner,
+        "this install's code (apply's load check)",
+        "apply",
+    )
+    .err()
+    .map(|e| FileResult::Refused(e.to_string().replace("\nhelp: ", "; ")))
+}
+
 fn apply_file(
     spec: &PatchSpec,
     node: Option<&Node>,
@@ -448,6 +463,10 @@ fn apply_file(
         .unwrap_or(file)
         .to_string_lossy()
         .into_owned();
+    // Before anyone is asked: the install itself (node is looked at once found).
+    if let Some(refused) = untrusted(package_dir, &[file], opts) {
+        return Ok(refused);
+    }
     if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
@@ -497,16 +516,8 @@ fn apply_file(
         None => node::find(opts.node.as_deref())?,
     };
     let node = &node;
-    // As root, the load check (and any verify) runs the install's code: only
-    // if no other user can change it, or the user said --trust-owner.
-    if let Err(e) = crate::trust::check(
-        package_dir,
-        &[file, &node.path],
-        opts.trust_owner,
-        "this install's code (apply's load check)",
-        "apply",
-    ) {
-        return Ok(FileResult::Refused(e.to_string().replace("\nhelp: ", "; ")));
+    if let Some(refused) = untrusted(package_dir, &[file, &node.path], opts) {
+        return Ok(refused);
     }
     stage::syntax_check(node, &staged, package_dir, &relative)?;
     kill_point::reached("syntax-checked")?;
