@@ -88,7 +88,7 @@ fn a_signal_during_the_verify_of_a_release_never_seen_stops_apply_leaving_nothin
             &sb,
             &["apply", "--yes", "--path", path],
             &tmp,
-            &[".mcpatch-verify-bundle-"],
+            &[".mcpatch-verify-bundle-", path],
             1,
             signal,
         );
