@@ -12,7 +12,8 @@
 //! the change and node's process group stay behind. Those steps hold a
 //! [`Catching`] guard: while one lives, the handler only records the signal
 //! ([`caught`]), and the step stops its work and returns an error, so the
-//! ordinary drops clean up and mcpatch exits 2 saying so.
+//! ordinary drops clean up and mcpatch exits 2 saying so. A second signal, or
+//! 20 s without mcpatch ending, ends it by the signal as anywhere else.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
@@ -24,6 +25,10 @@ static FOLDERS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 static PIPE: AtomicI32 = AtomicI32::new(-1);
 /// Whether the handlers are set up (once per process).
 static SET_UP: OnceLock<bool> = OnceLock::new();
+/// Marks a signal caught (not to end by at once) on the pipe.
+const CAUGHT_FLAG: u8 = 0x80;
+/// How long a caught signal may take to stop mcpatch before it ends by it.
+const CAUGHT_GRACE: std::time::Duration = std::time::Duration::from_secs(20);
 /// How many [`Catching`] guards live: while any does, a signal is only recorded.
 static CATCHING: AtomicUsize = AtomicUsize::new(0);
 /// The signal recorded while catching (0: none). Never cleared: the run is ending.
@@ -106,6 +111,16 @@ fn set_up() {
                 loop {
                     // SAFETY: read(2) into a one-byte buffer we own.
                     let n = unsafe { libc::read(read, byte.as_mut_ptr().cast(), 1) };
+                    if n == 1 && byte[0] & CAUGHT_FLAG != 0 {
+                        // Caught: the step stops and mcpatch exits 2 well
+                        // before this; if not, the signal still ends it.
+                        let signal = i32::from(byte[0] & !CAUGHT_FLAG);
+                        std::thread::spawn(move || {
+                            std::thread::sleep(CAUGHT_GRACE);
+                            end_by(signal);
+                        });
+                        continue;
+                    }
                     if n == 1 {
                         end_by(i32::from(byte[0]));
                     }
@@ -141,12 +156,14 @@ fn set_up() {}
 /// The signal handler: only atomics and write(2), which are async-signal-safe.
 #[cfg(unix)]
 extern "C" fn handler(signal: libc::c_int) {
-    if CATCHING.load(Ordering::SeqCst) > 0 {
-        CAUGHT.store(signal, Ordering::SeqCst);
-        return;
-    }
     let fd = PIPE.load(Ordering::Relaxed);
-    let byte = signal as u8;
+    let mut byte = signal as u8;
+    // A second signal after one was caught ends mcpatch at once, as the first
+    // would have anywhere else.
+    if CATCHING.load(Ordering::SeqCst) > 0 && CAUGHT.load(Ordering::SeqCst) == 0 {
+        CAUGHT.store(signal, Ordering::SeqCst);
+        byte |= CAUGHT_FLAG;
+    }
     // SAFETY: write(2) of one byte from the stack to the pipe set up above.
     unsafe {
         libc::write(fd, (&byte as *const u8).cast(), 1);
