@@ -41,6 +41,8 @@ pub struct ApplyOptions {
     pub quiet: bool,
     /// Write a revision mcpatch does not know without verifying the patched copy first.
     pub no_verify: bool,
+    /// As root: run the install's code even when another user can change it (see trust).
+    pub trust_owner: bool,
 }
 
 /// How a revision mcpatch does not know was checked before it was written.
@@ -213,6 +215,7 @@ fn apply_all(
                 file,
                 opts,
             )
+            .map_err(|e| interrupted_at(e, file))
         };
         let entry = report_out.installs.last_mut().expect("just pushed");
         if let Err(e) = &result {
@@ -363,6 +366,34 @@ fn apply_all(
     Ok(outcome)
 }
 
+/// A signal caught while `file` was being patched: stop every install, naming it.
+fn interrupted_at(e: Error, file: &Path) -> Error {
+    match e {
+        Error::StepInterrupted { signal, .. }
+        | Error::Interrupted { signal }
+        | Error::BridgeInterrupted { signal, .. } => Error::ApplyInterrupted {
+            signal,
+            path: file.to_path_buf(),
+        },
+        e => e,
+    }
+}
+
+/// As root, the load check (and any verify) runs the install's code: a
+/// refusal when another user can change it (`paths` and the folders on the
+/// way) and the user did not say --trust-owner.
+fn untrusted(package_dir: &Path, paths: &[&Path], opts: &ApplyOptions) -> Option<FileResult> {
+    crate::trust::check(
+        package_dir,
+        paths,
+        opts.trust_owner,
+        "this install's code (apply's load check)",
+        "apply",
+    )
+    .err()
+    .map(|e| FileResult::Refused(e.to_string().replace("\nhelp: ", "; ")))
+}
+
 fn apply_file(
     spec: &PatchSpec,
     node: Option<&Node>,
@@ -432,6 +463,10 @@ fn apply_file(
         .unwrap_or(file)
         .to_string_lossy()
         .into_owned();
+    // Before anyone is asked: the install itself (node is looked at once found).
+    if let Some(refused) = untrusted(package_dir, &[file], opts) {
+        return Ok(refused);
+    }
     if !known_base && !opts.yes {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
@@ -481,6 +516,9 @@ fn apply_file(
         None => node::find(opts.node.as_deref())?,
     };
     let node = &node;
+    if let Some(refused) = untrusted(package_dir, &[file, &node.path], opts) {
+        return Ok(refused);
+    }
     stage::syntax_check(node, &staged, package_dir, &relative)?;
     kill_point::reached("syntax-checked")?;
     // What the backup keeps: the original (for an upgrade, the one recovered above).
@@ -494,6 +532,9 @@ fn apply_file(
     } else if opts.no_verify {
         Gate::Skipped
     } else {
+        // From the copy staged in the install to the gate's end, a signal stops
+        // this install with nothing of it left (see on_signal).
+        let _catching = crate::on_signal::catch();
         let pending = tx.stage(staged.as_bytes())?;
         stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
@@ -519,12 +560,18 @@ fn apply_file(
     };
     if opts.dry_run {
         // The load check still runs from inside the install, then the temp file goes.
+        let catching = crate::on_signal::catch();
         let pending = tx.stage(staged.as_bytes())?;
         stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
+        drop(catching);
+        stage::interrupted("the load check")?;
         tx.commit();
         return Ok(FileResult::WouldPatch { upgrade_from, gate });
     }
+    // From the backup to the load check's end, a signal removes both the
+    // backup and the staged file (the transaction's drop), and stops node.
+    let catching = crate::on_signal::catch();
     let (made, reused) = backup::save(
         backup_root,
         spec,
@@ -547,6 +594,8 @@ fn apply_file(
     let pending = tx.stage(staged.as_bytes())?;
     kill_point::reached("temp-written")?;
     stage::load_check(node, pending.path(), &spec.exports)?;
+    drop(catching);
+    stage::interrupted("the load check")?;
     kill_point::reached("load-checked")?;
     // Checks the file is still the one read above, renames, then re-hashes.
     tx.replace(pending)?;

@@ -69,6 +69,10 @@ pub enum Command {
         /// patched copy with the current revision's expectations.
         #[arg(long)]
         no_verify: bool,
+        /// As root: run an install's code (the load check, verify) even when
+        /// another user owns it or can write it or a folder on the way to it.
+        #[arg(long)]
+        trust_owner: bool,
         #[command(flatten)]
         node: NodeArg,
         /// Print one JSON report instead of text: per install `changed`,
@@ -126,6 +130,10 @@ pub enum Command {
         /// recovery, its rules), whatever its sha256: for hand-edited files and new releases.
         #[arg(long)]
         strict: bool,
+        /// As root: run an install's code (the load check, verify) even when
+        /// another user owns it or can write it or a folder on the way to it.
+        #[arg(long)]
+        trust_owner: bool,
         #[command(flatten)]
         node: NodeArg,
         /// Print JSON instead of a table.

@@ -118,6 +118,29 @@ pub enum Error {
     #[error("interrupted by {signal}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check")]
     Interrupted { signal: &'static str },
 
+    /// A signal caught during a step of apply that runs node (mapped by apply
+    /// to [`Error::ApplyInterrupted`], which names the install).
+    #[error("interrupted by {signal} during {step}: node was stopped\nhelp: run the command again to finish")]
+    StepInterrupted {
+        signal: &'static str,
+        step: &'static str,
+    },
+
+    #[error("interrupted by {signal}: apply stopped before changing {}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish", path.display())]
+    ApplyInterrupted { signal: &'static str, path: PathBuf },
+
+    #[error("the copy mcpatch made of the install's entry folder at {} was changed under it (found {found}); nothing runs from it\nhelp: another user can write the install's folder; check who owns it (`ls -la` of it), then run mcpatch as that user", path.display())]
+    MirrorReplaced { path: PathBuf, found: &'static str },
+
+    #[error("refusing to run {what} as root: {} {why}, so that user could run anything as root through it\nhelp: {fix}", path.display())]
+    UntrustedCode {
+        /// What would have run: "the install's code (verify)", ...
+        what: &'static str,
+        path: PathBuf,
+        why: String,
+        fix: String,
+    },
+
     #[error("cannot run the bridge command {command:?}: {problem}\nhelp: pass --command one command line, quoted as for a shell, e.g. --command 'npx -y mcp-remote@0.15.1'")]
     BridgeCommand { command: String, problem: String },
 
@@ -283,6 +306,8 @@ impl Failures {
     pub fn absorb<T>(&mut self, result: Result<T>) -> Result<Option<T>> {
         match result {
             Ok(value) => Ok(Some(value)),
+            // A signal stops every install, not just this one.
+            Err(e @ (Error::ApplyInterrupted { .. } | Error::StepInterrupted { .. })) => Err(e),
             Err(e) if self.total > 1 => {
                 crate::errln!("error: {}", crate::output::clean_lines(&e.to_string()));
                 self.failed += 1;

@@ -35,6 +35,7 @@ pub mod status;
 pub mod table;
 pub mod target;
 pub mod transaction;
+pub mod trust;
 pub mod verify;
 pub mod width;
 
@@ -63,6 +64,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             yes,
             quiet,
             no_verify,
+            trust_owner,
             node,
             json,
         } => apply::run(
@@ -75,6 +77,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 json,
                 quiet,
                 no_verify,
+                trust_owner,
             },
             &env,
         ),
@@ -102,6 +105,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             jobs,
             // A bridge is always judged by the current revision's expectations.
             strict: _,
+            trust_owner: _,
             node,
             json,
             command: Some(command),
@@ -142,6 +146,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             node,
             json,
             strict,
+            trust_owner,
             ..
         } => verify::run(
             &targets,
@@ -153,6 +158,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 json,
                 jobs: jobs.map(usize::from),
                 strict,
+                trust_owner,
             },
             &env,
         ),

@@ -184,16 +184,20 @@ fn run_bounded(
     .collect();
     drop(tx);
     let pid = child.id() as i32;
-    let ended = wait_for_end(pid, limit);
+    let end = wait_for_end(pid, limit);
     // Whether node ended or not: end its whole group (stragglers included).
     kill_group(pid);
     let status = child.wait().map_err(unavailable)?;
-    if !ended {
-        return Err(Error::NodeTimeout {
-            step,
-            node: program.display().to_string(),
-            secs: limit.as_secs(),
-        });
+    match end {
+        End::Ended => {}
+        End::TimedOut => {
+            return Err(Error::NodeTimeout {
+                step,
+                node: program.display().to_string(),
+                secs: limit.as_secs(),
+            })
+        }
+        End::Interrupted(signal) => return Err(Error::StepInterrupted { signal, step }),
     }
     let mut out = [Vec::new(), Vec::new()];
     for _ in 0..readers.len() {
@@ -228,10 +232,21 @@ fn read_bounded(mut stream: Box<dyn Read + Send>) -> Vec<u8> {
     }
 }
 
+/// How waiting for node ended.
+enum End {
+    Ended,
+    TimedOut,
+    /// A signal was caught while the caller held [`crate::on_signal::catch`].
+    Interrupted(&'static str),
+}
+
+/// How often a wait looks whether a signal was caught.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
 /// Wait until the child `pid` ends (without reaping it, so its process group
-/// id stays reserved) or `limit` passes; true if it ended.
+/// id stays reserved), `limit` passes, or a signal is caught.
 #[cfg(unix)]
-fn wait_for_end(pid: i32, limit: Duration) -> bool {
+fn wait_for_end(pid: i32, limit: Duration) -> End {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         // SAFETY: waitid writes only into the siginfo we pass; WNOWAIT leaves the child unreaped.
@@ -252,7 +267,21 @@ fn wait_for_end(pid: i32, limit: Duration) -> bool {
         }
         let _ = tx.send(());
     });
-    rx.recv_timeout(limit).is_ok()
+    let until = std::time::Instant::now() + limit;
+    loop {
+        if let Some(signal) = crate::on_signal::caught() {
+            return End::Interrupted(signal);
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return End::TimedOut;
+        }
+        match rx.recv_timeout(left.min(SIGNAL_POLL)) {
+            Ok(()) => return End::Ended,
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return End::Ended,
+        }
+    }
 }
 
 #[cfg(unix)]
@@ -264,8 +293,8 @@ fn kill_group(pid: i32) {
 }
 
 #[cfg(not(unix))]
-fn wait_for_end(_pid: i32, _limit: Duration) -> bool {
-    true
+fn wait_for_end(_pid: i32, _limit: Duration) -> End {
+    End::Ended
 }
 
 #[cfg(not(unix))]

@@ -206,7 +206,7 @@ pub fn scratch_dir_in(parent: &Path, prefix: &str, help: &'static str) -> Result
 /// Remove the `<prefix>*` folders in `tmp` that dead runs left: only real
 /// folders (never a link) this user owns, older than [`SCRATCH_GRACE`], whose
 /// lock no live run holds.
-fn remove_dead_scratch(tmp: &Path, prefix: &str) {
+pub(crate) fn remove_dead_scratch(tmp: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
     };
@@ -268,7 +268,8 @@ pub fn syntax_check(
     scratch.write("package.json", &manifest)?;
     let file = scratch.write(relative_file, staged.as_bytes())?;
     crate::kill_point::reached("syntax-check")?;
-    let out = node.run(
+    let out = run_caught(
+        node,
         "`node --check`",
         [std::ffi::OsStr::new("--check"), file.as_os_str()],
     )?;
@@ -306,7 +307,8 @@ pub fn load_check(node: &Node, staged_in_install: &Path, export: &str) -> Result
     let script = format!(
         "const m = await import(process.argv[1]); const name = {export}; if (typeof m[name] !== 'function') {{ console.error(`the module has no ${{name}} export`); process.exit(3); }} process.stdout.write('{LOAD_OK}\\n', () => process.exit(0));"
     );
-    let out = node.run(
+    let out = run_caught(
+        node,
         "the load check",
         ["--input-type=module", "-e", script.as_str(), url.as_str()],
     )?;
@@ -330,6 +332,30 @@ pub fn load_check(node: &Node, staged_in_install: &Path, export: &str) -> Result
         });
     }
     Ok(())
+}
+
+/// Run node for `step` with signals caught: a SIGINT, SIGTERM or SIGHUP stops
+/// node's whole group and is an error, so what the caller put in the install
+/// (the staged file, a backup) is removed by its drops, not left behind.
+fn run_caught<I, S>(node: &Node, step: &'static str, args: I) -> Result<std::process::Output>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    let catching = crate::on_signal::catch();
+    let out = node.run(step, args);
+    drop(catching);
+    // Caught after node ended but before the guard went: still ours to report.
+    interrupted(step)?;
+    out
+}
+
+/// An error if a signal was caught while a [`crate::on_signal::catch`] guard lived.
+pub fn interrupted(step: &'static str) -> Result<()> {
+    match crate::on_signal::caught() {
+        Some(signal) => Err(Error::StepInterrupted { signal, step }),
+        None => Ok(()),
+    }
 }
 
 /// A `file://` URL for an absolute path, built from its bytes, percent-encoding what URLs reserve.

@@ -63,6 +63,8 @@ pub struct Aftermath {
     /// gemini-cli: whether its auto-update (which drops the patch) is on.
     pub auto_update: Option<AutoUpdate>,
     pub running: Option<RunningReport>,
+    /// As root: a path on the way to the install's code another user can change.
+    pub untrusted: Option<crate::trust::Untrusted>,
 }
 
 /// mcpatch patched this very path (the backup says so), and the file no
@@ -96,6 +98,10 @@ struct InstallJson<'a> {
     /// gemini-cli installs its own updater replaces: whether auto-update is on.
     #[serde(skip_serializing_if = "Option::is_none")]
     auto_update: Option<&'a AutoUpdate>,
+    /// As root: why verify and apply will not run this install's code without
+    /// `--trust-owner` (a path another user can change), else left out.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    untrusted: Option<String>,
 }
 
 /// Whether mcpatch's patch on this install was dropped: the newest backup of
@@ -155,6 +161,7 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
                     .clone()
                     .filter(|_| targets[at].driver == Driver::GeminiCli)
                     .filter(|_| gemini_cli::self_updating(&i.path)),
+                untrusted: crate::trust::untrusted(&i.path, &[&i.file]),
             }
         })
         .collect();
@@ -377,6 +384,7 @@ pub fn run(
                             .and_then(|a| a.running.as_ref())
                             .and_then(|r| r.processes.as_deref()),
                         auto_update: a.and_then(|a| a.auto_update.as_ref()),
+                        untrusted: a.and_then(|a| a.untrusted.as_ref()).map(|u| u.note()),
                     }
                 })
                 .collect(),
@@ -581,6 +589,13 @@ pub fn render_table_within(
             .and_then(gemini_cli::auto_update_note)
         {
             s.push_str(&hanging("    auto-update: ", &note, columns));
+        }
+        if let Some(u) = after.and_then(|a| a.untrusted.as_ref()) {
+            s.push_str(&hanging(
+                "    trust: ",
+                &crate::output::clean(&u.note()),
+                columns,
+            ));
         }
         if let Some(r) = after.and_then(|a| a.running.as_ref()) {
             for line in running::lines(r) {

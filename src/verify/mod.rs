@@ -48,6 +48,8 @@ pub struct VerifyOptions {
     pub jobs: Option<usize>,
     /// Judge every file by the current revision's expectations, whatever its sha256.
     pub strict: bool,
+    /// As root: run the install's code even when another user can change it (see trust).
+    pub trust_owner: bool,
 }
 
 /// Which expectations a file was judged by, as `verify --json` reports them.
@@ -260,7 +262,16 @@ fn verify_all(
         }
         // A bridge is always held to the current revision's expectations.
         let strict = bridge || opts.strict;
-        let checked = Target::for_install(spec, install, opts.backup.as_deref(), env).and_then(
+        // As root, the install's code runs only if no other user can change it.
+        let checked = crate::trust::check(
+            &install.path,
+            &[&install.file, &node.path],
+            opts.trust_owner,
+            "this install's code (verify)",
+            "verify",
+        )
+        .and_then(|()| Target::for_install(spec, install, opts.backup.as_deref(), env))
+        .and_then(
             |target| {
                 // Ctrl-C or SIGTERM: stop, let node and the fake servers go, remove the copy.
                 let result = rt.block_on(async {
@@ -380,6 +391,13 @@ pub fn verify_file(
     };
     let scenarios = select(&opts.scenarios);
     let node = node::find(opts.node.as_deref())?;
+    crate::trust::check(
+        package_dir,
+        &[file, &node.path],
+        opts.trust_owner,
+        "this install's code (verify)",
+        "verify",
+    )?;
     let rt = runtime()?;
     let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     rt.block_on(async {
@@ -555,17 +573,24 @@ pub fn verify_staged_strict(
         strict: true,
         ..VerifyOptions::default()
     };
-    // Dropped last, after the runtime: apply goes on after the gate and must stay stoppable.
-    let _defaults = SignalDefaults::save();
+    // A signal is recorded, not fatal, while the gate runs (apply goes on
+    // after it and must stay stoppable, so no handler of the runtime's is
+    // installed): the run below is dropped, which stops node and the fake
+    // servers and removes the copies, and apply reports the interrupt.
+    let catching = crate::on_signal::catch();
     let rt = runtime()?;
-    let mut interrupts = rt.block_on(async { Interrupts::listen() })?;
     let result = rt.block_on(async {
         tokio::select! {
             r = check_install(spec, node, install, &target, &scenarios, &strict, progress) => r,
-            signal = interrupts.next() => Err(Error::Interrupted { signal }),
+            signal = caught_signal() => Err(Error::Interrupted { signal }),
         }
     });
+    drop(rt);
     drop(target);
+    drop(catching);
+    if let Some(signal) = crate::on_signal::caught() {
+        return Err(Error::Interrupted { signal });
+    }
     let result = result?;
     Ok(GateReport {
         passed: result.scenarios.iter().all(|s| s.judgement.ok),
@@ -785,46 +810,13 @@ impl InstallResult {
     }
 }
 
-/// What SIGINT, SIGTERM and SIGHUP did before [`Interrupts`] listened to them, put back
-/// on drop: tokio never gives a signal back, so without this a Ctrl-C, a
-/// SIGTERM or a SIGHUP after the gate would be swallowed for the rest of `apply`. (A second
-/// gate in the same run then does not catch them: they end mcpatch as they
-/// would anywhere else in `apply`, and the next run removes its copy.)
-struct SignalDefaults {
-    #[cfg(unix)]
-    saved: Vec<(libc::c_int, libc::sigaction)>,
-}
-
-impl SignalDefaults {
-    fn save() -> Self {
-        #[cfg(unix)]
-        {
-            let saved = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP]
-                .into_iter()
-                .filter_map(|sig| {
-                    // SAFETY: a zeroed sigaction is a valid value to read the current action into.
-                    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-                    // SAFETY: reads the current action into a value we own; installs nothing.
-                    let read = unsafe { libc::sigaction(sig, std::ptr::null(), &mut old) };
-                    (read == 0).then_some((sig, old))
-                })
-                .collect();
-            SignalDefaults { saved }
+/// The signal [`crate::on_signal`] records while a `catch` guard lives, once it comes.
+async fn caught_signal() -> &'static str {
+    loop {
+        if let Some(signal) = crate::on_signal::caught() {
+            return signal;
         }
-        #[cfg(not(unix))]
-        SignalDefaults {}
-    }
-}
-
-impl Drop for SignalDefaults {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        for (sig, action) in &self.saved {
-            // SAFETY: puts back an action read from the kernel by `save`.
-            unsafe {
-                libc::sigaction(*sig, action, std::ptr::null_mut());
-            }
-        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
 

@@ -274,6 +274,7 @@ Options:
       --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named [possible values: {}]
   -j, --jobs <N>                Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
+      --trust-owner             As root: run an install's code (the load check, verify) even when another user owns it or can write it or a folder on the way to it
       --node <PATH>             The node binary to use (default: `node` on PATH)
       --json                    Print JSON instead of a table
       --command <CMD>           Verify a stdio MCP bridge instead (e.g. 'npx -y mcp-remote@0.15.1'), quoted as for a shell: the fake server's URL replaces {{url}} in an argument, else comes last

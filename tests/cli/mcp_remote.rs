@@ -36,7 +36,7 @@ fn original_of(version: &str) -> (String, String, String) {
 }
 
 /// The chunk holding `function mcpProxy(` in the fetched release, relative to the package.
-fn chunk_of(version: &str) -> String {
+pub(super) fn chunk_of(version: &str) -> String {
     let dist = fetched_project(version).join("node_modules/mcp-remote/dist");
     let mut found: Vec<String> = std::fs::read_dir(&dist)
         .unwrap()
@@ -650,7 +650,7 @@ fn patched_releases_lose_no_call_to_a_real_sdk_server_restarted_mid_session() {
 const PKG: &str = "[SANDBOX]/p/node_modules/mcp-remote";
 
 /// The backups of mcp-remote installs (their ids, sorted).
-fn remote_backups(sb: &Sandbox) -> Vec<String> {
+pub(super) fn remote_backups(sb: &Sandbox) -> Vec<String> {
     let mut ids: Vec<String> =
         std::fs::read_dir(sb.dsh_home().join("backups/mcp-remote-session-loss"))
             .map(|d| {
@@ -666,7 +666,7 @@ fn remote_backups(sb: &Sandbox) -> Vec<String> {
 
 /// Whatever verify or apply put in a package folder and left there: every
 /// name under it starting with `.mcpatch`.
-fn leftovers(pkg: &Path) -> Vec<PathBuf> {
+pub(super) fn leftovers(pkg: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     let mut stack = vec![pkg.to_path_buf()];
     while let Some(d) = stack.pop() {
