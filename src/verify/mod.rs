@@ -10,6 +10,9 @@ mod mirror;
 pub mod scenario;
 pub mod server;
 pub(crate) mod steps;
+mod serve;
+
+pub use serve::serve;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -1075,64 +1078,6 @@ pub(crate) fn scenario_table(
     }
 }
 
-/// `mcpatch serve`: the fake server alone, with sessions dropped by a key press or a control request.
-pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
-    let chosen = scenario::find(name);
-    let rt = runtime()?;
-    rt.block_on(async move {
-        let server = FakeServer::start(chosen.behaviour.clone(), port).await?;
-        let base = format!("http://{}", server.addr());
-        crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
-        crate::outln!("  MCP endpoint:  {}", server.url());
-        crate::outln!("  drop sessions: press Enter, or  curl -X POST {base}/control/invalidate");
-        crate::outln!("  restart:       type r + Enter, or  curl -X POST {base}/control/restart");
-        crate::outln!("  witness log:   curl {base}/control/witness");
-        crate::outln!("  quit:          Ctrl-C");
-        let _ = std::io::stdout().flush();
-        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
-        let mut stdin_open = true;
-        let mut next_seq = 0;
-        loop {
-            tokio::select! {
-                line = lines.next_line(), if stdin_open => match line {
-                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); crate::outln!("restarting on {}", server.addr()); }
-                    Ok(Some(_)) => { server.invalidate(); crate::outln!("dropped every session"); }
-                    _ => stdin_open = false,
-                },
-                _ = tokio::signal::ctrl_c() => break,
-                _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
-            }
-            for e in server.witness_since(next_seq) {
-                next_seq = e.seq + 1;
-                crate::outln!("{}", console_line(&e));
-            }
-            let _ = std::io::stdout().flush();
-        }
-        Ok(Outcome::Clean)
-    })
-}
-
-/// One witness entry for the terminal, with anything a client sent escaped so
-/// it cannot move the cursor, recolour or retitle the terminal.
-fn console_line(e: &server::WitnessEntry) -> String {
-    let clean = |s: &str| crate::output::clean(s).into_owned();
-    match &e.note {
-        Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
-        None => format!(
-            "{:>7} ms  {} {} session={} -> {}{}",
-            e.t_ms,
-            clean(&e.http_method),
-            clean(e.rpc_method.as_deref().unwrap_or("-")),
-            clean(e.session_sent.as_deref().unwrap_or("-")),
-            e.status,
-            e.session_issued
-                .as_deref()
-                .map(|s| format!(" (new session {})", clean(s)))
-                .unwrap_or_default()
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1167,27 +1112,5 @@ mod tests {
         );
         assert_eq!(overall_style("FAILED"), Style::Red);
         assert_eq!(overall_style("HELD"), Style::Green);
-    }
-
-    #[test]
-    fn console_lines_escape_control_characters_from_clients() {
-        let e = server::WitnessEntry {
-            seq: 0,
-            t_ms: 5,
-            answered_ms: 5,
-            http_method: "POST".into(),
-            rpc_method: Some("tools/\u{1b}]0;owned\u{7}list\u{1b}[2J".into()),
-            session_sent: Some("ab\rcd".into()),
-            status: 404,
-            session_issued: None,
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-        };
-        assert_eq!(
-            console_line(&e),
-            "      5 ms  POST tools/\\u{1b}]0;owned\\u{7}list\\u{1b}[2J session=ab\\rcd -> 404"
-        );
     }
 }

@@ -390,6 +390,7 @@ mod backups;
 mod bridge;
 mod dropped;
 mod evidence;
+mod first_use;
 mod gemini;
 mod gemini_run;
 mod gemini_verify;

@@ -417,13 +417,19 @@ fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut lines = Vec::new();
-    for _ in 0..6 {
+    for _ in 0..9 {
         let mut l = String::new();
         out.read_line(&mut l).unwrap();
         lines.push(l);
     }
-    assert_eq!(lines[0], "mcpatch fake MCP server (expired-404: drops the session; answers 404 + JSON-RPC -32001 \"Session not found\")\n");
-    let url = lines[1]
+    assert_eq!(
+        lines[..2],
+        [
+            "mcpatch fake MCP server: expired-404\n",
+            "  drops the session; answers 404 + JSON-RPC -32001 \"Session not found\"\n"
+        ]
+    );
+    let url = lines[2]
         .trim()
         .strip_prefix("MCP endpoint:")
         .unwrap()
@@ -433,10 +439,11 @@ fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
         url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"),
         "{url}"
     );
+    assert_eq!(lines[3], "  drop sessions: press Enter\n");
     assert!(
-        lines[2].contains("press Enter, or  curl -X POST http://127.0.0.1:"),
+        lines[4].starts_with("                 or curl -X POST http://127.0.0.1:"),
         "{}",
-        lines[2]
+        lines[4]
     );
 
     let rt = tokio::runtime::Runtime::new().unwrap();
