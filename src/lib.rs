@@ -29,6 +29,7 @@ pub mod registry;
 pub mod replace;
 pub mod revert;
 pub mod running;
+pub mod scope;
 pub mod small_file;
 pub mod stage;
 pub mod status;
@@ -49,6 +50,15 @@ pub fn run(cli: Cli) -> Result<Outcome> {
     let targets = registry::select(cli.target.as_deref())?;
     let mut env = Environment::from_process();
     env.ask_npm = cli.command.path_args().is_some_and(|p| p.npm);
+    scope::set(scope::Scope {
+        paths: cli
+            .command
+            .path_args()
+            .map(|p| p.paths.clone())
+            .unwrap_or_default(),
+        npm: env.ask_npm,
+        target: cli.target.clone(),
+    });
     match cli.command {
         Command::Status { paths, json } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {

@@ -67,7 +67,7 @@ fn revert_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{}", crate::output::clean_lines(&args.to_string()));
+            crate::out!("{}", crate::table::for_a_person(&args.to_string()));
         }
     };
     let home = env.dsh_home()?;

@@ -226,10 +226,21 @@ fn verify_all(
             crate::output::clean(&node.version),
             crate::output::path(&node.path)
         );
-        if !node.has_with_resolvers {
-            crate::errln!(
-                "note: node {} lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim",
-                node.version
+        // Only the plugin harness (DSH's plugin API) needs the shim.
+        let plugin_host = report.installs.iter().find_map(|i| {
+            let spec = crate::registry::find(targets, i.target);
+            (spec.driver == Driver::PluginApi).then_some(spec.texts.host)
+        });
+        if let (false, Some(host)) = (node.has_with_resolvers, plugin_host) {
+            crate::err!(
+                "{}",
+                crate::table::within(
+                    &format!(
+                        "note: node {} lacks Promise.withResolvers ({host} needs Node >= 22); the harness adds a spec-equivalent shim",
+                        crate::output::clean(&node.version)
+                    ),
+                    crate::width::stderr_columns()
+                )
             );
         }
     }
@@ -992,11 +1003,9 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         .collect();
     s.push_str(&scenario_table(&rows, columns, paint));
     if let Some(note) = &r.note {
-        s.push_str(&hanging(
-            "note: ",
-            &crate::output::clean_lines(note),
-            columns,
-        ));
+        let note = crate::output::clean_lines(note);
+        let note = crate::scope::commands_within(&note, columns);
+        s.push_str(&hanging("note: ", &note, columns));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');

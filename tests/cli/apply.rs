@@ -66,7 +66,7 @@ fn apply_patches_the_real_rc8_and_is_idempotent_and_revert_restores_it() {
         format!(
             "patched [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
   sha256 now {}, original saved as backup {id}
-restart DSH so it loads the patched client; check it with `mcpatch verify`
+restart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`
 ",
             short(&patched_hash())
         )
@@ -318,7 +318,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +780,9 @@) does not match: its context lines are not in the file
-help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`
+help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`
 "
     );
     assert_eq!(sha256_file(&file), before);
@@ -340,9 +340,10 @@ fn a_staged_file_that_fails_node_check_changes_nothing() {
     );
     assert!(err.contains("SyntaxError: Unexpected token ';'"), "{err}");
     assert!(
-        err.ends_with(
-            "help: nothing was changed; report this with the output of `mcpatch status --json`\n"
-        ),
+        err.ends_with(&format!(
+            "help: nothing was changed; report this with the output of `mcpatch status --path {} --json`\n",
+            client.display()
+        )),
         "{err}"
     );
     assert_eq!(sha256_file(&file), before);
@@ -533,7 +534,7 @@ fn diff_shows_the_patch_as_it_would_apply() {
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (patched)\nalready patched; `mcpatch revert` restores the original\n"
+        "# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (patched)\nalready patched; `mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` restores the original\n"
     );
 }
 
@@ -723,7 +724,8 @@ fn a_modified_file_asks_only_when_stdin_and_stderr_are_both_a_terminal() {
     // stdin from /dev/null (a script, a pipe), stderr on the terminal: no one can answer.
     let (rc, screen) = on_a_terminal_with(&sb, &["apply", "--path", p], "y", "< /dev/null");
     assert_eq!(rc, 1, "{screen}");
-    assert_eq!(sb.normalize(screen.as_bytes()), refused);
+    // On the terminal the lines are wrapped to its width: the words are the same.
+    assert_eq!(words(&sb.normalize(screen.as_bytes())), words(&refused));
     // stdin on the terminal, stderr to a file: the question would not be seen.
     let log = sb.root().join("stderr.log");
     let (rc, screen) = on_a_terminal_with(
@@ -733,7 +735,8 @@ fn a_modified_file_asks_only_when_stdin_and_stderr_are_both_a_terminal() {
         &format!("2> '{}'", log.display()),
     );
     assert_eq!(rc, 1, "{screen}");
-    assert_eq!(sb.normalize(screen.as_bytes()), refused);
+    // On the terminal the lines are wrapped to its width: the words are the same.
+    assert_eq!(words(&sb.normalize(screen.as_bytes())), words(&refused));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
     assert_eq!(sha256_file(&file), before);
     assert_eq!(backup_count(&sb), 0);
@@ -764,4 +767,9 @@ fn one_read_only_install_does_not_stop_the_others() {
     assert_eq!(sha256_file(&locked.join("lib/index.js")), ORIGINAL);
     assert_eq!(sha256_file(&open.join("lib/index.js")), patched_hash());
     assert_eq!(backup_count(&sb), 1);
+}
+
+/// The words of `text`, however it is wrapped.
+fn words(text: &str) -> Vec<&str> {
+    text.split_whitespace().collect()
 }

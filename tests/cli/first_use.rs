@@ -81,3 +81,53 @@ fn serve_ignores_a_typed_word_and_quits_on_ctrl_c() {
         "{rest:?}"
     );
 }
+
+/// An install of the client in a project folder whose name needs quoting in a shell.
+fn project_install(sb: &Sandbox) -> (PathBuf, String) {
+    let project = sb.root().join("my project");
+    let client = sb.copy_client("0.1.0-rc.8", &project.join("node_modules").join(CLIENT));
+    let p = project.to_str().unwrap().to_string();
+    (client, p)
+}
+
+#[test]
+fn status_of_a_project_suggests_commands_for_that_project_only() {
+    let sb = Sandbox::new();
+    let (client, p) = project_install(&sb);
+    let o = sb.run(&["status", "--path", &p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.contains("affected  run `mcpatch apply --path '[SANDBOX]/my project'`\n"),
+        "{out}"
+    );
+
+    // A local edit: review and patch anyway, both for the project only.
+    edit_file(&client.join("lib/index.js"), |t| t + "\n// local edit\n");
+    let o = sb.run(&["status", "--target", "dsh-mcp-client", "--path", &p]);
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.contains("modified  review with `mcpatch diff --path '[SANDBOX]/my project' --target dsh-mcp-client`, then `mcpatch apply --path '[SANDBOX]/my project' --target dsh-mcp-client --yes` to patch anyway\n"),
+        "{out}"
+    );
+    // JSON keeps the bare command: its reader knows the flags it passed.
+    let v = status_json(&sb, &["--path", &p]);
+    assert_eq!(
+        v["installs"][0]["next_step"],
+        "review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"
+    );
+}
+
+#[test]
+fn apply_refusing_a_modified_project_file_names_the_project_in_its_advice() {
+    let sb = Sandbox::new();
+    let (client, p) = project_install(&sb);
+    edit_file(&client.join("lib/index.js"), |t| t + "\n// local edit\n");
+    let o = sb.run(&["apply", "--path", &p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    assert!(
+        out.contains("review with `mcpatch diff --path '[SANDBOX]/my project/node_modules/@deepseek-ai/dsh-mcp-client'`, then rerun with --yes"),
+        "{out}"
+    );
+}

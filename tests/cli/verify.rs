@@ -390,7 +390,7 @@ fn verify_on_node_20_says_it_shims_promise_with_resolvers_and_still_runs() {
     ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("note: node v20.") && err.contains("lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim"), "{err}");
+    assert!(err.contains("note: node v20.") && err.contains("lacks Promise.withResolvers (DSH needs Node >= 22); the harness adds a spec-equivalent shim"), "{err}");
     assert!(stdout(&o).contains("with Promise.withResolvers shim"));
 }
 
