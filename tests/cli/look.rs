@@ -140,16 +140,16 @@ next steps: run each command above with the --path you gave this run, so that it
     );
 
     // Wide enough (the next steps carry both paths): one line per install, as in a pipe (no limit there).
-    let wide = sb.cmd(&args).env("COLUMNS", "400").output().unwrap();
+    let wide = sb.cmd(&args).env("COLUMNS", "1000").output().unwrap();
     let piped = sb.run(&args);
     assert_eq!(exact(&sb, &wide.stdout), exact(&sb, &piped.stdout));
     assert_eq!(
         sb.normalize(&piped.stdout),
         "PATH  VERSION  STATE  NEXT STEP
-[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
+[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client --path [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
-[SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  patched  none (`mcpatch verify` to check, `mcpatch revert` to undo)
+[SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  patched  none (`mcpatch verify --path [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client --path [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client` to check, `mcpatch revert --path [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client --path [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client` to undo)
   sha256 cc17424d…8b19 (patched)
   note: patched by mcpatch (dsh-mcp-client-session-loss, revision 2: seamless)
 2 install(s): 1 affected, 1 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
