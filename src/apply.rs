@@ -160,7 +160,7 @@ fn apply_all(
     } else {
         None
     };
-    let home = env.dsh_home()?;
+    let home = env.state_home()?;
     let mut outcome = Outcome::Clean;
     let mut changed_targets: Vec<&PatchSpec> = Vec::new();
     let items = status::each_file(&report.installs);

@@ -166,7 +166,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
                     Err(e) => {
                         outcome = Outcome::Attention;
                         // A patched file edited by hand: its backup is the way back.
-                        let e = match env.dsh_home() {
+                        let e = match env.state_home() {
                             Ok(home) => backup::point_to_original(
                                 e,
                                 &backup::root(&home, spec),

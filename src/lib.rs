@@ -47,7 +47,18 @@ use crate::locate::Environment;
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
     color::set_choice(cli.color);
-    let targets = registry::select(cli.target.as_deref())?;
+    // `mcpatch --target X status` as well as `mcpatch status --target X`.
+    let target = match (&cli.target, cli.command.takes_target()) {
+        (Some(name), false) => {
+            return Err(error::Error::TargetUnused {
+                name: output::clean(name).into_owned(),
+                command: cli.command.name(),
+            })
+        }
+        (top, true) => cli.command.target().map(str::to_string).or(top.clone()),
+        (None, false) => None,
+    };
+    let targets = registry::select(target.as_deref())?;
     let mut env = Environment::from_process();
     env.ask_npm = cli.command.path_args().is_some_and(|p| p.npm);
     scope::set(scope::Scope {
@@ -57,10 +68,10 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             .map(|p| p.paths.clone())
             .unwrap_or_default(),
         npm: env.ask_npm,
-        target: cli.target.clone(),
+        target,
     });
     match cli.command {
-        Command::Status { paths, json } => status::run(&targets, &paths.paths, json, &env),
+        Command::Status { paths, json, .. } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {
             // Made whole first: clap_complete panics on a stream it cannot write.
             output::end_on_closed_pipe();
@@ -75,6 +86,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             no_verify,
             node,
             json,
+            ..
         } => apply::run(
             &targets,
             &apply::ApplyOptions {
@@ -93,6 +105,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             backup,
             yes,
             json,
+            ..
         } => revert::run(
             &targets,
             &revert::RevertOptions {
@@ -103,8 +116,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             },
             &env,
         ),
-        Command::Backups { json, ids } => revert::list(&targets, json, ids, &env),
-        Command::Diff { paths } => diff::run(&targets, &paths.paths, &env),
+        Command::Backups { json, ids, .. } => revert::list(&targets, json, ids, &env),
+        Command::Diff { paths, .. } => diff::run(&targets, &paths.paths, &env),
         Command::Verify {
             paths,
             backup,
@@ -117,6 +130,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             command: Some(command),
             startup_timeout,
             verbose,
+            ..
         } => {
             let flag = if !paths.paths.is_empty() {
                 Some("--path")
@@ -172,6 +186,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             json,
             timeout,
             verbose,
+            ..
         } => probe::run(
             target::probed(&targets)?,
             &probe::ProbeOptions {

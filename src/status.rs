@@ -129,7 +129,7 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
     let backups: Vec<Vec<Backup>> = targets
         .iter()
         .map(|spec| {
-            env.dsh_home()
+            env.state_home()
                 .ok()
                 .and_then(|h| backup::list(&backup::root(&h, spec)).ok())
                 .unwrap_or_default()
@@ -264,7 +264,7 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
     {
         return;
     }
-    let Ok(home) = env.dsh_home() else { return };
+    let Ok(home) = env.state_home() else { return };
     let root = backup::root(&home, spec);
     let Ok(listing) = backup::list_all(&root) else {
         return;

@@ -311,7 +311,7 @@ fn check_backups_first(
     wanted: &str,
     env: &Environment,
 ) -> Result<()> {
-    let root = backup::root(&env.dsh_home()?, spec);
+    let root = backup::root(&env.state_home()?, spec);
     backup::check_trusted(&root)?;
     let backups = backup::list(&root)?;
     let checked: Vec<&Install> = installs
@@ -590,7 +590,7 @@ impl Target {
                 _copy: None,
             });
         };
-        let root = backup::root(&env.dsh_home()?, spec);
+        let root = backup::root(&env.state_home()?, spec);
         // Trusted as apply and revert trust it, before node runs what it holds.
         backup::check_trusted(&root)?;
         let backups = backup::list(&root)?;

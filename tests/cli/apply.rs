@@ -262,7 +262,7 @@ fn an_unwritable_backup_folder_stops_before_touching_anything() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: cannot write the backup folder [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss: Not a directory (os error 20)
-help: nothing was changed; make [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss writable or set DSH_HOME to a writable folder
+help: nothing was changed; make [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss writable or set MCPATCH_HOME to a writable folder
 "
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);

@@ -106,7 +106,7 @@ fn apply_and_revert_json_report_what_changed_for_each_install() {
             "changed": true,
             "installs": [
                 entry(A, true, "patched", "affected", Some(&id), None),
-                entry(B, false, "patched", "patched", None, Some("not reverted: it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nto get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)")),
+                entry(B, false, "patched", "patched", None, Some("not reverted: it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nto get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)")),
             ],
             "searched": ["--path [SANDBOX]"],
             "error": null,
@@ -274,7 +274,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
     ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let v = json_of(&sb, &o);
-    let no_backup = format!("no backup of {A}/lib/index.js under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one");
+    let no_backup = format!("no backup of {A}/lib/index.js under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one");
     assert_eq!(v["installs"].as_array().unwrap().len(), 2, "{v:#}");
     assert_eq!(
         v["installs"][0],

@@ -119,7 +119,7 @@ fn backups_without_a_backups_folder_says_so_and_a_file_in_its_place_is_an_error(
         assert_eq!(
             sb.normalize(&o.stderr),
             format!("error: cannot read [SANDBOX]/home/.dsh/{BACKUPS}: Not a directory (os error 20)
-help: make it a readable folder (move aside anything else at that path), or set DSH_HOME to another folder
+help: make it a readable folder (move aside anything else at that path), or set MCPATCH_HOME to another folder
 "),
             "{args:?}"
         );

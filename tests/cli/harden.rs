@@ -366,7 +366,7 @@ fn a_dsh_home_the_user_cannot_write_fails_the_dry_run_as_it_fails_the_real_run()
         assert_eq!(
             sb.normalize(&o.stderr),
             "error: cannot write the backup folder [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss: Permission denied (os error 13)
-help: nothing was changed; make [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss writable or set DSH_HOME to a writable folder
+help: nothing was changed; make [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss writable or set MCPATCH_HOME to a writable folder
 ",
             "{args:?}"
         );

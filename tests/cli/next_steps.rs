@@ -305,7 +305,7 @@ fn revert_with_no_backup_of_a_patched_install_exits_1_names_the_folder_and_the_w
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "not reverted: {DIR}/lib/index.js\n  it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\n  to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` (`--backup ID` picks one of the backups `mcpatch backups` lists there)\n"
+            "not reverted: {DIR}/lib/index.js\n  it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\n  to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` (`--backup ID` picks one of the backups `mcpatch backups` lists there)\n"
         )
     );
     assert_eq!(stderr(&o), "");

@@ -606,7 +606,7 @@ fn verify_backup_with_no_backup_names_the_install_and_the_backups_folder_before_
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: no backup of {FILE} under [SANDBOX]/home/.dsh/{BACKUPS}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --backup`; `mcpatch backups` lists the backups under this one\n")
+        format!("error: no backup of {FILE} under [SANDBOX]/home/.dsh/{BACKUPS}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` saves the original when it patches the install; if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --backup`; `mcpatch backups` lists the backups under this one\n")
     );
     assert_eq!(stdout(&o), "");
     let o = sb.run(&["verify", "--backup", "nope", "--path", p]);

@@ -435,7 +435,7 @@ fn a_revert_with_nothing_to_restore_creates_nothing_and_status_offers_revert_onl
     let v = status_json(&sb, &["--path", p]);
     assert_eq!(
         v["installs"][0]["next_step"],
-        "none (`mcpatch verify` to check; DSH_HOME holds no backup of it to revert to)"
+        "none (`mcpatch verify` to check; mcpatch holds no backup of it to revert to)"
     );
     let o = sb.run(&["revert", "--path", p]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
