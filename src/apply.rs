@@ -283,7 +283,7 @@ fn apply_all(
                     None => "patched".to_string(),
                 };
                 say(format_args!(
-                    "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
+                    "dry run: {label} would be {what} (the patch fits, node --check and the load check pass); nothing changed"
                 ));
                 if let Some(line) = gate.line() {
                     say(format_args!("    {line}"));

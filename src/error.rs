@@ -73,11 +73,13 @@ pub enum Error {
     #[error("the patched module does not load from {dir}:\n{stderr}\nhelp: nothing was changed; check that the install's dependencies are present (`npm ls` in that folder) and that node is 22 or later")]
     LoadCheckFailed { dir: PathBuf, stderr: String },
 
-    #[error("{dir} is not writable: {source}\nhelp: run with sudo, or use --path on a writable copy of the install")]
+    #[error("{dir} is not writable: {source}\nhelp: {help}")]
     ReadOnlyInstall {
         dir: PathBuf,
         #[source]
         source: std::io::Error,
+        /// What to do, by why it failed and who mcpatch runs as.
+        help: &'static str,
     },
 
     #[error("cannot write the backup folder {dir}: {source}\nhelp: nothing was changed; make {dir} writable or set MCPATCH_HOME to a writable folder")]

@@ -70,6 +70,12 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         npm: env.ask_npm,
         target,
     });
+    if matches!(
+        cli.command,
+        Command::Apply { dry_run: false, .. } | Command::Revert { .. }
+    ) {
+        output::changes_installs();
+    }
     match cli.command {
         Command::Status { paths, json, .. } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {

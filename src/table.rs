@@ -156,11 +156,25 @@ pub fn within(text: &str, max: Option<usize>) -> String {
         let rest: Vec<&str> = body[first.len()..].split(' ').filter(|w| !w.is_empty()).collect();
         if !rest.is_empty() {
             for piece in wrap_units(&rest, " ", room) {
-                s.push_str(&format!("{}{piece}\n", " ".repeat(lead + 4)));
+                // A word wider than the room (a long path) is cut where it must be.
+                for cut in cut_to(&piece, room) {
+                    s.push_str(&format!("{}{cut}\n", " ".repeat(lead + 4)));
+                }
             }
         }
     }
     s
+}
+
+/// `line` in pieces of at most `max` characters (when given).
+fn cut_to(line: &str, max: Option<usize>) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    match max {
+        Some(m) if m > 0 && chars.len() > m => {
+            chars.chunks(m).map(|c| c.iter().collect()).collect()
+        }
+        _ => vec![line.to_string()],
+    }
 }
 
 /// `first` then `items` joined by ", ", wrapped to `max` columns (when given)

@@ -904,7 +904,7 @@ fn overall(results: &[ScenarioResult]) -> &'static str {
 
 fn install_note(target: &Target, overall: &str, expectations: Expectations) -> Option<String> {
     if target.backup.is_some() {
-        return Some("the saved original, run as the control: it is expected to be STUCK".into());
+        return Some("the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced".into());
     }
     let strict = expectations == Expectations::Strict;
     match (target.state, overall) {

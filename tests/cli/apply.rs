@@ -186,7 +186,7 @@ fn dry_run_checks_everything_and_changes_nothing() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "dry run: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8) would be patched (the diff applies, node --check and the load check pass); nothing changed\n"
+        "dry run: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8) would be patched (the patch fits, node --check and the load check pass); nothing changed\n"
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
     assert_eq!(backup_count(&sb), 0);

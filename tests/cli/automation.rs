@@ -301,7 +301,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
             "error": null,
             "node_version": node, "node_shim": false, "expectations": "relaxed",
             "overall": "STUCK",
-            "note": "the saved original, run as the control: it is expected to be STUCK",
+            "note": "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced",
             "scenarios": [
                 ["expired-404", "short", "recover", "STUCK", false],
                 ["expired-404", "default", "recover", "STUCK", false],

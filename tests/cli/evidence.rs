@@ -448,7 +448,7 @@ mod unknown_revisions {
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert_eq!(
             sb.normalize(&o.stdout),
-            format!("dry run: {DIR} (0.1.0-rc.8) would be patched (the diff applies, node --check and the load check pass); nothing changed\n{verified}")
+            format!("dry run: {DIR} (0.1.0-rc.8) would be patched (the patch fits, node --check and the load check pass); nothing changed\n{verified}")
         );
         let err = sb.normalize(&o.stderr);
         assert!(

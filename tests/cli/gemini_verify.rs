@@ -169,7 +169,7 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
     );
     assert_eq!(
         i["note"],
-        "the saved original, run as the control: it is expected to be STUCK"
+        "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced"
     );
     assert_eq!(i["sha256"], original.as_str());
     assert_eq!(

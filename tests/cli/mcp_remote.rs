@@ -728,7 +728,7 @@ fn verify_backup_runs_the_saved_original_of_each_patched_release_as_the_control(
         assert_eq!(install["overall"], overall, "{version}: {v:#}");
         assert_eq!(
             install["note"],
-            "the saved original, run as the control: it is expected to be STUCK"
+            "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced"
         );
         // The release's own recovery is what ran, not the patched chunk.
         let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
@@ -765,7 +765,7 @@ fn verify_backup_runs_the_saved_original_of_each_patched_release_as_the_control(
     );
     assert!(
         out.ends_with(
-            "note: the saved original, run as the control: it is expected to be STUCK\nSTUCK\n"
+            "note: the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced\nSTUCK\n"
         ),
         "{out}"
     );

@@ -217,7 +217,7 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
     assert!(saved.is_file(), "the reported file exists");
     assert_eq!(
         install["note"],
-        "the saved original, run as the control: it is expected to be STUCK"
+        "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced"
     );
     assert_eq!(
         verdicts(&v),
