@@ -227,8 +227,8 @@ pub struct PathArgs {
 /// `--target`, for the subcommands that work on installs or backups.
 #[derive(Debug, Args, Clone, Default)]
 pub struct TargetArg {
-    /// Work on this target only (dsh-mcp-client, mcp-remote or gemini-cli: a
-    /// folder under patches/); default: every target.
+    /// Work on this target only (a target under patches/: dsh-mcp-client,
+    /// mcp-remote, gemini-cli); default: every target.
     #[arg(long, value_name = "NAME", display_order = 901)]
     pub target: Option<String>,
 }
@@ -298,7 +298,7 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     )
 }
 
-/// The widest `--help` is wrapped to (clap's own default).
+/// The widest a terminal's `--help` is wrapped to (clap's own default).
 const HELP_COLUMNS: usize = 100;
 
 /// Parse the process's command line; clap's own help and errors follow
@@ -310,9 +310,9 @@ pub fn parse() -> Cli {
         Some(ColorChoice::Never) => Cli::command().color(clap::ColorChoice::Never),
         _ => Cli::command(),
     };
-    // Help is prose to read: wrapped to the terminal (COLUMNS first), at most
-    // 100 columns, and to 100 into a pipe or a file.
-    let columns = crate::width::stdout_columns().map_or(HELP_COLUMNS, |c| c.min(HELP_COLUMNS));
+    // Help is wrapped to the terminal (COLUMNS first), at most 100 columns;
+    // into a pipe or a file it is not wrapped, as no output is (0: no limit).
+    let columns = crate::width::stdout_columns().map_or(0, |c| c.min(HELP_COLUMNS));
     let matches = command.term_width(columns).get_matches_from(args);
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit())
 }

@@ -237,7 +237,7 @@ fn a_read_only_install_fails_clearly_and_stays_unchanged() {
         err.starts_with(
             "error: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: "
         ) && err
-            .ends_with("help: run with sudo, or use --path on a writable copy of the install\n"),
+            .ends_with(&format!("help: {}\n", not_writable_help())),
         "{err}"
     );
     assert_eq!(sha256_file(&lib.join("index.js")), ORIGINAL);
@@ -456,7 +456,7 @@ fn revert_restores_the_named_backup() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         sb.normalize(&o.stderr),
-        "error: no backup named no-such-backup under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nhelp: list the backups with `mcpatch backups`\n"
+        "error: no backup named no-such-backup under [SANDBOX]/home/.dsh/backups\nhelp: list the backups with `mcpatch backups`\n"
     );
     let o = sb.run(&["revert", "--backup", &id, "--path", p]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -769,7 +769,8 @@ fn one_read_only_install_does_not_stop_the_others() {
     assert_eq!(backup_count(&sb), 1);
 }
 
-/// The words of `text`, however it is wrapped.
-fn words(text: &str) -> Vec<&str> {
+/// The text of `text` without its white space, however it is wrapped (a
+/// word too long for a line is cut).
+fn words(text: &str) -> String {
     text.split_whitespace().collect()
 }

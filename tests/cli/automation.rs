@@ -11,7 +11,9 @@ use super::*;
 
 const A: &str = "[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client";
 const B: &str = "[SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client";
-const NOT_WRITABLE: &str = "[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Operation not permitted (os error 1) at path \"[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: run with sudo, or use --path on a writable copy of the install";
+fn not_writable() -> String {
+    format!("[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Operation not permitted (os error 1) at path \"[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: {}", not_writable_help())
+}
 
 /// `text` with the random part of staged file names replaced by `*`.
 fn without_staged_names(text: &str) -> String {
@@ -175,7 +177,7 @@ fn one_failing_install_ends_apply_and_revert_in_2_after_the_others_were_handled(
             "changed": true,
             "dry_run": false,
             "installs": [
-                entry(A, false, "affected", "affected", None, Some(NOT_WRITABLE)),
+                entry(A, false, "affected", "affected", None, Some(&not_writable())),
                 entry(B, true, "affected", "patched", Some(&id_b), None),
             ],
             "searched": ["--path [SANDBOX]"],
@@ -184,7 +186,7 @@ fn one_failing_install_ends_apply_and_revert_in_2_after_the_others_were_handled(
     );
     assert_eq!(
         without_staged_names(&sb.normalize(&o.stderr)),
-        format!("error: {NOT_WRITABLE}\n{}", summary("patched"))
+        format!("error: {}\n{}", not_writable(), summary("patched"))
     );
     assert_eq!(
         sha256_file(&a.join("lib/index.js")),
@@ -210,13 +212,13 @@ fn one_failing_install_ends_apply_and_revert_in_2_after_the_others_were_handled(
     let _guard = ReadOnly::new(&a.join("lib"));
     let o = sb.run(&["revert", "--json", "--path", all]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
-    let revert_error = "[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Operation not permitted (os error 1) at path \"[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: run with sudo, or use --path on a writable copy of the install";
+    let revert_error = not_writable();
     assert_eq!(
         json_of(&sb, &o),
         json!({
             "changed": true,
             "installs": [
-                entry(A, false, "patched", "patched", None, Some(revert_error)),
+                entry(A, false, "patched", "patched", None, Some(&revert_error)),
                 entry(B, true, "patched", "affected", Some(&id_b), None),
             ],
             "searched": ["--path [SANDBOX]"],

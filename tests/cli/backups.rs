@@ -102,7 +102,7 @@ fn backups_without_a_backups_folder_says_so_and_a_file_in_its_place_is_an_error(
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("no backups under [SANDBOX]/home/.dsh/{BACKUPS}\n")
+        "no backups under [SANDBOX]/home/.dsh/backups\n"
     );
     let o = sb.run(&["backups", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
