@@ -202,7 +202,8 @@ mod tests {
         assert!(not_writable_help(&denied, false).starts_with("run with sudo"));
         assert!(not_writable_help(&denied, true).starts_with("mcpatch runs as root already"));
         let read_only = std::io::Error::from_raw_os_error(libc::EROFS);
-        assert!(not_writable_help(&read_only, true).starts_with("the folder is on a read-only file system"));
+        assert!(not_writable_help(&read_only, true)
+            .starts_with("the folder is on a read-only file system"));
     }
 
     #[test]

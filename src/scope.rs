@@ -54,7 +54,8 @@ impl Scope {
         let mut out = String::with_capacity(text.len() + flags.len());
         let mut rest = text;
         while let Some(at) = rest.find("mcpatch ") {
-            let before_ok = at == 0 || matches!(rest.as_bytes()[at - 1], b'`' | b' ' | b'(' | b'\'');
+            let before_ok =
+                at == 0 || matches!(rest.as_bytes()[at - 1], b'`' | b' ' | b'(' | b'\'');
             let after = &rest[at + "mcpatch ".len()..];
             let word_len = after
                 .find(|c: char| !c.is_ascii_lowercase())
@@ -119,7 +120,12 @@ pub fn commands_within(text: &str, max: Option<usize>) -> Cow<'_, str> {
     if scoped == text {
         return Cow::Borrowed(text);
     }
-    let longest = scope.flags().split(' ').map(|w| w.chars().count()).max().unwrap_or(0);
+    let longest = scope
+        .flags()
+        .split(' ')
+        .map(|w| w.chars().count())
+        .max()
+        .unwrap_or(0);
     match max {
         Some(m) if longest + 12 > m => Cow::Owned(format!(
             "{text} (run each command with {} this run, so that it works on the same installs)",
@@ -187,6 +193,9 @@ mod tests {
             s.apply("mcpatch patched this file; run `mcpatch status`"),
             "mcpatch patched this file; run `mcpatch status --path proj --path 'a b' --target gemini-cli`"
         );
-        assert_eq!(scope(&[], None).apply("run `mcpatch apply`"), "run `mcpatch apply`");
+        assert_eq!(
+            scope(&[], None).apply("run `mcpatch apply`"),
+            "run `mcpatch apply`"
+        );
     }
 }

@@ -511,10 +511,7 @@ pub fn render_table_within(
         })
         .find(|(scoped, body)| {
             !scoped
-                || columns.is_none_or(|c| {
-                    body.lines()
-                        .all(|l| crate::color::visible_width(l) <= c)
-                })
+                || columns.is_none_or(|c| body.lines().all(|l| crate::color::visible_width(l) <= c))
         })
         .expect("the unscoped rows are always taken");
     s.push_str(&body);

@@ -153,7 +153,10 @@ pub fn within(text: &str, max: Option<usize>) -> String {
         let mut pieces = wrap(body, room.map(|r| r + 4)).into_iter();
         let first = pieces.next().unwrap_or_default();
         s.push_str(&format!("{}{first}\n", " ".repeat(lead)));
-        let rest: Vec<&str> = body[first.len()..].split(' ').filter(|w| !w.is_empty()).collect();
+        let rest: Vec<&str> = body[first.len()..]
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect();
         if !rest.is_empty() {
             for piece in wrap_units(&rest, " ", room) {
                 // A word wider than the room (a long path) is cut where it must be.

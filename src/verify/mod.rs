@@ -8,9 +8,9 @@ mod gemini_cli;
 pub mod harness;
 mod mirror;
 pub mod scenario;
+mod serve;
 pub mod server;
 pub(crate) mod steps;
-mod serve;
 
 pub use serve::serve;
 
@@ -262,6 +262,16 @@ fn verify_all(
             }
             outcome = Outcome::Attention;
             continue;
+        }
+        // With more than one install, each one's progress says whose it is.
+        if progress && report.installs.len() > 1 {
+            let lead = format!("verifying {} install ", spec.target);
+            let path = crate::output::path(&install.path);
+            let path = match crate::width::stderr_columns() {
+                Some(c) => shorten_middle(&path, c.saturating_sub(lead.len())),
+                None => path,
+            };
+            crate::errln!("{lead}{path}");
         }
         // A bridge is always held to the current revision's expectations.
         let strict = bridge || opts.strict;

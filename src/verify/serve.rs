@@ -178,5 +178,4 @@ mod tests {
             "      5 ms  POST tools/\\u{1b}]0;owned\\u{7}list\\u{1b}[2J session=ab\\rcd -> 404"
         );
     }
-
 }

@@ -236,8 +236,7 @@ fn a_read_only_install_fails_clearly_and_stays_unchanged() {
     assert!(
         err.starts_with(
             "error: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: "
-        ) && err
-            .ends_with(&format!("help: {}\n", not_writable_help())),
+        ) && err.ends_with(&format!("help: {}\n", not_writable_help())),
         "{err}"
     );
     assert_eq!(sha256_file(&lib.join("index.js")), ORIGINAL);

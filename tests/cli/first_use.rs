@@ -164,10 +164,17 @@ fn every_help_and_the_common_outputs_fit_80_columns() {
         assert_eq!(too_wide(&o.stdout, 80), Vec::<String>::new(), "{args:?}");
     }
     // A wide terminal gets at most 100 columns; a pipe, whole lines.
-    let o = sb.cmd(&["verify", "--help"]).env("COLUMNS", "300").output().unwrap();
+    let o = sb
+        .cmd(&["verify", "--help"])
+        .env("COLUMNS", "300")
+        .output()
+        .unwrap();
     assert_eq!(too_wide(&o.stdout, 100), Vec::<String>::new());
     let o = sb.run(&["verify", "--help"]);
-    assert!(!too_wide(&o.stdout, 100).is_empty(), "a pipe is not wrapped");
+    assert!(
+        !too_wide(&o.stdout, 100).is_empty(),
+        "a pipe is not wrapped"
+    );
 
     let client = sb.client_install("0.1.0-rc.8", "g");
     let p = client.to_str().unwrap();
@@ -178,7 +185,10 @@ fn every_help_and_the_common_outputs_fit_80_columns() {
         (vec!["revert", "--backup", "nosuch", "--path", p], 2),
         (vec!["revert", "--path", p], 0),
         (vec!["backups"], 0),
-        (vec!["apply", "--path", p, "--path", "/nonexistent/folder"], 2),
+        (
+            vec!["apply", "--path", p, "--path", "/nonexistent/folder"],
+            2,
+        ),
     ] {
         let o = sb.cmd(&args).env("COLUMNS", "80").output().unwrap();
         assert_eq!(code(&o), want, "{args:?}: {}{}", stdout(&o), stderr(&o));
@@ -218,13 +228,22 @@ fn users_without_dsh_read_neutral_help_and_keep_state_in_a_neutral_home() {
     let sb = Sandbox::new();
     let o = sb.run(&["--help"]);
     let help = stdout(&o);
-    let about: Vec<&str> = help.split("\n\n").next().unwrap().split_whitespace().collect();
+    let about: Vec<&str> = help
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .split_whitespace()
+        .collect();
     assert_eq!(
         about.join(" "),
         "Find, patch, revert and verify installed MCP clients (DSH's dsh-mcp-client, mcp-remote, gemini-cli) so they recover from MCP session loss"
     );
     let o = sb.run(&["probe", "--help"]);
-    assert!(stdout(&o).contains("as in the MCP client's config"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("as in the MCP client's config"),
+        "{}",
+        stdout(&o)
+    );
     assert!(!stdout(&o).contains("DSH"), "{}", stdout(&o));
 
     // No DSH_HOME and no ~/.dsh/backups: backups go to ~/.local/state/mcpatch.
@@ -233,7 +252,9 @@ fn users_without_dsh_read_neutral_help_and_keep_state_in_a_neutral_home() {
     let p = client.to_str().unwrap();
     let no_dsh = |args: &[&str]| {
         let mut c = sb.command(args);
-        c.env_remove("DSH_HOME").env_remove("XDG_STATE_HOME").env_remove("MCPATCH_HOME");
+        c.env_remove("DSH_HOME")
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("MCPATCH_HOME");
         c.output().unwrap()
     };
     let o = no_dsh(&["backups"]);
@@ -291,7 +312,12 @@ fn probe_says_a_failure_once_and_names_plain_http_behind_https() {
     let o = sb.run(&["probe", &url]);
     assert_eq!(code(&o), 2);
     assert_eq!(stdout(&o), format!("probe {url}\n"));
-    assert_eq!(stderr(&o).matches("Connection refused").count(), 1, "{}", stderr(&o));
+    assert_eq!(
+        stderr(&o).matches("Connection refused").count(),
+        1,
+        "{}",
+        stderr(&o)
+    );
 
     // A plain-HTTP server asked for TLS.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -319,7 +345,10 @@ fn probe_says_a_failure_once_and_names_plain_http_behind_https() {
 fn status_into_a_full_disk_says_its_output_is_lost_not_that_work_goes_on() {
     let sb = Sandbox::new();
     sb.client_install("0.1.0-rc.8", "g");
-    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
     let o = sb
         .command(&["status", "--path", sb.root().join("g").to_str().unwrap()])
         .stdout(full)
@@ -360,4 +389,34 @@ fn target_is_a_flag_of_the_commands_that_use_it() {
             stdout(&o)
         );
     }
+}
+
+#[test]
+fn verify_of_two_installs_names_each_one_above_its_progress() {
+    let sb = Sandbox::new();
+    let a = sb.client_install("0.1.0-rc.8", "a");
+    let b = sb.client_install("0.1.0-rc.8", "b");
+    let o = sb.run(&[
+        "verify",
+        "--scenario",
+        "ordinary-errors",
+        "--path",
+        a.to_str().unwrap(),
+        "--path",
+        b.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let err = sb.normalize(&o.stderr);
+    let lines: Vec<&str> = err.lines().skip(1).collect();
+    assert_eq!(lines.len(), 4, "{err}");
+    assert_eq!(
+        lines[0],
+        "verifying dsh-mcp-client install [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client"
+    );
+    assert!(lines[1].starts_with("[1/1] ordinary-errors"), "{err}");
+    assert_eq!(
+        lines[2],
+        "verifying dsh-mcp-client install [SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client"
+    );
+    assert!(lines[3].starts_with("[1/1] ordinary-errors"), "{err}");
 }

@@ -1222,7 +1222,7 @@ fn a_closed_or_full_stdout_or_stderr_never_panics() {
         assert_eq!(code(&o), 2, "{args:?}: {:?} {}", o.status, stderr(&o));
         assert_eq!(
             stderr(&o),
-            "error: cannot write to standard output: No space left on device (os error 28); the work goes on\n",
+            "error: cannot write to standard output: No space left on device (os error 28); the rest of the output is lost\nhelp: write it where there is room (another disk, or a pipe)\n",
             "{args:?}"
         );
     }
