@@ -326,7 +326,7 @@ fn gemini_on_path_is_resolved_to_its_package_and_verified() {
         "{out}"
     );
     assert!(
-        out.ends_with("\nnote: not patched: run `mcpatch apply`\nSTUCK\n"),
+        out.ends_with("\nnote: not patched: run `mcpatch apply --target gemini-cli`\nSTUCK\n"),
         "{out}"
     );
 }
