@@ -262,9 +262,9 @@ fn a_revision_1_file_is_outdated_recovers_with_failed_calls_and_upgrades_to_seam
     assert_eq!(
         sb.normalize(&o.stdout),
         "PATH  VERSION  STATE  NEXT STEP\n\
-         [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  outdated  run `mcpatch apply` to upgrade to the current patch revision\n  \
+         [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  outdated  run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to upgrade to the current patch revision\n  \
          sha256 52a33245…9da3 (outdated)\n  \
-         note: patched by an earlier mcpatch revision (1): it recovers, but the call that meets a lost session fails; run `mcpatch apply` to upgrade\n\
+         note: patched by an earlier mcpatch revision (1): it recovers, but the call that meets a lost session fails; run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to upgrade\n\
          1 install(s): 0 affected, 0 patched, 1 outdated, 0 upstream-fixed, 0 modified, 0 unsupported\n"
     );
     let v = status_json(&sb, &["--path", p]);
@@ -553,7 +553,7 @@ fn an_interrupted_verify_backup_removes_its_copy_and_stops_node() {
             "SIGINT"
         };
         assert!(
-            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n")),
+            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify --path {}` again to finish the check\n", client.display())),
             "{}",
             stderr(&o)
         );
