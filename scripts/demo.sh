@@ -37,12 +37,21 @@ export HOME="$SANDBOX/home" DSH_HOME="$SANDBOX/home/.dsh" MCPATCH_SYSTEM_ROOTS="
 mkdir -p "$HOME"
 echo "which dsh -> $(command -v dsh) -> $(readlink -f "$(command -v dsh)")"
 
+# The terminal's width when the demo runs on one; empty (no limit) into a pipe.
+DEMO_COLUMNS=""
+if [[ -t 1 ]]; then
+  DEMO_COLUMNS="$(stty size 2>/dev/null </dev/tty | awk '{print $2}')"
+  [[ "$DEMO_COLUMNS" =~ ^[1-9][0-9]*$ ]] || DEMO_COLUMNS=80
+fi
+
 step() { # <expected exit> <must contain> <args...>: run mcpatch, its output shown as it comes
   local want="$1" needle="$2"; shift 2
   echo
   echo "\$ mcpatch $*"
   set +e
-  "$MCPATCH" "$@" 2>&1 | tee "$SANDBOX/step.out"
+  # tee makes mcpatch's stdout a pipe: give it the terminal's width, so the
+  # demo shows the layout a user sees on this terminal, not the pipe's.
+  COLUMNS="$DEMO_COLUMNS" "$MCPATCH" "$@" 2>&1 | tee "$SANDBOX/step.out"
   rc=${PIPESTATUS[0]}
   set -e
   echo "(exit $rc)"

@@ -15,7 +15,6 @@ use crate::kill_point;
 use crate::locate::Environment;
 use crate::lock;
 use crate::node::{self, Node};
-use crate::outln;
 use crate::registry::{self, PatchSpec};
 use crate::replace;
 use crate::running::{self, ProcessTable};
@@ -133,12 +132,12 @@ fn apply_all(
     // Human lines go to stdout only without --json; --quiet keeps one line per change.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json && !opts.quiet {
-            outln!("{}", crate::output::clean_lines(&args.to_string()));
+            crate::out!("{}", crate::table::for_a_person(&args.to_string()));
         }
     };
     let say_quiet = |args: std::fmt::Arguments<'_>| {
         if !opts.json && opts.quiet {
-            outln!("{}", crate::output::clean_lines(&args.to_string()));
+            crate::out!("{}", crate::table::for_a_person(&args.to_string()));
         }
     };
     let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
@@ -163,7 +162,7 @@ fn apply_all(
     } else {
         None
     };
-    let home = env.dsh_home()?;
+    let home = env.state_home()?;
     let mut outcome = Outcome::Clean;
     let mut changed_targets: Vec<&PatchSpec> = Vec::new();
     let items = status::each_file(&report.installs);
@@ -287,7 +286,7 @@ fn apply_all(
                     None => "patched".to_string(),
                 };
                 say(format_args!(
-                    "dry run: {label} would be {what} (the diff applies, node --check and the load check pass); nothing changed"
+                    "dry run: {label} would be {what} (the patch fits, node --check and the load check pass); nothing changed"
                 ));
                 if let Some(line) = gate.line() {
                     say(format_args!("    {line}"));
@@ -501,13 +500,13 @@ fn apply_file(
         } else if let Some(r) = upgrade_from {
             return Ok(FileResult::Refused(format!(
                 "outdated: sha256 {before} carries patch revision {r} on a file mcpatch does not know; review with `mcpatch diff --path {}`, then rerun with --yes to upgrade it anyway",
-                package_dir.display()
+                crate::scope::quote(&package_dir.to_string_lossy())
             )));
         } else {
             return Ok(FileResult::Refused(format!(
                 "modified: sha256 {before} is not a revision mcpatch knows{}; review with `mcpatch diff --path {}`, then rerun with --yes to patch it anyway",
                 note.map(|n| format!(" ({n})")).unwrap_or_default(),
-                package_dir.display()
+                crate::scope::quote(&package_dir.to_string_lossy())
             )));
         }
     }

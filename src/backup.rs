@@ -447,7 +447,7 @@ pub fn list_all(root: &Path) -> Result<Listing> {
     let entries = match std::fs::read_dir(root) {
         Ok(e) => e,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Listing::default()),
-        Err(e) => return Err(Error::io("read", root, e, "make it a readable folder (move aside anything else at that path), or set DSH_HOME to another folder")),
+        Err(e) => return Err(Error::io("read", root, e, "make it a readable folder (move aside anything else at that path), or set MCPATCH_HOME to another folder")),
     };
     let mut listing = Listing::default();
     for entry in entries.flatten() {

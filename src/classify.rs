@@ -118,7 +118,7 @@ pub const NEXT_REVERT_TO_ORIGINAL: &str =
     "run `mcpatch revert --yes` to restore the original its backup holds (dropping the edits), then `mcpatch apply`";
 /// What `status` says to do for a patched file no backup under `$DSH_HOME` can undo.
 pub const NEXT_PATCHED_NO_BACKUP: &str =
-    "none (`mcpatch verify` to check; DSH_HOME holds no backup of it to revert to)";
+    "none (`mcpatch verify` to check; mcpatch holds no backup of it to revert to)";
 /// What `status` says to do for an earlier patch revision on a locally modified file.
 pub const NEXT_UPGRADE_MODIFIED: &str =
     "run `mcpatch apply --yes` to upgrade to the current patch revision";

@@ -9,15 +9,15 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use crate::color::ColorChoice;
 use crate::verify::scenario::ScenarioName;
 
-/// Find, patch, revert and verify @deepseek-ai/dsh-mcp-client installs so DSH
-/// recovers when an MCP server forgets its session.
+/// Find, patch, revert and verify installed MCP clients (DSH's dsh-mcp-client,
+/// mcp-remote, gemini-cli) so they recover when an MCP server forgets the session.
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpatch",
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified (or its DSH host cannot start), was refused or has no backup to revert from, a verify scenario failed its expectation, or a probed server is not covered; 2 error: bad input, or an install failed (left as it was; any other installs were handled as reported, as each one's `changed` and `error` in --json say); rerun after the fix. 2 wins over 1."
+    after_help = "Exit codes: 0 nothing needs attention; 1 an install is affected or modified (or its host cannot start), was refused or has no backup to revert from, a verify scenario failed its expectation, or a probed server is not covered; 2 error: bad input, or an install failed (left as it was; any other installs were handled as reported, as each one's `changed` and `error` in --json say); rerun after the fix. 2 wins over 1."
 )]
 pub struct Cli {
     /// When to colour the output; auto colours a terminal unless NO_COLOR,
@@ -30,9 +30,10 @@ pub struct Cli {
         display_order = 900
     )]
     pub color: ColorChoice,
-    /// Work on this target only (a target under patches/: dsh-mcp-client,
-    /// mcp-remote, gemini-cli); default: every target.
-    #[arg(long, global = true, value_name = "NAME", display_order = 901)]
+    /// `mcpatch --target NAME status`, as earlier releases took it: the same
+    /// as the subcommand's own --target (hidden; refused by a subcommand
+    /// that has no use for it).
+    #[arg(long, value_name = "NAME", hide = true)]
     pub target: Option<String>,
     #[command(subcommand)]
     pub command: Command,
@@ -45,6 +46,8 @@ pub enum Command {
     Status {
         #[command(flatten)]
         paths: PathArgs,
+        #[command(flatten)]
+        target: TargetArg,
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
@@ -54,6 +57,8 @@ pub enum Command {
     Apply {
         #[command(flatten)]
         paths: PathArgs,
+        #[command(flatten)]
+        target: TargetArg,
         /// Stage and check everything, change nothing.
         #[arg(long)]
         dry_run: bool,
@@ -85,6 +90,8 @@ pub enum Command {
     Revert {
         #[command(flatten)]
         paths: PathArgs,
+        #[command(flatten)]
+        target: TargetArg,
         /// The backup to restore (a folder name from `mcpatch backups`).
         #[arg(long, value_name = "ID")]
         backup: Option<String>,
@@ -98,6 +105,8 @@ pub enum Command {
     },
     /// List the backups mcpatch keeps.
     Backups {
+        #[command(flatten)]
+        target: TargetArg,
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
@@ -111,12 +120,16 @@ pub enum Command {
     Diff {
         #[command(flatten)]
         paths: PathArgs,
+        #[command(flatten)]
+        target: TargetArg,
     },
     /// Prove the installed client recovers from session loss, against a bundled fake server.
     #[command(after_help = crate::exit_code::VERIFY_HELP)]
     Verify {
         #[command(flatten)]
         paths: PathArgs,
+        #[command(flatten)]
+        target: TargetArg,
         /// Check a saved original instead (the newest backup, or the one named): the control.
         #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
         backup: Option<String>,
@@ -167,8 +180,11 @@ pub enum Command {
     /// session with DELETE and sends tools/list with it. Never calls a tool.
     /// Exit codes: 0 covered or stateless; 1 not covered; 2 unreachable, refused credentials, or bad input.
     Probe {
-        /// The server's MCP endpoint, as in the DSH config (e.g. http://127.0.0.1:8000/mcp).
+        /// The server's MCP endpoint, as in the MCP client's config (e.g. http://127.0.0.1:8000/mcp).
         url: String,
+        /// Judge the answers by this target's patch (default: the first target whose patch has rules for it).
+        #[arg(long, value_name = "NAME")]
+        target: Option<String>,
         /// A header to send with every request, e.g. 'Authorization: Bearer TOKEN'
         /// (repeatable). Values are never printed.
         #[arg(long = "header", value_name = "'Name: value'")]
@@ -194,7 +210,7 @@ impl Command {
             Command::Status { paths, .. }
             | Command::Apply { paths, .. }
             | Command::Revert { paths, .. }
-            | Command::Diff { paths }
+            | Command::Diff { paths, .. }
             | Command::Verify { paths, .. } => Some(paths),
             Command::Backups { .. }
             | Command::Serve { .. }
@@ -214,6 +230,52 @@ pub struct PathArgs {
     /// reading npm's configuration, for setups mcpatch cannot read.
     #[arg(long, conflicts_with = "paths")]
     pub npm: bool,
+}
+
+/// `--target`, for the subcommands that work on installs or backups.
+#[derive(Debug, Args, Clone, Default)]
+pub struct TargetArg {
+    /// Work on this target only (a target under patches/: dsh-mcp-client,
+    /// mcp-remote, gemini-cli); default: every target.
+    #[arg(long, value_name = "NAME", display_order = 901)]
+    pub target: Option<String>,
+}
+
+impl Command {
+    /// The --target given to the subcommand; `None` also for a subcommand
+    /// that takes none (see [`Command::takes_target`]).
+    pub fn target(&self) -> Option<&str> {
+        match self {
+            Command::Status { target, .. }
+            | Command::Apply { target, .. }
+            | Command::Revert { target, .. }
+            | Command::Backups { target, .. }
+            | Command::Diff { target, .. }
+            | Command::Verify { target, .. } => target.target.as_deref(),
+            Command::Probe { target, .. } => target.as_deref(),
+            Command::Serve { .. } | Command::Completions { .. } => None,
+        }
+    }
+
+    /// Whether --target means anything to this subcommand.
+    pub fn takes_target(&self) -> bool {
+        !matches!(self, Command::Serve { .. } | Command::Completions { .. })
+    }
+
+    /// The subcommand's name, as typed.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Status { .. } => "status",
+            Command::Apply { .. } => "apply",
+            Command::Revert { .. } => "revert",
+            Command::Backups { .. } => "backups",
+            Command::Diff { .. } => "diff",
+            Command::Verify { .. } => "verify",
+            Command::Serve { .. } => "serve",
+            Command::Probe { .. } => "probe",
+            Command::Completions { .. } => "completions",
+        }
+    }
 }
 
 #[derive(Debug, Args, Clone, Default)]
@@ -244,6 +306,9 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     )
 }
 
+/// The widest a terminal's `--help` is wrapped to (clap's own default).
+const HELP_COLUMNS: usize = 100;
+
 /// Parse the process's command line; clap's own help and errors follow
 /// `--color` too (it is read before clap prints anything).
 pub fn parse() -> Cli {
@@ -253,7 +318,11 @@ pub fn parse() -> Cli {
         Some(ColorChoice::Never) => Cli::command().color(clap::ColorChoice::Never),
         _ => Cli::command(),
     };
+    // Help is wrapped to the terminal (COLUMNS first), at most 100 columns;
+    // into a pipe or a file it is not wrapped, as no output is (0: no limit).
+    let columns = crate::width::stdout_columns().map_or(0, |c| c.min(HELP_COLUMNS));
     let matches = command
+        .term_width(columns)
         .try_get_matches_from(args)
         .unwrap_or_else(|e| exit_with(&e));
     Cli::from_arg_matches(&matches).unwrap_or_else(|e| exit_with(&e))

@@ -135,11 +135,17 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
             .unwrap_or(&install.file)
             .to_string_lossy()
             .into_owned();
-        crate::outln!(
-            "# {} ({})",
-            crate::output::path(&install.file),
-            status::paint_state(paint, install.state)
-        );
+        let state = status::paint_state(paint, install.state);
+        let file = crate::output::path(&install.file);
+        let file = match crate::width::stdout_columns() {
+            // "# " before the path, " (state)" after it.
+            Some(c) => crate::table::shorten_middle(
+                &file,
+                c.saturating_sub(5 + install.state.as_str().len()),
+            ),
+            None => file,
+        };
+        crate::outln!("# {file} ({state})");
         match install.state {
             State::Affected | State::Modified | State::Outdated if install.unfound.is_none() => {
                 let (bytes, sha256) = classify::hash_file(&install.file)?;
@@ -160,7 +166,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
                     Err(e) => {
                         outcome = Outcome::Attention;
                         // A patched file edited by hand: its backup is the way back.
-                        let e = match env.dsh_home() {
+                        let e = match env.state_home() {
                             Ok(home) => backup::point_to_original(
                                 e,
                                 &backup::root(&home, spec),
@@ -169,14 +175,18 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
                             ),
                             Err(_) => e,
                         };
-                        crate::outln!("{}", crate::output::clean_lines(&e.to_string()));
+                        crate::out!("{}", crate::table::for_a_person(&e.to_string()));
                     }
                 }
             }
-            State::Patched if install.revision.is_none() => crate::outln!(
-                "already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before"
+            State::Patched if install.revision.is_none() => crate::out!(
+                "{}",
+                crate::table::for_a_person("already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before")
             ),
-            State::Patched => crate::outln!("already patched; `mcpatch revert` restores the original"),
+            State::Patched => crate::out!(
+                "{}",
+                crate::table::for_a_person("already patched; `mcpatch revert` restores the original")
+            ),
             State::UpstreamFixed => crate::outln!("already routes session loss; nothing to patch"),
             State::Affected | State::Modified | State::Outdated | State::Unsupported => {
                 crate::outln!("unsupported: the patch cannot help this revision")

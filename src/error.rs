@@ -18,6 +18,9 @@ pub enum Error {
     #[error("the embedded patch registry is invalid ({what}): {detail}\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout")]
     Registry { what: String, detail: String },
 
+    #[error("--target {name} does nothing for `mcpatch {command}`: it works with no target's installs\nhelp: leave --target out (it is for status, apply, revert, backups, diff, verify and probe)")]
+    TargetUnused { name: String, command: &'static str },
+
     #[error("unknown target {name}; mcpatch knows {known}\nhelp: pass one of those to --target, or leave --target out for all of them")]
     UnknownTarget { name: String, known: String },
 
@@ -70,14 +73,16 @@ pub enum Error {
     #[error("the patched module does not load from {dir}:\n{stderr}\nhelp: nothing was changed; check that the install's dependencies are present (`npm ls` in that folder) and that node is 22 or later")]
     LoadCheckFailed { dir: PathBuf, stderr: String },
 
-    #[error("{dir} is not writable: {source}\nhelp: run with sudo, or use --path on a writable copy of the install")]
+    #[error("{dir} is not writable: {source}\nhelp: {help}")]
     ReadOnlyInstall {
         dir: PathBuf,
         #[source]
         source: std::io::Error,
+        /// What to do, by why it failed and who mcpatch runs as.
+        help: &'static str,
     },
 
-    #[error("cannot write the backup folder {dir}: {source}\nhelp: nothing was changed; make {dir} writable or set DSH_HOME to a writable folder")]
+    #[error("cannot write the backup folder {dir}: {source}\nhelp: nothing was changed; make {dir} writable or set MCPATCH_HOME to a writable folder")]
     BackupUnwritable {
         dir: PathBuf,
         #[source]
@@ -90,7 +95,7 @@ pub enum Error {
     #[error("no backup named {id} under {dir}\nhelp: list the backups with `mcpatch backups`")]
     BackupNotFound { id: String, dir: PathBuf },
 
-    #[error("no backup of {file} under {dir}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one")]
+    #[error("no backup of {file} under {dir}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one")]
     NoBackupToVerify { file: PathBuf, dir: PathBuf },
 
     #[error("backup {id} is of {}, which is not among the installs found\nhelp: nothing was changed; to restore it, pass the package folder of that file with --path; `mcpatch backups` lists which backup is of which file", original.display())]
@@ -105,7 +110,7 @@ pub enum Error {
         undone: &'static str,
     },
 
-    #[error("cannot find the home folder for the default DSH_HOME\nhelp: set DSH_HOME to the DSH data folder (default ~/.dsh)")]
+    #[error("cannot find the home folder, where mcpatch keeps its state and looks for installs\nhelp: set HOME, or set MCPATCH_HOME to the folder for mcpatch's backups")]
     NoHome,
 
     #[error("cannot start the fake MCP server on {addr}: {source}\nhelp: pick another port with --port, or free this one")]

@@ -29,6 +29,7 @@ pub mod registry;
 pub mod replace;
 pub mod revert;
 pub mod running;
+pub mod scope;
 pub mod small_file;
 pub mod stage;
 pub mod status;
@@ -47,11 +48,37 @@ use crate::locate::Environment;
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
     color::set_choice(cli.color);
-    let targets = registry::select(cli.target.as_deref())?;
+    // `mcpatch --target X status` as well as `mcpatch status --target X`.
+    let target = match (&cli.target, cli.command.takes_target()) {
+        (Some(name), false) => {
+            return Err(error::Error::TargetUnused {
+                name: output::clean(name).into_owned(),
+                command: cli.command.name(),
+            })
+        }
+        (top, true) => cli.command.target().map(str::to_string).or(top.clone()),
+        (None, false) => None,
+    };
+    let targets = registry::select(target.as_deref())?;
     let mut env = Environment::from_process();
     env.ask_npm = cli.command.path_args().is_some_and(|p| p.npm);
+    scope::set(scope::Scope {
+        paths: cli
+            .command
+            .path_args()
+            .map(|p| p.paths.clone())
+            .unwrap_or_default(),
+        npm: env.ask_npm,
+        target,
+    });
+    if matches!(
+        cli.command,
+        Command::Apply { dry_run: false, .. } | Command::Revert { .. }
+    ) {
+        output::changes_installs();
+    }
     match cli.command {
-        Command::Status { paths, json } => status::run(&targets, &paths.paths, json, &env),
+        Command::Status { paths, json, .. } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {
             // Made whole first: clap_complete panics on a stream it cannot write.
             output::end_on_closed_pipe();
@@ -67,6 +94,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             trust_owner,
             node,
             json,
+            ..
         } => apply::run(
             &targets,
             &apply::ApplyOptions {
@@ -86,6 +114,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             backup,
             yes,
             json,
+            ..
         } => revert::run(
             &targets,
             &revert::RevertOptions {
@@ -96,8 +125,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             },
             &env,
         ),
-        Command::Backups { json, ids } => revert::list(&targets, json, ids, &env),
-        Command::Diff { paths } => diff::run(&targets, &paths.paths, &env),
+        Command::Backups { json, ids, .. } => revert::list(&targets, json, ids, &env),
+        Command::Diff { paths, .. } => diff::run(&targets, &paths.paths, &env),
         Command::Verify {
             paths,
             backup,
@@ -111,6 +140,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             command: Some(command),
             startup_timeout,
             verbose,
+            ..
         } => {
             let flag = if !paths.paths.is_empty() {
                 Some("--path")
@@ -169,6 +199,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             json,
             timeout,
             verbose,
+            ..
         } => probe::run(
             target::probed(&targets)?,
             &probe::ProbeOptions {

@@ -46,6 +46,10 @@ pub struct Environment {
     pub path_var: Option<OsString>,
     pub home: Option<PathBuf>,
     pub dsh_home: Option<PathBuf>,
+    /// `MCPATCH_HOME`: where mcpatch keeps its state (backups), whatever else is set.
+    pub mcpatch_home: Option<PathBuf>,
+    /// `XDG_STATE_HOME`, for mcpatch's state when no other home applies.
+    pub xdg_state_home: Option<PathBuf>,
     pub pnpm_home: Option<PathBuf>,
     /// Replaces the list of usual global roots when set (`MCPATCH_SYSTEM_ROOTS`).
     pub system_roots: Option<Vec<PathBuf>>,
@@ -77,6 +81,12 @@ impl Environment {
             dsh_home: get("DSH_HOME")
                 .filter(|v| !v.to_string_lossy().trim().is_empty())
                 .map(PathBuf::from),
+            mcpatch_home: get("MCPATCH_HOME")
+                .filter(|v| !v.to_string_lossy().trim().is_empty())
+                .map(PathBuf::from),
+            xdg_state_home: get("XDG_STATE_HOME")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute()),
             pnpm_home: get("PNPM_HOME")
                 .filter(|v| !v.is_empty())
                 .map(PathBuf::from),
@@ -110,6 +120,31 @@ impl Environment {
             (None, Some(h)) => Ok(h.join(".dsh")),
             (None, None) => Err(Error::NoHome),
         }
+    }
+
+    /// Where mcpatch keeps its state (`backups/` below it), by the first rule
+    /// that applies (docs/first-use.md):
+    /// 1. `$MCPATCH_HOME`;
+    /// 2. `$DSH_HOME`, as every earlier release did;
+    /// 3. `~/.dsh`, when it already holds mcpatch's `backups/` (kept where they are);
+    /// 4. `$XDG_STATE_HOME/mcpatch`, default `~/.local/state/mcpatch`: a
+    ///    neutral home for users of any target, DSH or not.
+    pub fn state_home(&self) -> Result<PathBuf> {
+        if let Some(m) = &self.mcpatch_home {
+            return Ok(std::path::absolute(m).unwrap_or_else(|_| m.clone()));
+        }
+        if self.dsh_home.is_some() {
+            return self.dsh_home();
+        }
+        let home = self.home.as_ref().ok_or(Error::NoHome)?;
+        let dsh = home.join(".dsh");
+        if std::fs::symlink_metadata(dsh.join("backups")).is_ok() {
+            return Ok(dsh);
+        }
+        Ok(match &self.xdg_state_home {
+            Some(x) => x.join("mcpatch"),
+            None => home.join(".local/state/mcpatch"),
+        })
     }
 
     /// A program on PATH, as a shell would find it; else why not, in words

@@ -11,7 +11,12 @@ fn main() -> ExitCode {
         Ok(Outcome::Attention) => ATTENTION,
         Err(err) => {
             let message = mcpatch::output::clean_lines(&err.to_string()).into_owned();
-            mcpatch::errln!("{}", mcpatch::color::stderr().error(&message));
+            // Wrapped with its "error: " label, which is painted after.
+            let columns = mcpatch::width::stderr_columns();
+            let message = mcpatch::scope::commands_within(&message, columns);
+            let wrapped = mcpatch::table::within(&format!("error: {message}"), columns);
+            let message = wrapped.trim_end_matches('\n').trim_start_matches("error: ");
+            mcpatch::errln!("{}", mcpatch::color::stderr().error(message));
             ERROR
         }
     };

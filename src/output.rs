@@ -18,6 +18,9 @@ static CLOSED: AtomicBool = AtomicBool::new(false);
 static FAILED: AtomicBool = AtomicBool::new(false);
 /// Stderr can no longer be written.
 static ERR_GONE: AtomicBool = AtomicBool::new(false);
+/// The command changes installs (apply, revert): its work goes on when
+/// stdout fails, and the message says so.
+static CHANGES: AtomicBool = AtomicBool::new(false);
 /// The command prints as it goes: a closed stdout ends it by SIGPIPE.
 static ENDS_ON_CLOSED: AtomicBool = AtomicBool::new(false);
 
@@ -48,8 +51,13 @@ fn stdout_failed(e: &std::io::Error) {
         CLOSED.store(true, Ordering::Relaxed);
     } else {
         FAILED.store(true, Ordering::Relaxed);
+        let rest = if CHANGES.load(Ordering::Relaxed) {
+            "; the changes go on, but their report is lost\nhelp: run `mcpatch status` afterwards to see each install as it is"
+        } else {
+            "; the rest of the output is lost\nhelp: write it where there is room (another disk, or a pipe)"
+        };
         eprint(format_args!(
-            "error: cannot write to standard output: {e}; the work goes on\n"
+            "error: cannot write to standard output: {e}{rest}\n"
         ));
     }
 }
@@ -90,6 +98,12 @@ macro_rules! errln {
 #[macro_export]
 macro_rules! err {
     ($($arg:tt)*) => { $crate::output::eprint(format_args!($($arg)*)) };
+}
+
+/// This command changes installs: a failed stdout does not stop it, and
+/// the message says that the changes go on.
+pub fn changes_installs() {
+    CHANGES.store(true, Ordering::Relaxed);
 }
 
 /// This command prints as it goes (`diff`, `completions`): when its reader

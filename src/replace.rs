@@ -105,8 +105,21 @@ pub fn temp_beside(target: &Path, prefix: &str) -> Result<tempfile::NamedTempFil
         .tempfile_in(dir)
         .map_err(|source| Error::ReadOnlyInstall {
             dir: dir.to_path_buf(),
+            help: not_writable_help(&source, crate::backup::running_as_root()),
             source,
         })
+}
+
+/// The fix for a folder mcpatch cannot write: sudo helps only a user who is
+/// not root; root is stopped by an immutable attribute or a read-only mount.
+fn not_writable_help(e: &std::io::Error, root: bool) -> &'static str {
+    if e.raw_os_error() == Some(libc::EROFS) {
+        "the folder is on a read-only file system: remount it read-write, or use --path on a writable copy of the install"
+    } else if root {
+        "mcpatch runs as root already: the folder (or the file) may be immutable (see `lsattr -d` on it; `chattr -i` lifts that) or a mount may refuse writes; or use --path on a writable copy of the install"
+    } else {
+        "run with sudo, or use --path on a writable copy of the install"
+    }
 }
 
 /// Remove temp files a killed mcpatch left beside `target`. Call only while
@@ -182,6 +195,16 @@ pub type Owner = (u32, u32);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_user_who_is_not_root_is_told_to_use_sudo() {
+        let denied = std::io::Error::from_raw_os_error(libc::EPERM);
+        assert!(not_writable_help(&denied, false).starts_with("run with sudo"));
+        assert!(not_writable_help(&denied, true).starts_with("mcpatch runs as root already"));
+        let read_only = std::io::Error::from_raw_os_error(libc::EROFS);
+        assert!(not_writable_help(&read_only, true)
+            .starts_with("the folder is on a read-only file system"));
+    }
 
     #[test]
     fn a_path_through_dot_dot_of_a_folder_it_makes_is_created() {

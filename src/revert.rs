@@ -67,10 +67,10 @@ fn revert_all(
     // Human lines go to stdout only without --json.
     let say = |args: std::fmt::Arguments<'_>| {
         if !opts.json {
-            outln!("{}", crate::output::clean_lines(&args.to_string()));
+            crate::out!("{}", crate::table::for_a_person(&args.to_string()));
         }
     };
-    let home = env.dsh_home()?;
+    let home = env.state_home()?;
     let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
         .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
@@ -116,9 +116,11 @@ fn revert_all(
             });
         }
         if !groups.iter().flat_map(|g| &g.backups).any(|b| &b.id == id) {
+            // Every target's folder is under one: name it, not the first target's.
+            let root = &groups[0].root;
             return Err(Error::BackupNotFound {
                 id: id.clone(),
-                dir: groups[0].root.clone(),
+                dir: root.parent().unwrap_or(root).to_path_buf(),
             });
         }
     }
@@ -261,7 +263,7 @@ fn no_backup(spec: &PatchSpec, root: &Path) -> (String, String) {
             "it carries the patch, and no backup of it is under {}",
             root.display()
         ),
-        format!("to get the original back: {}; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)", spec.texts.reinstall),
+        format!("to get the original back: {}; or, if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)", spec.texts.reinstall),
     )
 }
 
@@ -344,7 +346,7 @@ fn revert_file(
 /// lists them all, each with its `target`; its `root` is the first target's
 /// folder and `roots` names each target's.
 pub fn list(targets: &[&PatchSpec], json: bool, ids: bool, env: &Environment) -> Result<Outcome> {
-    let home = env.dsh_home()?;
+    let home = env.state_home()?;
     let mut listings = Vec::new();
     for &spec in targets {
         let root = backup::root(&home, spec);
@@ -397,14 +399,30 @@ pub fn list(targets: &[&PatchSpec], json: bool, ids: bool, env: &Environment) ->
         outln!("{text}");
         return Ok(Outcome::Clean);
     }
-    for (i, (spec, root, l)) in listings.iter().enumerate() {
+    // A folder is shown when it holds backups; with none anywhere, the one
+    // folder they would all be under (not the first target's).
+    let mut shown = false;
+    for (spec, root, l) in &listings {
         let entries = entries_of(spec, l);
-        if i == 0 || !entries.is_empty() {
+        if !entries.is_empty() {
+            shown = true;
             crate::out!(
                 "{}",
                 render_listing(root, entries, crate::width::stdout_columns())
             );
         }
+    }
+    if !shown {
+        let root = &listings[0].1;
+        let all = if listings.len() > 1 {
+            root.parent().unwrap_or(root)
+        } else {
+            root
+        };
+        crate::out!(
+            "{}",
+            render_listing(all, Vec::new(), crate::width::stdout_columns())
+        );
     }
     Ok(Outcome::Clean)
 }

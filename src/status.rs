@@ -135,7 +135,7 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
     let backups: Vec<Vec<Backup>> = targets
         .iter()
         .map(|spec| {
-            env.dsh_home()
+            env.state_home()
                 .ok()
                 .and_then(|h| backup::list(&backup::root(&h, spec)).ok())
                 .unwrap_or_default()
@@ -271,7 +271,7 @@ fn next_steps_from_backups(spec: &PatchSpec, env: &Environment, installs: &mut [
     {
         return;
     }
-    let Ok(home) = env.dsh_home() else { return };
+    let Ok(home) = env.state_home() else { return };
     let root = backup::root(&home, spec);
     let Ok(listing) = backup::list_all(&root) else {
         return;
@@ -504,104 +504,32 @@ pub fn render_table_within(
         ));
         return s;
     }
-    let version = |i: &Install| {
-        i.version
-            .as_deref()
-            .map_or("?".into(), |v| crate::output::clean(v).into_owned())
-    };
-    let mut wide = Table::new(
-        &["PATH", "VERSION", "STATE", "NEXT STEP"],
-        &[Align::Left, Align::Left, Align::Left, Align::Left],
-    );
-    let mut narrow = Table::new(
-        &["VERSION", "STATE", "NEXT STEP"],
-        &[Align::Left, Align::Left, Align::Left],
-    );
-    for i in &report.installs {
-        let state = paint_state(paint, i.state);
-        wide.row(vec![
-            crate::output::path(&i.path),
-            version(i),
-            state.clone(),
-            i.next_step.to_string(),
-        ]);
-        narrow.row(vec![version(i), state, i.next_step.to_string()]);
-    }
-    let rows: Vec<String> = match columns {
-        Some(c) if wide.width() > c => {
-            let indent = |text: String| {
-                text.lines()
-                    .map(|l| format!("    {l}\n"))
-                    .collect::<String>()
-            };
-            let lines = narrow.lines_within(Some(c.saturating_sub(4)));
-            let mut rows = vec![format!("PATH\n{}", indent(lines[0].clone()))];
-            for (install, line) in report.installs.iter().zip(&lines[1..]) {
-                let path = shorten_middle(&crate::output::path(&install.path), c);
-                rows.push(format!("{path}\n{}", indent(line.clone())));
+    // The next steps carry this run's --path and --target, unless a command
+    // with them cannot fit the terminal: then they are said once, below.
+    let (scoped, body) = [true, false]
+        .into_iter()
+        .map(|scoped| {
+            let rows = table_rows(report, columns, paint, scoped);
+            let mut body = rows[0].clone();
+            for (n, (row, install)) in rows[1..].iter().zip(&report.installs).enumerate() {
+                body.push_str(row);
+                body.push_str(&install_details(report, n, install, columns, scoped));
             }
-            rows
-        }
-        _ => wide.lines(),
-    };
-    s.push_str(&rows[0]);
-    for (n, (row, install)) in rows[1..].iter().zip(&report.installs).enumerate() {
-        s.push_str(row);
-        let mut detail = short_hash(&install.sha256);
-        if let Some(rev) = install.revision {
-            detail.push_str(&format!(" ({rev})"));
-        }
-        if install.hard_links > 1 {
-            detail.push_str(&format!(
-                "; {} hard links: a shared store copy, replaced by a new file, never written through",
-                install.hard_links
-            ));
-        }
-        s.push_str(&hanging("    sha256 ", &detail, columns));
-        for other in &install.same_file_as {
-            let lead = "    same file as ";
-            let other = crate::output::path(other);
-            let other = match columns {
-                Some(c) => shorten_middle(&other, c.saturating_sub(lead.len())),
-                None => other,
-            };
-            s.push_str(&format!("{lead}{other}\n"));
-        }
-        if let Some(note) = &install.note {
-            s.push_str(&hanging("    note: ", &crate::output::clean(note), columns));
-        }
-        if let Some(defect) = &install.host_defect {
-            s.push_str(&render_host_defect(defect, columns));
-        }
-        let after = report.aftermath.get(n);
-        if let Some(d) = after.and_then(|a| a.dropped.as_ref()) {
-            s.push_str(&hanging(
-                "    dropped: ",
-                &format!(
-                    "mcpatch patched this file at {} (backup {}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)",
-                    d.patched_at, d.backup
-                ),
-                columns,
-            ));
-        }
-        if let Some(note) = after
-            .and_then(|a| a.auto_update.as_ref())
-            .and_then(gemini_cli::auto_update_note)
-        {
-            s.push_str(&hanging("    auto-update: ", &note, columns));
-        }
-        if let Some(u) = after.and_then(|a| a.untrusted.as_ref()) {
-            s.push_str(&hanging(
-                "    trust: ",
-                &crate::output::clean(&u.note()),
-                columns,
-            ));
-        }
-        if let Some(r) = after.and_then(|a| a.running.as_ref()) {
-            for line in running::lines(r) {
-                s.push_str(&hanging("    ", &line, columns));
-            }
-        }
+            (scoped, body)
+        })
+        .find(|(scoped, body)| {
+            !scoped
+                || columns.is_none_or(|c| body.lines().all(|l| crate::color::visible_width(l) <= c))
+        })
+        .expect("the unscoped rows are always taken");
+    s.push_str(&body);
+    let reminder = crate::scope::reminder();
+    if !scoped && !reminder.is_empty() {
+        s.push_str(&hanging(
+            "next steps: ",
+            &format!("run each command above with {reminder} this run, so that it works on these installs only"),
+            columns,
+        ));
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();
     let counts: Vec<String> = [
@@ -620,5 +548,139 @@ pub fn render_table_within(
         &counts,
         columns,
     ));
+    s
+}
+
+/// The table's header and one row per install: one line per install when
+/// that fits `columns`, else each install's path on a line of its own
+/// (shortened from the middle if even that is too wide) above its version,
+/// state and next step (with this run's --path and --target when `scoped`).
+fn table_rows(
+    report: &StatusReport,
+    columns: Option<usize>,
+    paint: Painter,
+    scoped: bool,
+) -> Vec<String> {
+    let version = |i: &Install| {
+        i.version
+            .as_deref()
+            .map_or("?".into(), |v| crate::output::clean(v).into_owned())
+    };
+    let mut wide = Table::new(
+        &["PATH", "VERSION", "STATE", "NEXT STEP"],
+        &[Align::Left, Align::Left, Align::Left, Align::Left],
+    );
+    let mut narrow = Table::new(
+        &["VERSION", "STATE", "NEXT STEP"],
+        &[Align::Left, Align::Left, Align::Left],
+    );
+    for i in &report.installs {
+        let state = paint_state(paint, i.state);
+        let step = scoped_if(scoped, i.next_step);
+        wide.row(vec![
+            crate::output::path(&i.path),
+            version(i),
+            state.clone(),
+            step.clone(),
+        ]);
+        narrow.row(vec![version(i), state, step]);
+    }
+    match columns {
+        Some(c) if wide.width() > c => {
+            let indent = |text: String| {
+                text.lines()
+                    .map(|l| format!("    {l}\n"))
+                    .collect::<String>()
+            };
+            let lines = narrow.lines_within(Some(c.saturating_sub(4)));
+            let mut rows = vec![format!("PATH\n{}", indent(lines[0].clone()))];
+            for (install, line) in report.installs.iter().zip(&lines[1..]) {
+                let path = shorten_middle(&crate::output::path(&install.path), c);
+                rows.push(format!("{path}\n{}", indent(line.clone())));
+            }
+            rows
+        }
+        _ => wide.lines(),
+    }
+}
+
+/// `text` with this run's --path and --target in its commands when `scoped`.
+fn scoped_if(scoped: bool, text: &str) -> String {
+    if scoped {
+        crate::scope::commands(text).into_owned()
+    } else {
+        text.to_string()
+    }
+}
+
+/// The lines under an install's row: its sha256, the files it shares, notes.
+fn install_details(
+    report: &StatusReport,
+    n: usize,
+    install: &Install,
+    columns: Option<usize>,
+    scoped: bool,
+) -> String {
+    let mut s = String::new();
+    let mut detail = short_hash(&install.sha256);
+    if let Some(rev) = install.revision {
+        detail.push_str(&format!(" ({rev})"));
+    }
+    if install.hard_links > 1 {
+        detail.push_str(&format!(
+            "; {} hard links: a shared store copy, replaced by a new file, never written through",
+            install.hard_links
+        ));
+    }
+    s.push_str(&hanging("    sha256 ", &detail, columns));
+    for other in &install.same_file_as {
+        let lead = "    same file as ";
+        let other = crate::output::path(other);
+        let other = match columns {
+            Some(c) => shorten_middle(&other, c.saturating_sub(lead.len())),
+            None => other,
+        };
+        s.push_str(&format!("{lead}{other}\n"));
+    }
+    if let Some(note) = &install.note {
+        let note = crate::output::clean(note);
+        s.push_str(&hanging("    note: ", &scoped_if(scoped, &note), columns));
+    }
+    if let Some(defect) = &install.host_defect {
+        s.push_str(&render_host_defect(defect, columns));
+    }
+    let after = report.aftermath.get(n);
+    if let Some(d) = after.and_then(|a| a.dropped.as_ref()) {
+        s.push_str(&hanging(
+            "    dropped: ",
+            &scoped_if(scoped, &format!(
+                "mcpatch patched this file at {} (backup {}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)",
+                d.patched_at, d.backup
+            )),
+            columns,
+        ));
+    }
+    if let Some(note) = after
+        .and_then(|a| a.auto_update.as_ref())
+        .and_then(gemini_cli::auto_update_note)
+    {
+        s.push_str(&hanging(
+            "    auto-update: ",
+            &scoped_if(scoped, &note),
+            columns,
+        ));
+    }
+    if let Some(u) = after.and_then(|a| a.untrusted.as_ref()) {
+        s.push_str(&hanging(
+            "    trust: ",
+            &crate::output::clean(&u.note()),
+            columns,
+        ));
+    }
+    if let Some(r) = after.and_then(|a| a.running.as_ref()) {
+        for line in running::lines(r) {
+            s.push_str(&hanging("    ", &line, columns));
+        }
+    }
     s
 }

@@ -130,6 +130,56 @@ fn wrap_units(units: &[&str], sep: &str, max: Option<usize>) -> Vec<String> {
     lines
 }
 
+/// A message of mcpatch's own for a person on stdout: outside text in it made
+/// safe ([`crate::output::clean_lines`]), the user's `--path`/`--target` put
+/// into every command it suggests ([`crate::scope::commands`]), and each line
+/// wrapped to stdout's width, continued 4 columns further in than it starts
+/// (so a wrapped line stands apart from the next one); ends in a newline.
+pub fn for_a_person(text: &str) -> String {
+    let columns = crate::width::stdout_columns();
+    let text = crate::output::clean_lines(text);
+    let text = crate::scope::commands_within(&text, columns);
+    within(&text, columns)
+}
+
+/// Each line of `text` wrapped to `max` columns (when given), continued 4
+/// columns further in than it starts; ends in a newline.
+pub fn within(text: &str, max: Option<usize>) -> String {
+    let mut s = String::new();
+    for line in text.lines() {
+        let body = line.trim_start_matches(' ');
+        let lead = line.len() - body.len();
+        let room = max.map(|m| m.saturating_sub(lead + 4).max(MIN_WRAP));
+        let mut pieces = wrap(body, room.map(|r| r + 4)).into_iter();
+        let first = pieces.next().unwrap_or_default();
+        s.push_str(&format!("{}{first}\n", " ".repeat(lead)));
+        let rest: Vec<&str> = body[first.len()..]
+            .split(' ')
+            .filter(|w| !w.is_empty())
+            .collect();
+        if !rest.is_empty() {
+            for piece in wrap_units(&rest, " ", room) {
+                // A word wider than the room (a long path) is cut where it must be.
+                for cut in cut_to(&piece, room) {
+                    s.push_str(&format!("{}{cut}\n", " ".repeat(lead + 4)));
+                }
+            }
+        }
+    }
+    s
+}
+
+/// `line` in pieces of at most `max` characters (when given).
+fn cut_to(line: &str, max: Option<usize>) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    match max {
+        Some(m) if m > 0 && chars.len() > m => {
+            chars.chunks(m).map(|c| c.iter().collect()).collect()
+        }
+        _ => vec![line.to_string()],
+    }
+}
+
 /// `first` then `items` joined by ", ", wrapped to `max` columns (when given)
 /// between items, each line after the first indented by the width of `first`;
 /// ends in a newline.
@@ -216,6 +266,16 @@ pub fn shorten_middle(path: &str, max: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_message_wraps_each_line_continued_four_columns_in() {
+        let text = "refused: /srv/app\n    modified: sha256 abc is not a revision mcpatch knows; rerun with --yes";
+        assert_eq!(
+            within(text, Some(40)),
+            "refused: /srv/app\n    modified: sha256 abc is not a\n        revision mcpatch knows; rerun\n        with --yes\n"
+        );
+        assert_eq!(within(text, None), format!("{text}\n"));
+    }
 
     #[test]
     fn coloured_cells_line_up_by_what_shows() {

@@ -14,6 +14,16 @@ pub fn stdout_columns() -> Option<usize> {
     choose(columns.as_deref(), terminal, terminal_columns)
 }
 
+/// Columns available on stderr (errors, progress, notes), or `None` for no
+/// limit, by the same rule as [`stdout_columns`].
+pub fn stderr_columns() -> Option<usize> {
+    let columns = std::env::var("COLUMNS").ok();
+    let terminal = std::io::stderr().is_terminal();
+    choose(columns.as_deref(), terminal, || {
+        terminal_columns_of(libc::STDERR_FILENO)
+    })
+}
+
 /// COLUMNS when it is a positive whole number; else, on a terminal, its size
 /// (or [`FALLBACK_COLUMNS`]); else no limit.
 fn choose(
@@ -31,16 +41,21 @@ fn choose(
 }
 
 /// The width of the terminal on stdout, as the kernel reports it.
-#[cfg(unix)]
 fn terminal_columns() -> Option<usize> {
+    terminal_columns_of(libc::STDOUT_FILENO)
+}
+
+/// The width of the terminal on descriptor `fd`, as the kernel reports it.
+#[cfg(unix)]
+fn terminal_columns_of(fd: libc::c_int) -> Option<usize> {
     // SAFETY: TIOCGWINSZ writes only into the winsize we pass.
     let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    let rc = unsafe { libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) };
     (rc == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
 #[cfg(not(unix))]
-fn terminal_columns() -> Option<usize> {
+fn terminal_columns_of(_fd: i32) -> Option<usize> {
     None
 }
 

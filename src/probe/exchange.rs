@@ -325,7 +325,16 @@ impl<'a> Exchange<'a> {
         let host = url.host_str().unwrap_or("");
         let port = url.port_or_known_default().unwrap_or(0);
         let lower = detail.to_ascii_lowercase();
-        let hint = if lower.contains("connection refused") {
+        let hint = if url.scheme() == "https"
+            && (lower.contains("corrupt message") || lower.contains("invalidcontenttype"))
+        {
+            let mut plain = url.clone();
+            let _ = plain.set_scheme("http");
+            format!(
+                "this server does not speak TLS at {host}:{port}; try {}",
+                self.target.scrub(plain.as_str())
+            )
+        } else if lower.contains("connection refused") {
             format!("nothing listens at {host}:{port}: start the server, or check the URL's host and port")
         } else if lower.contains("dns error") || lower.contains("failed to lookup") {
             format!("cannot resolve {host}: check the host name in the URL")
@@ -333,7 +342,7 @@ impl<'a> Exchange<'a> {
             || lower.contains("tls")
             || lower.contains("handshake")
         {
-            "the TLS handshake failed: if the server's certificate comes from a private CA, set NODE_EXTRA_CA_CERTS to its PEM file (node, and so DSH, reads it too)".to_string()
+            "the TLS handshake failed: if the server's certificate comes from a private CA, set NODE_EXTRA_CA_CERTS to its PEM file (node, and so a node MCP client, reads it too)".to_string()
         } else {
             "check the URL and that the server is running".to_string()
         };

@@ -77,7 +77,16 @@ pub fn run(spec: &PatchSpec, opts: &ProbeOptions) -> Result<Outcome> {
     // A lookup or read still blocking a thread (a resolver that never
     // answers) must not hold the exit past the timeout: leave it behind.
     rt.shutdown_background();
-    let finding = finding?;
+    let mut finding = finding?;
+    if !opts.json
+        && matches!(
+            finding.report.verdict,
+            Verdict::Unreachable | Verdict::AuthFailure
+        )
+    {
+        // Why it failed is said once: on stderr, as the error mcpatch ends with.
+        finding.summary = None;
+    }
     let report = &finding.report;
     if opts.json {
         crate::outln!(

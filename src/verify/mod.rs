@@ -10,8 +10,11 @@ pub mod harness;
 mod mirror;
 pub mod reload;
 pub mod scenario;
+mod serve;
 pub mod server;
 pub(crate) mod steps;
+
+pub use serve::serve;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -234,10 +237,21 @@ fn verify_all(
             crate::output::clean(&node.version),
             crate::output::path(&node.path)
         );
-        if !node.has_with_resolvers {
-            crate::errln!(
-                "note: node {} lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim",
-                node.version
+        // Only the plugin harness (DSH's plugin API) needs the shim.
+        let plugin_host = report.installs.iter().find_map(|i| {
+            let spec = crate::registry::find(targets, i.target);
+            (spec.driver == Driver::PluginApi).then_some(spec.texts.host)
+        });
+        if let (false, Some(host)) = (node.has_with_resolvers, plugin_host) {
+            crate::err!(
+                "{}",
+                crate::table::within(
+                    &format!(
+                        "note: node {} lacks Promise.withResolvers ({host} needs Node >= 22); the harness adds a spec-equivalent shim",
+                        crate::output::clean(&node.version)
+                    ),
+                    crate::width::stderr_columns()
+                )
             );
         }
     }
@@ -259,6 +273,16 @@ fn verify_all(
             }
             outcome = Outcome::Attention;
             continue;
+        }
+        // With more than one install, each one's progress says whose it is.
+        if progress && report.installs.len() > 1 {
+            let lead = format!("verifying {} install ", spec.target);
+            let path = crate::output::path(&install.path);
+            let path = match crate::width::stderr_columns() {
+                Some(c) => shorten_middle(&path, c.saturating_sub(lead.len())),
+                None => path,
+            };
+            crate::errln!("{lead}{path}");
         }
         // A bridge is always held to the current revision's expectations.
         let strict = bridge || opts.strict;
@@ -317,7 +341,7 @@ fn check_backups_first(
     wanted: &str,
     env: &Environment,
 ) -> Result<()> {
-    let root = backup::root(&env.dsh_home()?, spec);
+    let root = backup::root(&env.state_home()?, spec);
     backup::check_trusted(&root)?;
     let backups = backup::list(&root)?;
     let checked: Vec<&Install> = installs
@@ -617,7 +641,7 @@ impl Target {
                 _copy: None,
             });
         };
-        let root = backup::root(&env.dsh_home()?, spec);
+        let root = backup::root(&env.state_home()?, spec);
         // Trusted as apply and revert trust it, before node runs what it holds.
         backup::check_trusted(&root)?;
         let backups = backup::list(&root)?;
@@ -907,7 +931,7 @@ fn overall(results: &[ScenarioResult]) -> &'static str {
 
 fn install_note(target: &Target, overall: &str, expectations: Expectations) -> Option<String> {
     if target.backup.is_some() {
-        return Some("the saved original, run as the control: it is expected to be STUCK".into());
+        return Some("the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced".into());
     }
     let strict = expectations == Expectations::Strict;
     match (target.state, overall) {
@@ -1002,11 +1026,9 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         .collect();
     s.push_str(&scenario_table(&rows, columns, paint));
     if let Some(note) = &r.note {
-        s.push_str(&hanging(
-            "note: ",
-            &crate::output::clean_lines(note),
-            columns,
-        ));
+        let note = crate::output::clean_lines(note);
+        let note = crate::scope::commands_within(&note, columns);
+        s.push_str(&hanging("note: ", &note, columns));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');
@@ -1088,73 +1110,6 @@ pub(crate) fn scenario_table(
     }
 }
 
-/// `mcpatch serve`: the fake server alone, with sessions dropped by a key press or a control request.
-pub fn serve(name: ScenarioName, port: u16) -> Result<Outcome> {
-    let chosen = scenario::find(name);
-    let rt = runtime()?;
-    rt.block_on(async move {
-        let server = FakeServer::start(chosen.behaviour.clone(), port).await?;
-        let base = format!("http://{}", server.addr());
-        crate::outln!("mcpatch fake MCP server ({}: {})", chosen.name, chosen.what);
-        crate::outln!("  MCP endpoint:  {}", server.url());
-        // The control routes take this run's secret: other local users reach 127.0.0.1 too.
-        let auth = format!("-H 'Authorization: Bearer {}'", server.control_token());
-        crate::outln!("  drop sessions: press Enter, or  curl -X POST {auth} {base}/control/invalidate");
-        crate::outln!("  restart:       type r + Enter, or  curl -X POST {auth} {base}/control/restart");
-        if let Some(c) = chosen.behaviour.reload {
-            crate::outln!(
-                "  reloads:       curl -X POST {auth} {base}/control/reload (every {} s, {} times; curl {auth} {base}/control/ready counts them)",
-                c.every.as_secs(),
-                c.times
-            );
-        }
-        crate::outln!("  witness log:   curl {auth} {base}/control/witness");
-        crate::outln!("  quit:          Ctrl-C");
-        let _ = std::io::stdout().flush();
-        let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(tokio::io::stdin()));
-        let mut stdin_open = true;
-        let mut next_seq = 0;
-        loop {
-            tokio::select! {
-                line = lines.next_line(), if stdin_open => match line {
-                    Ok(Some(l)) if l.trim() == "r" => { server.restart(); crate::outln!("restarting on {}", server.addr()); }
-                    Ok(Some(_)) => { server.invalidate(); crate::outln!("dropped every session"); }
-                    _ => stdin_open = false,
-                },
-                _ = tokio::signal::ctrl_c() => break,
-                _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {}
-            }
-            for e in server.witness_since(next_seq) {
-                next_seq = e.seq + 1;
-                crate::outln!("{}", console_line(&e));
-            }
-            let _ = std::io::stdout().flush();
-        }
-        Ok(Outcome::Clean)
-    })
-}
-
-/// One witness entry for the terminal, with anything a client sent escaped so
-/// it cannot move the cursor, recolour or retitle the terminal.
-fn console_line(e: &server::WitnessEntry) -> String {
-    let clean = |s: &str| crate::output::clean(s).into_owned();
-    match &e.note {
-        Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
-        None => format!(
-            "{:>7} ms  {} {} session={} -> {}{}",
-            e.t_ms,
-            clean(&e.http_method),
-            clean(e.rpc_method.as_deref().unwrap_or("-")),
-            clean(e.session_sent.as_deref().unwrap_or("-")),
-            e.status,
-            e.session_issued
-                .as_deref()
-                .map(|s| format!(" (new session {})", clean(s)))
-                .unwrap_or_default()
-        ),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1189,27 +1144,5 @@ mod tests {
         );
         assert_eq!(overall_style("FAILED"), Style::Red);
         assert_eq!(overall_style("HELD"), Style::Green);
-    }
-
-    #[test]
-    fn console_lines_escape_control_characters_from_clients() {
-        let e = server::WitnessEntry {
-            seq: 0,
-            t_ms: 5,
-            answered_ms: 5,
-            http_method: "POST".into(),
-            rpc_method: Some("tools/\u{1b}]0;owned\u{7}list\u{1b}[2J".into()),
-            session_sent: Some("ab\rcd".into()),
-            status: 404,
-            session_issued: None,
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-        };
-        assert_eq!(
-            console_line(&e),
-            "      5 ms  POST tools/\\u{1b}]0;owned\\u{7}list\\u{1b}[2J session=ab\\rcd -> 404"
-        );
     }
 }

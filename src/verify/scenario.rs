@@ -1088,11 +1088,20 @@ fn judge_bounded_per_call(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     verdict(
         "BOUNDED",
         format!(
-            "{} handshakes for {} calls (bound {bound}: at most one new session per call), every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
-            base.initialize_count,
-            ev.calls.len()
+            "{} for {} (bound {bound}: at most one new session per call), every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
+            counted(base.initialize_count, "handshake"),
+            counted(ev.calls.len(), "call")
         ),
     )
+}
+
+/// `n` and `noun`, plural unless `n` is 1: "1 handshake", "2 handshakes".
+fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// How many handshakes a bounded run made, and what that says of its
@@ -1364,6 +1373,13 @@ fn judge_no_retry(ev: &Evidence<'_>, base: Judgement) -> Judgement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_handshake_is_singular() {
+        assert_eq!(counted(1, "handshake"), "1 handshake");
+        assert_eq!(counted(0, "call"), "0 calls");
+        assert_eq!(counted(3, "call"), "3 calls");
+    }
 
     // ---- verdicts from hand-made witness logs ----
     //

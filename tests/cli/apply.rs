@@ -66,7 +66,7 @@ fn apply_patches_the_real_rc8_and_is_idempotent_and_revert_restores_it() {
         format!(
             "patched [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8)
   sha256 now {}, original saved as backup {id}
-restart DSH so it loads the patched client; check it with `mcpatch verify`
+restart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`
 ",
             short(&patched_hash())
         )
@@ -186,7 +186,7 @@ fn dry_run_checks_everything_and_changes_nothing() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "dry run: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8) would be patched (the diff applies, node --check and the load check pass); nothing changed\n"
+        "dry run: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (0.1.0-rc.8) would be patched (the patch fits, node --check and the load check pass); nothing changed\n"
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
     assert_eq!(backup_count(&sb), 0);
@@ -236,8 +236,7 @@ fn a_read_only_install_fails_clearly_and_stays_unchanged() {
     assert!(
         err.starts_with(
             "error: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: "
-        ) && err
-            .ends_with("help: run with sudo, or use --path on a writable copy of the install\n"),
+        ) && err.ends_with(&format!("help: {}\n", not_writable_help())),
         "{err}"
     );
     assert_eq!(sha256_file(&lib.join("index.js")), ORIGINAL);
@@ -262,7 +261,7 @@ fn an_unwritable_backup_folder_stops_before_touching_anything() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: cannot write the backup folder [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss: Not a directory (os error 20)
-help: nothing was changed; make [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss writable or set DSH_HOME to a writable folder
+help: nothing was changed; make [SANDBOX]/not-a-dir/.dsh/backups/dsh-mcp-client-session-loss writable or set MCPATCH_HOME to a writable folder
 "
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
@@ -318,7 +317,7 @@ fn a_failing_hunk_is_named_and_nothing_changes() {
     assert_eq!(
         sb.normalize(&o.stderr),
         "error: the patch does not apply to [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js: hunk #7 (@@ -623,6 +794,9 @@) does not match: its context lines are not in the file
-help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`
+help: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`
 "
     );
     assert_eq!(sha256_file(&file), before);
@@ -340,9 +339,10 @@ fn a_staged_file_that_fails_node_check_changes_nothing() {
     );
     assert!(err.contains("SyntaxError: Unexpected token ';'"), "{err}");
     assert!(
-        err.ends_with(
-            "help: nothing was changed; report this with the output of `mcpatch status --json`\n"
-        ),
+        err.ends_with(&format!(
+            "help: nothing was changed; report this with the output of `mcpatch status --path {} --json`\n",
+            client.display()
+        )),
         "{err}"
     );
     assert_eq!(sha256_file(&file), before);
@@ -455,7 +455,7 @@ fn revert_restores_the_named_backup() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         sb.normalize(&o.stderr),
-        "error: no backup named no-such-backup under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nhelp: list the backups with `mcpatch backups`\n"
+        "error: no backup named no-such-backup under [SANDBOX]/home/.dsh/backups\nhelp: list the backups with `mcpatch backups`\n"
     );
     let o = sb.run(&["revert", "--backup", &id, "--path", p]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -533,7 +533,7 @@ fn diff_shows_the_patch_as_it_would_apply() {
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (patched)\nalready patched; `mcpatch revert` restores the original\n"
+        "# [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js (patched)\nalready patched; `mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` restores the original\n"
     );
 }
 
@@ -723,7 +723,8 @@ fn a_modified_file_asks_only_when_stdin_and_stderr_are_both_a_terminal() {
     // stdin from /dev/null (a script, a pipe), stderr on the terminal: no one can answer.
     let (rc, screen) = on_a_terminal_with(&sb, &["apply", "--path", p], "y", "< /dev/null");
     assert_eq!(rc, 1, "{screen}");
-    assert_eq!(sb.normalize(screen.as_bytes()), refused);
+    // On the terminal the lines are wrapped to its width: the words are the same.
+    assert_eq!(words(&sb.normalize(screen.as_bytes())), words(&refused));
     // stdin on the terminal, stderr to a file: the question would not be seen.
     let log = sb.root().join("stderr.log");
     let (rc, screen) = on_a_terminal_with(
@@ -733,7 +734,8 @@ fn a_modified_file_asks_only_when_stdin_and_stderr_are_both_a_terminal() {
         &format!("2> '{}'", log.display()),
     );
     assert_eq!(rc, 1, "{screen}");
-    assert_eq!(sb.normalize(screen.as_bytes()), refused);
+    // On the terminal the lines are wrapped to its width: the words are the same.
+    assert_eq!(words(&sb.normalize(screen.as_bytes())), words(&refused));
     assert_eq!(std::fs::read_to_string(&log).unwrap(), "");
     assert_eq!(sha256_file(&file), before);
     assert_eq!(backup_count(&sb), 0);
@@ -764,4 +766,10 @@ fn one_read_only_install_does_not_stop_the_others() {
     assert_eq!(sha256_file(&locked.join("lib/index.js")), ORIGINAL);
     assert_eq!(sha256_file(&open.join("lib/index.js")), patched_hash());
     assert_eq!(backup_count(&sb), 1);
+}
+
+/// The text of `text` without its white space, however it is wrapped (a
+/// word too long for a line is cut).
+fn words(text: &str) -> String {
+    text.split_whitespace().collect()
 }

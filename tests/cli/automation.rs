@@ -11,7 +11,9 @@ use super::*;
 
 const A: &str = "[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client";
 const B: &str = "[SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client";
-const NOT_WRITABLE: &str = "[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Operation not permitted (os error 1) at path \"[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: run with sudo, or use --path on a writable copy of the install";
+fn not_writable() -> String {
+    format!("[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Operation not permitted (os error 1) at path \"[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: {}", not_writable_help())
+}
 
 /// `text` with the random part of staged file names replaced by `*`.
 fn without_staged_names(text: &str) -> String {
@@ -106,7 +108,7 @@ fn apply_and_revert_json_report_what_changed_for_each_install() {
             "changed": true,
             "installs": [
                 entry(A, true, "patched", "affected", Some(&id), None),
-                entry(B, false, "patched", "patched", None, Some("not reverted: it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nto get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)")),
+                entry(B, false, "patched", "patched", None, Some("not reverted: it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\nto get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)")),
             ],
             "searched": ["--path [SANDBOX]"],
             "error": null,
@@ -175,7 +177,7 @@ fn one_failing_install_ends_apply_and_revert_in_2_after_the_others_were_handled(
             "changed": true,
             "dry_run": false,
             "installs": [
-                entry(A, false, "affected", "affected", None, Some(NOT_WRITABLE)),
+                entry(A, false, "affected", "affected", None, Some(&not_writable())),
                 entry(B, true, "affected", "patched", Some(&id_b), None),
             ],
             "searched": ["--path [SANDBOX]"],
@@ -184,7 +186,7 @@ fn one_failing_install_ends_apply_and_revert_in_2_after_the_others_were_handled(
     );
     assert_eq!(
         without_staged_names(&sb.normalize(&o.stderr)),
-        format!("error: {NOT_WRITABLE}\n{}", summary("patched"))
+        format!("error: {}\n{}", not_writable(), summary("patched"))
     );
     assert_eq!(
         sha256_file(&a.join("lib/index.js")),
@@ -210,13 +212,13 @@ fn one_failing_install_ends_apply_and_revert_in_2_after_the_others_were_handled(
     let _guard = ReadOnly::new(&a.join("lib"));
     let o = sb.run(&["revert", "--json", "--path", all]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
-    let revert_error = "[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Operation not permitted (os error 1) at path \"[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: run with sudo, or use --path on a writable copy of the install";
+    let revert_error = not_writable();
     assert_eq!(
         json_of(&sb, &o),
         json!({
             "changed": true,
             "installs": [
-                entry(A, false, "patched", "patched", None, Some(revert_error)),
+                entry(A, false, "patched", "patched", None, Some(&revert_error)),
                 entry(B, true, "patched", "affected", Some(&id_b), None),
             ],
             "searched": ["--path [SANDBOX]"],
@@ -274,7 +276,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
     ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let v = json_of(&sb, &o);
-    let no_backup = format!("no backup of {A}/lib/index.js under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one");
+    let no_backup = format!("no backup of {A}/lib/index.js under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one");
     assert_eq!(v["installs"].as_array().unwrap().len(), 2, "{v:#}");
     assert_eq!(
         v["installs"][0],
@@ -301,7 +303,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
             "error": null,
             "node_version": node, "node_shim": false, "expectations": "relaxed",
             "overall": "STUCK",
-            "note": "the saved original, run as the control: it is expected to be STUCK",
+            "note": "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced",
             "scenarios": [
                 ["expired-404", "short", "recover", "STUCK", false],
                 ["expired-404", "default", "recover", "STUCK", false],

@@ -102,7 +102,7 @@ fn backups_without_a_backups_folder_says_so_and_a_file_in_its_place_is_an_error(
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("no backups under [SANDBOX]/home/.dsh/{BACKUPS}\n")
+        "no backups under [SANDBOX]/home/.dsh/backups\n"
     );
     let o = sb.run(&["backups", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -119,7 +119,7 @@ fn backups_without_a_backups_folder_says_so_and_a_file_in_its_place_is_an_error(
         assert_eq!(
             sb.normalize(&o.stderr),
             format!("error: cannot read [SANDBOX]/home/.dsh/{BACKUPS}: Not a directory (os error 20)
-help: make it a readable folder (move aside anything else at that path), or set DSH_HOME to another folder
+help: make it a readable folder (move aside anything else at that path), or set MCPATCH_HOME to another folder
 "),
             "{args:?}"
         );
@@ -263,7 +263,7 @@ fn apply_after_revert_reuses_the_backup_of_the_same_original_and_a_new_original_
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert_eq!(
             sb.normalize(&o.stdout),
-            format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, original already saved as backup {id}\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n", short(&patched_hash()))
+            format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, original already saved as backup {id}\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n", short(&patched_hash()))
         );
     }
     assert_eq!(
@@ -296,7 +296,7 @@ fn apply_after_revert_reuses_the_backup_of_the_same_original_and_a_new_original_
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 21 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n", short(&sha256_file(&file)), ids[1], node22_version())
+        format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 21 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n", short(&sha256_file(&file)), ids[1], node22_version())
     );
     let o = sb.run(&["revert", "--yes", "--path", p]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

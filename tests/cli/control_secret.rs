@@ -96,9 +96,19 @@ fn control_routes_refuse_a_request_without_this_runs_token() {
     let (port, token) = (served.port, served.token.clone());
     assert_eq!(token.len(), 32, "{token}");
     assert!(token.bytes().all(|b| b.is_ascii_hexdigit()), "{token}");
+    let control = served
+        .banner
+        .iter()
+        .position(|l| l.starts_with("  control:"))
+        .unwrap_or_else(|| panic!("no control line in {:?}", served.banner));
     assert_eq!(
-        served.banner[2],
-        format!("  drop sessions: press Enter, or  curl -X POST -H 'Authorization: Bearer {token}' http://127.0.0.1:{port}/control/invalidate")
+        served.banner[control..control + 4],
+        [
+            format!("  control:       AUTH='Authorization: Bearer {token}'"),
+            format!("                 URL=http://127.0.0.1:{port}"),
+            "  drop sessions: press Enter".to_string(),
+            "                 or curl -X POST -H \"$AUTH\" $URL/control/invalidate".to_string(),
+        ]
     );
     let refused = (
         403,

@@ -53,10 +53,10 @@ fn an_original_put_back_over_a_patched_file_is_a_dropped_patch() {
         sb.normalize(&o.stdout),
         format!(
             "PATH  VERSION  STATE  NEXT STEP
-[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
+[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
-  dropped: mcpatch patched this file at {patched_at} (backup {id}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply` to patch it again (or `mcpatch revert` to keep it unpatched and drop this note)
+  dropped: mcpatch patched this file at {patched_at} (backup {id}), and an upgrade or a reinstall has put an unpatched file back; run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to patch it again (or `mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to keep it unpatched and drop this note)
 1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
 "
         )

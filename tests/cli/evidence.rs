@@ -448,7 +448,7 @@ mod unknown_revisions {
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         assert_eq!(
             sb.normalize(&o.stdout),
-            format!("dry run: {DIR} (0.1.0-rc.8) would be patched (the diff applies, node --check and the load check pass); nothing changed\n{verified}")
+            format!("dry run: {DIR} (0.1.0-rc.8) would be patched (the patch fits, node --check and the load check pass); nothing changed\n{verified}")
         );
         let err = sb.normalize(&o.stderr);
         assert!(
@@ -480,7 +480,7 @@ mod unknown_revisions {
         assert_eq!(
             sb.normalize(&o.stdout),
             format!(
-                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify`\n",
+                "patched {DIR} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {id}\n{verified}restart DSH so it loads the patched client; check it with `mcpatch verify --path {DIR}`\n",
                 short(&patched)
             )
         );
@@ -607,7 +607,7 @@ mod unknown_revisions {
         assert_eq!(code(&o), 0, "{}", stderr(&o));
         let out = sb.normalize(&o.stdout);
         assert!(
-            out.contains("\n  not verified (--no-verify): a revision mcpatch does not know was written without proof that it recovers; check it with `mcpatch verify`\n"),
+            out.contains(&format!("\n  not verified (--no-verify): a revision mcpatch does not know was written without proof that it recovers; check it with `mcpatch verify --path {DIR}`\n")),
             "{out}"
         );
         assert_ne!(sha256_file(&file), broken);

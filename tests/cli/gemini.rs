@@ -138,7 +138,7 @@ fn a_release_whose_anchor_does_not_match_is_refused_naming_it_and_left_untouched
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: the patch of gemini-cli does not fit [SANDBOX]/g/lib/node_modules/@google/gemini-cli/{chunk}: anchor `callable-call-tool` matched 0 times (expected exactly once)\nhelp: nothing was changed; the patch goes where each of its content anchors matches exactly once, and this file has changed there: reinstall gemini-cli (`npm install -g @google/gemini-cli`, or however it was installed), then run `mcpatch status` (a release mcpatch does not fit yet needs a newer mcpatch)\n")
+        format!("error: the patch of gemini-cli does not fit [SANDBOX]/g/lib/node_modules/@google/gemini-cli/{chunk}: anchor `callable-call-tool` matched 0 times (expected exactly once)\nhelp: nothing was changed; the patch goes where each of its content anchors matches exactly once, and this file has changed there: reinstall gemini-cli (`npm install -g @google/gemini-cli`, or however it was installed), then run `mcpatch status --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli` (a release mcpatch does not fit yet needs a newer mcpatch)\n")
     );
     assert_eq!(sha256_file(&file), edited, "the install was changed");
     let backups: Vec<_> = std::fs::read_dir(sb.dsh_home().join("backups/gemini-cli-session-loss"))
@@ -190,7 +190,8 @@ fn auto_update_line(text: &str) -> Option<&str> {
     text.lines().find(|l| l.starts_with("  auto-update: "))
 }
 
-const WAYS_OUT: &str = "or re-apply after every update unattended (`mcpatch apply --yes --quiet`, e.g. from cron or a login script)";
+/// The way out for an install found by `status --path` of the package folder: its commands keep the --path.
+const WAYS_OUT: &str = "or re-apply after every update unattended (`mcpatch apply --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli --yes --quiet`, e.g. from cron or a login script)";
 
 #[test]
 fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
@@ -199,7 +200,7 @@ fn status_says_when_auto_update_will_drop_the_patch_and_both_ways_out() {
     let o = status_of(&sb, &pkg, false);
     let text = sb.normalize(&o.stdout);
     assert!(
-        text.contains("\n  auto-update: on (gemini-cli's default; no settings file turns it off): gemini-cli's next update replaces the package and drops the patch; turn it off (\"general\": {\"enableAutoUpdate\": false} in ~/.gemini/settings.json), or re-apply after every update unattended (`mcpatch apply --yes --quiet`, e.g. from cron or a login script)\n"),
+        text.contains("\n  auto-update: on (gemini-cli's default; no settings file turns it off): gemini-cli's next update replaces the package and drops the patch; turn it off (\"general\": {\"enableAutoUpdate\": false} in ~/.gemini/settings.json), or re-apply after every update unattended (`mcpatch apply --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli --yes --quiet`, e.g. from cron or a login script)\n"),
         "{text}"
     );
     let v = json(&status_of(&sb, &pkg, true));

@@ -169,7 +169,7 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
     );
     assert_eq!(
         i["note"],
-        "the saved original, run as the control: it is expected to be STUCK"
+        "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced"
     );
     assert_eq!(i["sha256"], original.as_str());
     assert_eq!(
@@ -326,7 +326,7 @@ fn gemini_on_path_is_resolved_to_its_package_and_verified() {
         "{out}"
     );
     assert!(
-        out.ends_with("\nnote: not patched: run `mcpatch apply`\nSTUCK\n"),
+        out.ends_with("\nnote: not patched: run `mcpatch apply --target gemini-cli`\nSTUCK\n"),
         "{out}"
     );
 }

@@ -366,7 +366,7 @@ fn a_dsh_home_the_user_cannot_write_fails_the_dry_run_as_it_fails_the_real_run()
         assert_eq!(
             sb.normalize(&o.stderr),
             "error: cannot write the backup folder [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss: Permission denied (os error 13)
-help: nothing was changed; make [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss writable or set DSH_HOME to a writable folder
+help: nothing was changed; make [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss writable or set MCPATCH_HOME to a writable folder
 ",
             "{args:?}"
         );
@@ -492,7 +492,7 @@ fn a_file_replaced_at_any_step_of_apply_is_never_lost() {
                         "{case}"
                     );
                     assert!(
-                        err.ends_with("; mcpatch left it as it is\nhelp: nothing of this run was kept and the backup made for it was removed; run `mcpatch status` to see what the file is now, then apply again if it is affected\n"),
+                        err.ends_with("; mcpatch left it as it is\nhelp: nothing of this run was kept and the backup made for it was removed; run `mcpatch status --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to see what the file is now, then apply again if it is affected\n"),
                         "{case}"
                     );
                     // The reason says what happened to the file.
@@ -555,7 +555,7 @@ fn a_file_replaced_at_any_step_of_revert_is_never_lost() {
             } else {
                 assert_eq!(code(&o), 2, "{case}");
                 assert!(
-                    sb.normalize(&o.stderr).ends_with("; mcpatch left it as it is\nhelp: run `mcpatch status` to see what the file is now, then revert again if it is still patched\n"),
+                    sb.normalize(&o.stderr).ends_with("; mcpatch left it as it is\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to see what the file is now, then revert again if it is still patched\n"),
                     "{case}"
                 );
             }
@@ -800,7 +800,7 @@ fn one_unreadable_install_does_not_stop_status_or_apply_for_the_others() {
     assert_eq!(
         sb.normalize(&o.stdout),
         "PATH  VERSION  STATE  NEXT STEP
-[SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.7  affected  run `mcpatch apply`
+[SANDBOX]/b/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.7  affected  run `mcpatch apply --path [SANDBOX]`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
 1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
@@ -1223,7 +1223,7 @@ fn a_closed_or_full_stdout_or_stderr_never_panics() {
         assert_eq!(code(&o), 2, "{args:?}: {:?} {}", o.status, stderr(&o));
         assert_eq!(
             stderr(&o),
-            "error: cannot write to standard output: No space left on device (os error 28); the work goes on\n",
+            "error: cannot write to standard output: No space left on device (os error 28); the rest of the output is lost\nhelp: write it where there is room (another disk, or a pipe)\n",
             "{args:?}"
         );
     }

@@ -200,7 +200,7 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
         sb.normalize(&o.stdout),
         format!(
             "PATH  VERSION  STATE  NEXT STEP\n\
-             {client}  0.1.0-rc.8  affected  run `mcpatch apply`\n\
+             {client}  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/prefix`\n\
              \x20 sha256 {} (original)\n\
              \x20 note: affected: the patch targets this revision\n\
              \x20 host: {}\n\
@@ -229,7 +229,7 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = sb.normalize(&o.stdout);
     let advice = format!(
-        "restart DSH so it loads the patched client; check it with `mcpatch verify`\n\
+        "restart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/prefix`\n\
          but the DSH host at {} cannot start, and that is NOT the patch: fix it first\n\
          \x20 host: {}\n\
          \x20 why: {}\n\
@@ -312,7 +312,7 @@ fn after_the_printed_fix_dsh_starts_headless_on_node_22_answers_and_the_note_is_
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
         stdout(&o).ends_with(
-            "restart DSH so it loads the patched client; check it with `mcpatch verify`\n"
+            &format!("restart DSH so it loads the patched client; check it with `mcpatch verify --path {}`\n", prefix.display())
         ),
         "{}",
         stdout(&o)

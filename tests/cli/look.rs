@@ -132,22 +132,24 @@ fn status_on_80_columns_puts_each_path_on_its_own_line() {
                           undo)
     sha256 19df5703…2d1a (patched)
     note: patched by mcpatch (dsh-mcp-client-session-loss, revision 3: seamless)
+next steps: run each command above with the --path you gave this run, so that it
+            works on these installs only
 2 install(s): 1 affected, 1 patched, 0 outdated, 0 upstream-fixed, 0 modified,
               0 unsupported
 "
     );
 
-    // Wide enough: one line per install, as in a pipe (no limit there).
-    let wide = sb.cmd(&args).env("COLUMNS", "200").output().unwrap();
+    // Wide enough (the next steps carry both paths): one line per install, as in a pipe (no limit there).
+    let wide = sb.cmd(&args).env("COLUMNS", "1000").output().unwrap();
     let piped = sb.run(&args);
     assert_eq!(exact(&sb, &wide.stdout), exact(&sb, &piped.stdout));
     assert_eq!(
         sb.normalize(&piped.stdout),
         "PATH  VERSION  STATE  NEXT STEP
-[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
+[SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client --path [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
-[SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  patched  none (`mcpatch verify` to check, `mcpatch revert` to undo)
+[SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  patched  none (`mcpatch verify --path [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client --path [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client` to check, `mcpatch revert --path [SANDBOX]/a/lib/node_modules/@deepseek-ai/dsh-mcp-client --path [SANDBOX]/p/lib/node_modules/@deepseek-ai/dsh-mcp-client` to undo)
   sha256 19df5703…2d1a (patched)
   note: patched by mcpatch (dsh-mcp-client-session-loss, revision 3: seamless)
 2 install(s): 1 affected, 1 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
@@ -184,6 +186,8 @@ fn a_path_too_long_for_the_terminal_is_shortened_from_the_middle() {
     0.1.0-rc.8  affected  run `mcpatch apply`
     sha256 b126dcec…7d56 (original)
     note: affected: the patch targets this revision
+next steps: run each command above with the --path you gave this run, so that it
+            works on these installs only
 1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified,
               0 unsupported
 "
@@ -208,6 +212,8 @@ fn status_on_a_terminal_fits_the_terminals_own_width() {
     0.1.0-rc.8  affected  run `mcpatch apply`
     sha256 b126dcec…7d56 (original)
     note: affected: the patch targets this revision
+next steps: run each command above with the --path you gave this run, so
+            that it works on these installs only
 1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed,
               0 modified, 0 unsupported
 "
@@ -325,10 +331,10 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
 
 // ---- colour by the usual rules ----
 
-/// `status` of one affected install, plain.
+/// `status --path` of one affected install, plain.
 fn plain_status() -> &'static str {
     "PATH  VERSION  STATE  NEXT STEP
-[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
+[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
 1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported

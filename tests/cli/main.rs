@@ -344,6 +344,17 @@ impl Sandbox {
     }
 }
 
+/// The help of a folder mcpatch cannot write, as the user the tests run as
+/// gets it: sudo is advice only for a user who is not root.
+fn not_writable_help() -> &'static str {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        "mcpatch runs as root already: the folder (or the file) may be immutable (see `lsattr -d` on it; `chattr -i` lifts that) or a mount may refuse writes; or use --path on a writable copy of the install"
+    } else {
+        "run with sudo, or use --path on a writable copy of the install"
+    }
+}
+
 fn code(o: &Output) -> i32 {
     o.status.code().unwrap_or(-1)
 }
@@ -400,6 +411,7 @@ mod bridge_limits;
 mod control_secret;
 mod dropped;
 mod evidence;
+mod first_use;
 mod full_output;
 mod gemini;
 mod gemini_classify;

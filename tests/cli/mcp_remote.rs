@@ -728,7 +728,7 @@ fn verify_backup_runs_the_saved_original_of_each_patched_release_as_the_control(
         assert_eq!(install["overall"], overall, "{version}: {v:#}");
         assert_eq!(
             install["note"],
-            "the saved original, run as the control: it is expected to be STUCK"
+            "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced"
         );
         // The release's own recovery is what ran, not the patched chunk.
         let found: Vec<String> = verdicts(install).into_iter().map(|(_, v, _)| v).collect();
@@ -765,7 +765,7 @@ fn verify_backup_runs_the_saved_original_of_each_patched_release_as_the_control(
     );
     assert!(
         out.ends_with(
-            "note: the saved original, run as the control: it is expected to be STUCK\nSTUCK\n"
+            "note: the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced\nSTUCK\n"
         ),
         "{out}"
     );
@@ -792,7 +792,7 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 11 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify`\n",
+            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 11 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify --path [SANDBOX]/p`\n",
             short(&now),
             ids[0],
             node22_version()

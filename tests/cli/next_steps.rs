@@ -146,7 +146,7 @@ fn revision_1_on_a_locally_edited_file_is_outdated_and_apply_yes_upgrades_it() {
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "upgraded {DIR} (0.1.0-rc.8) from patch revision 1\n  sha256 now {}, modified file patch revision 1 was put on saved as backup {id}\n  verified first (a revision mcpatch does not know): all 21 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify`\n",
+            "upgraded {DIR} (0.1.0-rc.8) from patch revision 1\n  sha256 now {}, modified file patch revision 1 was put on saved as backup {id}\n  verified first (a revision mcpatch does not know): all 21 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n",
             short(&sha256_file(&file)),
             String::from_utf8_lossy(
                 &std::process::Command::new(node22_dir().join("node"))
@@ -191,7 +191,7 @@ fn a_file_the_patch_does_not_fit_is_told_to_reinstall_and_never_to_run_a_failing
     assert_eq!(code(&o), 1);
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("# {DIR}/lib/index.js (modified)\nthe patch does not apply to {DIR}/lib/index.js: hunk #7 (@@ -623,6 +794,9 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`\n")
+        format!("# {DIR}/lib/index.js (modified)\nthe patch does not apply to {DIR}/lib/index.js: hunk #7 (@@ -623,6 +794,9 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n")
     );
     assert_eq!(sha256_file(&file), before);
 }
@@ -223,11 +223,11 @@ fn a_patched_file_edited_inside_its_hunks_is_told_to_revert_when_its_backup_hold
     let o = sb.run(&["status", "--path", p]);
     assert!(
         sb.normalize(&o.stdout)
-            .contains(&format!("  modified  {revert_step}\n")),
+            .contains(&format!("  modified  run `mcpatch revert --path {DIR} --yes` to restore the original its backup holds (dropping the edits), then `mcpatch apply --path {DIR}`\n")),
         "{}",
         stdout(&o)
     );
-    let hint = format!("help: nothing was changed; backup {id} holds the original of this file: run `mcpatch revert --yes` to restore it (the edits made to the file since are dropped), then `mcpatch apply`\n");
+    let hint = format!("help: nothing was changed; backup {id} holds the original of this file: run `mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --yes` to restore it (the edits made to the file since are dropped), then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n");
     let o = sb.run(&["apply", "--yes", "--path", p]);
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
@@ -279,7 +279,7 @@ fn a_patched_file_edited_inside_its_hunks_with_no_backup_is_told_to_reinstall() 
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: the patch does not apply to {DIR}/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`\n")
+        format!("error: the patch does not apply to {DIR}/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match: its context lines are not in the file\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n")
     );
     assert_eq!(sha256_file(&file), changed);
 }
@@ -305,7 +305,7 @@ fn revert_with_no_backup_of_a_patched_install_exits_1_names_the_folder_and_the_w
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "not reverted: {DIR}/lib/index.js\n  it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\n  to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)\n"
+            "not reverted: {DIR}/lib/index.js\n  it carries the patch, and no backup of it is under [SANDBOX]/home/.dsh/backups/dsh-mcp-client-session-loss\n  to get the original back: reinstall @deepseek-ai/dsh; or, if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch revert --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` (`--backup ID` picks one of the backups `mcpatch backups` lists there)\n"
         )
     );
     assert_eq!(stderr(&o), "");

@@ -92,7 +92,7 @@ fn a_wrong_hash_after_the_rename_rolls_apply_back() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: after writing {FILE} its sha256 is {found}, expected {}\nhelp: the original was restored; report this with the output of `mcpatch status --json`\n", patched_hash())
+        format!("error: after writing {FILE} its sha256 is {found}, expected {}\nhelp: the original was restored; report this with the output of `mcpatch status --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --json`\n", patched_hash())
     );
     assert_eq!(
         sha256_file(&file),
@@ -117,7 +117,7 @@ fn a_wrong_hash_after_the_rename_rolls_revert_back_and_says_so() {
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: after writing {FILE} its sha256 is {found}, expected {ORIGINAL}\nhelp: the file as it was before the revert was put back; report this with the output of `mcpatch status --json`\n")
+        format!("error: after writing {FILE} its sha256 is {found}, expected {ORIGINAL}\nhelp: the file as it was before the revert was put back; report this with the output of `mcpatch status --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --json`\n")
     );
     assert_eq!(
         sha256_file(&file),
@@ -328,7 +328,7 @@ export const broken = ;
 SyntaxError: Unexpected token ';'
 
 Node.js {}
-help: nothing was changed; report this with the output of `mcpatch status --json`
+help: nothing was changed; report this with the output of `mcpatch status --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --json`
 ",
             node22_version()
         )
@@ -545,7 +545,7 @@ fn sighup_sigterm_or_sigint_during_verify_backup_removes_its_copy_and_the_harnes
         let o = child.wait_with_output().unwrap();
         assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
         assert!(
-            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n")),
+            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify --path {p}` again to finish the check\n")),
             "{}",
             stderr(&o)
         );
@@ -606,7 +606,7 @@ fn verify_backup_with_no_backup_names_the_install_and_the_backups_folder_before_
     assert_eq!(code(&o), 2, "{}", stdout(&o));
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("error: no backup of {FILE} under [SANDBOX]/home/.dsh/{BACKUPS}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply` saves the original when it patches the install; if it was patched with another DSH_HOME (sudo uses root's), run `DSH_HOME=<that folder> mcpatch verify --backup`; `mcpatch backups` lists the backups under this one\n")
+        format!("error: no backup of {FILE} under [SANDBOX]/home/.dsh/{BACKUPS}, so `verify --backup` has no saved original to run\nhelp: `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` saves the original when it patches the install; if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --backup`; `mcpatch backups` lists the backups under this one\n")
     );
     assert_eq!(stdout(&o), "");
     let o = sb.run(&["verify", "--backup", "nope", "--path", p]);

@@ -106,9 +106,9 @@ fn a_revision_2_file_is_outdated_slowed_by_a_reloading_server_upgraded_by_apply_
     assert_eq!(
         sb.normalize(&o.stdout),
         "PATH  VERSION  STATE  NEXT STEP\n\
-         [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  outdated  run `mcpatch apply` to upgrade to the current patch revision\n  \
+         [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  outdated  run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to upgrade to the current patch revision\n  \
          sha256 cc17424d…8b19 (outdated)\n  \
-         note: patched by an earlier mcpatch revision (2): it recovers seamlessly, but a server that restarts often (watch mode) makes it wait a growing backoff and finally give up; run `mcpatch apply` to upgrade\n\
+         note: patched by an earlier mcpatch revision (2): it recovers seamlessly, but a server that restarts often (watch mode) makes it wait a growing backoff and finally give up; run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to upgrade\n\
          1 install(s): 0 affected, 0 patched, 1 outdated, 0 upstream-fixed, 0 modified, 0 unsupported\n"
     );
 

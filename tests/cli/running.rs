@@ -109,7 +109,7 @@ fn a_dsh_started_before_apply_is_listed_by_pid_and_one_started_after_is_not() {
   1 running process(es) started before the file last changed, so they still run the code it held before:
   pid {} since {started}: node [SANDBOX]/bin/dsh web
   restart them: {RESTART}
-restart DSH so it loads the patched client; check it with `mcpatch verify`
+restart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/prefix/lib/node_modules/@deepseek-ai/dsh/node_modules/@deepseek-ai/dsh-mcp-client`
 ",
             short(&patched_hash()),
             before.pid()

@@ -149,7 +149,7 @@ fn as_root_an_install_another_user_owns_is_not_run_without_trust_owner() {
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
     let err = sb.normalize(&o.stderr);
     assert!(
-        err.ends_with(&format!("error: refusing to run this install's code (verify) as root: {owned}, so that user could run anything as root through it\nhelp: run mcpatch as '#{STRANGER}' (`sudo -u '#{STRANGER}' mcpatch verify ...`), or pass --trust-owner to run its code as root anyway\n")),
+        err.ends_with(&format!("error: refusing to run this install's code (verify) as root: {owned}, so that user could run anything as root through it\nhelp: run mcpatch as '#{STRANGER}' (`sudo -u '#{STRANGER}' mcpatch verify --path [SANDBOX]/g/lib/node_modules/{CLIENT} ...`), or pass --trust-owner to run its code as root anyway\n")),
         "{err}"
     );
 

@@ -96,7 +96,7 @@ fn a_signal_during_the_verify_of_a_release_never_seen_stops_apply_leaving_nothin
         let err = sb.normalize(&o.stderr);
         assert!(
             err.ends_with(&format!(
-                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/@google/gemini-cli/{chunk}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish\n"
+                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/@google/gemini-cli/{chunk}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli` again to finish\n"
             )),
             "{name}: {err}"
         );
@@ -144,7 +144,7 @@ fn a_signal_during_the_load_check_stops_apply_with_no_backup_no_staged_file_and_
         assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
         assert_eq!(
             sb.normalize(&o.stderr),
-            format!("error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish\n"),
+            format!("error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n"),
             "{name}"
         );
         std::thread::sleep(std::time::Duration::from_millis(300));
@@ -195,7 +195,7 @@ fn a_signal_during_the_verify_of_a_dsh_plugin_never_seen_stops_apply_leaving_not
         let err = sb.normalize(&o.stderr);
         assert!(
             err.ends_with(&format!(
-                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish\n"
+                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n"
             )),
             "{name}: {err}"
         );
@@ -242,7 +242,7 @@ fn a_signal_during_the_verify_of_an_mcp_remote_never_seen_stops_apply_leaving_no
         let err = sb.normalize(&o.stderr);
         assert!(
             err.ends_with(&format!(
-                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/p/node_modules/mcp-remote/{rel}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status` to see each install, then `mcpatch apply` again to finish\n"
+                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/p/node_modules/mcp-remote/{rel}; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/p` to see each install, then `mcpatch apply --path [SANDBOX]/p` again to finish\n"
             )),
             "{name}: {err}"
         );

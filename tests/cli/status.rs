@@ -11,7 +11,7 @@ fn status_reports_the_real_rc8_package_as_affected() {
     assert_eq!(
         sb.normalize(&o.stdout),
         "PATH  VERSION  STATE  NEXT STEP
-[SANDBOX]/npm-global/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply`
+[SANDBOX]/npm-global/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/npm-global/lib/node_modules/@deepseek-ai/dsh-mcp-client`
   sha256 b126dcec…7d56 (original)
   note: affected: the patch targets this revision
 1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported
@@ -176,7 +176,7 @@ fn unknown_hash_is_modified_and_never_affected() {
     let o = sb.run(&["status", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 1);
     let out = sb.normalize(&o.stdout);
-    assert!(out.contains("0.1.0-rc.8  modified  review with `mcpatch diff`, then `mcpatch apply --yes` to patch anyway"), "{out}");
+    assert!(out.contains("0.1.0-rc.8  modified  review with `mcpatch diff --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client --yes` to patch anyway"), "{out}");
     assert!(!out.contains("affected  "), "{out}");
 }
 
@@ -435,7 +435,7 @@ fn a_revert_with_nothing_to_restore_creates_nothing_and_status_offers_revert_onl
     let v = status_json(&sb, &["--path", p]);
     assert_eq!(
         v["installs"][0]["next_step"],
-        "none (`mcpatch verify` to check; DSH_HOME holds no backup of it to revert to)"
+        "none (`mcpatch verify` to check; mcpatch holds no backup of it to revert to)"
     );
     let o = sb.run(&["revert", "--path", p]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));

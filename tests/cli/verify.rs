@@ -217,7 +217,7 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
     assert!(saved.is_file(), "the reported file exists");
     assert_eq!(
         install["note"],
-        "the saved original, run as the control: it is expected to be STUCK"
+        "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced"
     );
     assert_eq!(
         verdicts(&v),
@@ -262,9 +262,9 @@ fn a_revision_1_file_is_outdated_recovers_with_failed_calls_and_upgrades_to_seam
     assert_eq!(
         sb.normalize(&o.stdout),
         "PATH  VERSION  STATE  NEXT STEP\n\
-         [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  outdated  run `mcpatch apply` to upgrade to the current patch revision\n  \
+         [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client  0.1.0-rc.8  outdated  run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to upgrade to the current patch revision\n  \
          sha256 52a33245…9da3 (outdated)\n  \
-         note: patched by an earlier mcpatch revision (1): it recovers, but the call that meets a lost session fails; run `mcpatch apply` to upgrade\n\
+         note: patched by an earlier mcpatch revision (1): it recovers, but the call that meets a lost session fails; run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client` to upgrade\n\
          1 install(s): 0 affected, 0 patched, 1 outdated, 0 upstream-fixed, 0 modified, 0 unsupported\n"
     );
     let v = status_json(&sb, &["--path", p]);
@@ -390,7 +390,7 @@ fn verify_on_node_20_says_it_shims_promise_with_resolvers_and_still_runs() {
     ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let err = stderr(&o);
-    assert!(err.contains("note: node v20.") && err.contains("lacks Promise.withResolvers (the host needs Node >= 22); the harness adds a spec-equivalent shim"), "{err}");
+    assert!(err.contains("note: node v20.") && err.contains("lacks Promise.withResolvers (DSH needs Node >= 22); the harness adds a spec-equivalent shim"), "{err}");
     assert!(stdout(&o).contains("with Promise.withResolvers shim"));
 }
 
@@ -417,13 +417,19 @@ fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
         .unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut lines = Vec::new();
-    for _ in 0..6 {
+    for _ in 0..11 {
         let mut l = String::new();
         out.read_line(&mut l).unwrap();
         lines.push(l);
     }
-    assert_eq!(lines[0], "mcpatch fake MCP server (expired-404: drops the session; answers 404 + JSON-RPC -32001 \"Session not found\")\n");
-    let url = lines[1]
+    assert_eq!(
+        lines[..2],
+        [
+            "mcpatch fake MCP server: expired-404\n",
+            "  drops the session; answers 404 + JSON-RPC -32001 \"Session not found\"\n"
+        ]
+    );
+    let url = lines[2]
         .trim()
         .strip_prefix("MCP endpoint:")
         .unwrap()
@@ -434,9 +440,19 @@ fn serve_prints_its_url_and_drops_sessions_on_a_key_press() {
         "{url}"
     );
     assert!(
-        lines[2].contains("press Enter, or  curl -X POST -H 'Authorization: Bearer "),
+        lines[3].starts_with("  control:       AUTH='Authorization: Bearer "),
         "{}",
-        lines[2]
+        lines[3]
+    );
+    assert!(
+        lines[4].starts_with("                 URL=http://127.0.0.1:"),
+        "{}",
+        lines[4]
+    );
+    assert_eq!(lines[5], "  drop sessions: press Enter\n");
+    assert_eq!(
+        lines[6],
+        "                 or curl -X POST -H \"$AUTH\" $URL/control/invalidate\n"
     );
 
     let rt = tokio::runtime::Runtime::new().unwrap();
@@ -546,7 +562,7 @@ fn an_interrupted_verify_backup_removes_its_copy_and_stops_node() {
             "SIGINT"
         };
         assert!(
-            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify` again to finish the check\n")),
+            stderr(&o).ends_with(&format!("error: interrupted by {name}: the check stopped, node and the fake servers were stopped, and any copy of a backup it had put in the install was removed\nhelp: run `mcpatch verify --path {}` again to finish the check\n", client.display())),
             "{}",
             stderr(&o)
         );

@@ -102,7 +102,7 @@ pub(in crate::verify) async fn verify_install(
         })
         .collect();
     let note = if target.backup.is_some() {
-        Some("the saved original, run as the control: it is expected to be STUCK".to_string())
+        Some("the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced".to_string())
     } else if target.state == State::Affected {
         Some("not patched: run `mcpatch apply`".to_string())
     } else {
