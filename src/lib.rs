@@ -107,8 +107,16 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             command: Some(command),
             startup_timeout,
             verbose,
+            explore,
+            seed,
+            explore_only,
         } => {
-            let flag = if !paths.paths.is_empty() {
+            // Exploration drives the DSH plugin harness only, so far.
+            let flag = if explore.is_some() || explore_only {
+                Some("--explore")
+            } else if seed.is_some() {
+                Some("--seed")
+            } else if !paths.paths.is_empty() {
                 Some("--path")
             } else if paths.npm {
                 Some("--npm")
@@ -141,6 +149,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             node,
             json,
             strict,
+            explore,
+            seed,
+            explore_only,
             ..
         } => verify::run(
             &targets,
@@ -152,6 +163,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 json,
                 jobs: jobs.map(usize::from),
                 strict,
+                explore,
+                seed,
+                explore_only,
             },
             &env,
         ),

@@ -176,6 +176,9 @@ pub struct RunSpec {
     pub policy: Policy,
     /// The fake server's MCP endpoint.
     pub url: String,
+    /// Fields that replace the plan's own in the harness's run (an explored
+    /// run: `plan`, its `steps`, its `reconnect` policy); `None` for a scenario.
+    pub explored: Option<Value>,
 }
 
 /// What the harness reported of one run.
@@ -240,7 +243,7 @@ pub async fn run_all(
         .iter()
         .enumerate()
         .map(|(id, s)| {
-            json!({
+            let mut run = json!({
                 "id": id,
                 "plan": s.plan.as_str(),
                 "url": s.url,
@@ -255,7 +258,11 @@ pub async fn run_all(
                 "ranAnswerDelayMs": RAN_BEFORE_LOSS_DELAY.as_millis() as u64,
                 "forgetfulCalls": FORGETFUL_CALLS,
                 "knobs": plan_knobs(s.plan),
-            })
+            });
+            if let (Some(run), Some(Value::Object(extra))) = (run.as_object_mut(), &s.explored) {
+                run.extend(extra.clone());
+            }
+            run
         })
         .collect();
     let config = json!({

@@ -4,6 +4,7 @@
 
 pub mod bridge;
 pub mod checks;
+pub mod explore;
 mod gemini_cli;
 pub mod harness;
 mod mirror;
@@ -46,6 +47,13 @@ pub struct VerifyOptions {
     pub jobs: Option<usize>,
     /// Judge every file by the current revision's expectations, whatever its sha256.
     pub strict: bool,
+    /// Explored runs (`None`: [`explore::DEFAULT_RUNS`] for a file judged by the
+    /// current revision's expectations, none for others).
+    pub explore: Option<u32>,
+    /// The explored plans' seed (`None`: [`explore::DEFAULT_SEED`]).
+    pub seed: Option<u64>,
+    /// Only the explored runs, not the fixed table.
+    pub explore_only: bool,
 }
 
 /// Which expectations a file was judged by, as `verify --json` reports them.
@@ -135,6 +143,8 @@ pub struct InstallResult {
     /// What to make of the result, if anything.
     pub note: Option<String>,
     pub scenarios: Vec<ScenarioResult>,
+    /// The explored runs (`verify --explore`), if any ran.
+    pub exploration: Option<explore::Exploration>,
     /// Scenarios asked for that this install's client driver does not run, and why.
     pub left_out: Vec<bridge::LeftOut>,
 }
@@ -275,7 +285,7 @@ fn verify_all(
                 continue;
             }
         };
-        if !result.scenarios.iter().all(|s| s.judgement.ok) {
+        if !result.passed() {
             outcome = Outcome::Attention;
         }
         if !opts.json {
@@ -400,6 +410,7 @@ fn not_checked(install: &Install, node: &Node, e: &Error, strict: bool) -> Insta
         overall: "FAILED",
         note: None,
         scenarios: Vec::new(),
+        exploration: None,
         left_out: Vec::new(),
     }
 }
@@ -552,7 +563,7 @@ pub fn verify_staged_strict(
     drop(target);
     let result = result?;
     Ok(GateReport {
-        passed: result.scenarios.iter().all(|s| s.judgement.ok),
+        passed: result.passed(),
         overall: result.overall,
         node_version: result.node_version,
         scenarios: result.scenarios,
@@ -634,6 +645,7 @@ async fn verify_install(
     progress: bool,
 ) -> Result<InstallResult> {
     let jobs = opts.jobs;
+    let scenarios: &[Scenario] = if opts.explore_only { &[] } else { scenarios };
     let mut runs: Vec<(&Scenario, Policy)> = scenarios
         .iter()
         .map(|s| (s, Policy::for_scenario(s.name)))
@@ -655,6 +667,7 @@ async fn verify_install(
             plan: scenario.plan,
             policy: *policy,
             url: server.url(),
+            explored: None,
         })
         .collect();
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
@@ -663,7 +676,10 @@ async fn verify_install(
     let started = Instant::now();
     let mut judged: Vec<Option<Judgement>> = vec![None; total];
     let mut finished = 0;
-    let node_report = harness::run_all(
+    let node_report = if specs.is_empty() {
+        harness::NodeReport::default()
+    } else {
+        harness::run_all(
         node,
         &target.load,
         &specs,
@@ -709,7 +725,8 @@ async fn verify_install(
             judged[i] = Some(j);
         },
     )
-    .await?;
+    .await?
+    };
     let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
     let results: Vec<ScenarioResult> = runs
         .iter()
@@ -723,12 +740,36 @@ async fn verify_install(
         })
         .collect();
     let mut result = InstallResult::checked(install, target, node_version, expectations, results);
+    let explore_runs = opts.explore.unwrap_or(if seamless || opts.explore_only {
+        explore::DEFAULT_RUNS
+    } else {
+        0
+    });
+    if explore_runs > 0 {
+        let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
+        let jobs = jobs.unwrap_or(explore_runs as usize).max(1);
+        let found =
+            explore::explore(node, &target.load, explore_runs, seed, jobs, progress).await?;
+        if !found.ok {
+            result.overall = "FAILED";
+        } else if opts.explore_only {
+            // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
+            result.overall = "EXPLORED";
+        }
+        result.exploration = Some(found);
+    }
     result.node_shim = node_report.shim || !node.has_with_resolvers;
     result.note = install_note(target, result.overall, expectations);
     Ok(result)
 }
 
 impl InstallResult {
+    /// Whether every scenario met its expectation and every explored run kept the rules.
+    pub fn passed(&self) -> bool {
+        self.scenarios.iter().all(|s| s.judgement.ok)
+            && self.exploration.as_ref().is_none_or(|e| e.ok)
+    }
+
     /// The report of an install whose file (`target.load`) went through its
     /// scenarios; `overall` from their verdicts, no note, no shim, nothing left out.
     fn checked(
@@ -755,6 +796,7 @@ impl InstallResult {
             overall: overall(&scenarios),
             note: None,
             scenarios,
+            exploration: None,
             left_out: Vec::new(),
         }
     }
@@ -987,13 +1029,18 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             (name, &x.judgement, x.expected)
         })
         .collect();
-    s.push_str(&scenario_table(&rows, columns, paint));
+    if !rows.is_empty() {
+        s.push_str(&scenario_table(&rows, columns, paint));
+    }
     if let Some(note) = &r.note {
         s.push_str(&hanging(
             "note: ",
             &crate::output::clean_lines(note),
             columns,
         ));
+    }
+    if let Some(e) = &r.exploration {
+        s.push_str(&explore::render(e, columns, paint));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');

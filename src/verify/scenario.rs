@@ -633,7 +633,7 @@ pub fn judge_with(
 
 /// A call id the server ran twice, or that was sent again after an answer other
 /// than session loss (so the tool may have run), or sent more than twice.
-fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
+pub(crate) fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
     let mut ids: Vec<(&String, &CallCount)> = ev.counts.iter().collect();
     ids.sort_by(|a, b| a.0.cmp(b.0));
     for (id, count) in ids {
@@ -667,7 +667,7 @@ fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
 }
 
 /// A call the caller saw succeed that the server never ran.
-fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
+pub(crate) fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
     ev.calls
         .iter()
         .filter(|c| c.ok)
