@@ -22,6 +22,10 @@ use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
 use crate::node::Node;
 
+/// Words of the patched plugin's warning that a lost session is being
+/// replaced (one per loss: the explored runs' log rule counts them).
+pub const LOSS_LOG_WORDS: &str = "with a fresh session";
+
 /// The harness source, bundled in the binary.
 pub const HARNESS_JS: &str = include_str!("harness.mjs");
 

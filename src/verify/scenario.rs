@@ -616,6 +616,14 @@ pub fn judge_with(
         Expectation::NoRetry if ev.seamless => j.verdict == "NOT-RETRIED" && j.failed_calls <= 1,
         e => j.verdict == e.verdict(),
     };
+    // The rules every run keeps, whatever the scenario was written for.
+    if j.ok {
+        if let Some(v) = super::explore::invariants::check_common(ev) {
+            j.verdict = v.verdict;
+            j.ok = false;
+            j.note = v.note;
+        }
+    }
     if !j.ok && expect == Expectation::NoRetry && j.verdict == "NOT-RETRIED" {
         j.note.push_str(&format!(
             "; {} call(s) besides the cut one failed after the restart",

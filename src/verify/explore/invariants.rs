@@ -10,7 +10,10 @@ use crate::verify::server::WitnessEntry;
 /// How long after the server answered a session as lost a request already on
 /// its way may still arrive with that session: the client learns of the loss
 /// only when it reads the answer, and calls sent meanwhile are in flight.
-const IN_FLIGHT_SLACK_MS: u64 = 250;
+const IN_FLIGHT_SLACK_MS: u64 = 100;
+/// Past this long after a loss was answered, a request on the lost session is
+/// late however busy the client's event loop was.
+const LOST_LONG_AGO_MS: u64 = 2000;
 /// How far past its deadline a call may end on a loaded machine.
 const DEADLINE_SLACK_MS: u64 = 700;
 /// How soon a call must fail when reconnecting is disabled and it meets a loss.
@@ -63,6 +66,11 @@ pub struct Expected<'a> {
     pub reconnect: Reconnect,
     /// The label of the last call, made once the client had its time to recover.
     pub last_call: &'a str,
+    /// The client's log lines, in order.
+    pub logs: &'a [String],
+    /// Words of the driver's client in the log line that says a session was
+    /// lost and is being replaced, if it writes one.
+    pub loss_log: Option<&'a str>,
 }
 
 /// The rules every run keeps, checked for the fixed table's scenarios: nothing
@@ -97,6 +105,31 @@ pub fn check_all(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
         .or_else(|| words_carried(ev, x))
         .or_else(|| one_initialize_per_loss(ev.witness, ev.dropped))
         .or_else(|| reconnect_kept(ev, x))
+        .or_else(|| logs_true(ev, x))
+}
+
+/// The log says a session was lost no more often than sessions were lost:
+/// a later ordinary outage is not reported as one.
+fn logs_true(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let words = x.loss_log?;
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    let losses: HashSet<&str> = ev
+        .witness
+        .iter()
+        .filter(|e| lost_answer(e, &dropped))
+        .filter_map(|e| e.session_sent.as_deref())
+        .collect();
+    let said = x.logs.iter().filter(|l| l.contains(words)).count();
+    (said > losses.len()).then(|| {
+        Violation::new(
+            "logs-tell-the-truth",
+            "BROKEN",
+            format!(
+                "the log said {said} time(s) that a lost session is being replaced, for {} lost session(s)",
+                losses.len()
+            ),
+        )
+    })
 }
 
 fn never_settled(c: &HarnessCall) -> bool {
@@ -131,8 +164,11 @@ fn initialize_with_lost_session(witness: &[WitnessEntry], dropped: &[String]) ->
         })
 }
 
-/// Nothing is sent on a lost session after its loss was answered, but the one
-/// DELETE that closes it.
+/// Nothing is sent on a lost session once the client has moved on: no request
+/// on it after a request on a session opened since its loss arrived (the
+/// client then knew), nor long after its loss was answered; the one DELETE
+/// that closes it, notifications (an aborted request's `notifications/cancelled`
+/// goes where the request went) and the optional GET stream aside.
 fn sent_after_loss(witness: &[WitnessEntry]) -> Option<Violation> {
     let mut lost_at: HashMap<&str, u64> = HashMap::new();
     for e in witness {
@@ -147,13 +183,37 @@ fn sent_after_loss(witness: &[WitnessEntry]) -> Option<Violation> {
             lost_at.entry(s).or_insert(e.answered_ms);
         }
     }
+    // When each session was opened, and when a request first arrived on it.
+    let opened: HashMap<&str, u64> = witness
+        .iter()
+        .filter_map(|e| Some((e.session_issued.as_deref()?, e.answered_ms)))
+        .collect();
+    let mut first_use: HashMap<&str, u64> = HashMap::new();
+    for e in witness.iter().filter(|e| e.rpc_method.as_deref() != Some("initialize")) {
+        if let Some(s) = e.session_sent.as_deref() {
+            first_use.entry(s).or_insert(e.t_ms);
+        }
+    }
+    // The client knew session `s` was lost once it used a session opened after the loss.
+    let moved_on = |at: u64| {
+        opened
+            .iter()
+            .filter(|(_, &o)| o >= at)
+            .filter_map(|(s, _)| first_use.get(s).copied())
+            .min()
+    };
     let mut deletes: HashMap<&str, usize> = HashMap::new();
     for e in witness {
         let Some(s) = e.session_sent.as_deref() else {
             continue;
         };
         let Some(&at) = lost_at.get(s) else { continue };
-        if e.t_ms <= at + IN_FLIGHT_SLACK_MS {
+        let knew = moved_on(at).map(|m| m + IN_FLIGHT_SLACK_MS);
+        let late = e.t_ms > at + LOST_LONG_AGO_MS || knew.is_some_and(|k| e.t_ms > k);
+        if !late || e.http_method == "GET" {
+            continue;
+        }
+        if e.rpc_method.as_deref().is_some_and(|m| m.starts_with("notifications/")) {
             continue;
         }
         if e.http_method == "DELETE" {
@@ -163,19 +223,19 @@ fn sent_after_loss(witness: &[WitnessEntry]) -> Option<Violation> {
                 continue;
             }
         }
-        if e.http_method == "GET" {
-            // The optional stream's reconnects belong to the transport, and the
-            // server answers them without a session's work.
-            continue;
-        }
         return Some(Violation::new(
             "nothing-on-lost-session",
             "BROKEN",
             format!(
-                "{} {} was sent on session {s} {} ms after the server answered that session as lost",
+                "{} {} was sent on session {s} {} ms after the server answered that session as lost{}",
                 e.http_method,
                 e.rpc_method.as_deref().unwrap_or(""),
-                e.t_ms - at
+                e.t_ms.saturating_sub(at),
+                if knew.is_some_and(|k| e.t_ms > k) {
+                    ", after the client had used a new session"
+                } else {
+                    ""
+                }
             ),
         ));
     }
@@ -402,17 +462,24 @@ mod tests {
 
     #[test]
     fn a_request_on_a_lost_session_after_its_answer_breaks_the_rule_but_one_delete_does_not() {
+        let mut init = entry(2, 200, "POST", "initialize", None, 200);
+        init.session_issued = Some("b".into());
         let mut w = vec![
             entry(0, 0, "POST", "tools/call", Some("a"), 404),
             entry(1, 100, "POST", "tools/call", Some("a"), 404),
-            entry(2, 600, "DELETE", "", Some("a"), 404),
+            init,
+            entry(3, 300, "POST", "tools/list", Some("b"), 200),
+            entry(4, 350, "POST", "tools/call", Some("a"), 404),
+            entry(5, 600, "DELETE", "", Some("a"), 404),
+            entry(6, 700, "POST", "notifications/cancelled", Some("a"), 404),
         ];
+        // In flight (sent before the client used its new session), the DELETE, a notification.
         assert_eq!(sent_after_loss(&w), None);
-        w.push(entry(3, 700, "POST", "tools/list", Some("a"), 404));
+        w.push(entry(7, 700, "POST", "tools/list", Some("a"), 404));
         let v = sent_after_loss(&w).expect("a violation");
         assert_eq!(
             v.note,
-            "invariant nothing-on-lost-session: POST tools/list was sent on session a 699 ms after the server answered that session as lost"
+            "invariant nothing-on-lost-session: POST tools/list was sent on session a 699 ms after the server answered that session as lost, after the client had used a new session"
         );
     }
 

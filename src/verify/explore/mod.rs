@@ -39,7 +39,8 @@ pub struct ExploreFailure {
     pub note: String,
     /// The generated plan, one step a line.
     pub plan: Vec<String>,
-    /// The smallest plan found that still breaks the same rule.
+    /// The smallest plan found that still breaks the same rule; empty when an
+    /// earlier failure of the same rule was shrunk already (one a rule).
     pub shrunk: Vec<String>,
     /// What the shrunk plan's run broke.
     pub shrunk_note: String,
@@ -70,8 +71,21 @@ pub async fn explore(
         .collect();
     let judged = run_plans(node, target, &plans, jobs).await?;
     let mut failures = Vec::new();
+    let mut shrunk_rules = std::collections::HashSet::new();
     for (plan, violation) in plans.iter().zip(judged) {
         let Some(violation) = violation else { continue };
+        if !shrunk_rules.insert(violation.invariant) {
+            failures.push(ExploreFailure {
+                seed: plan.seed,
+                verdict: violation.verdict,
+                invariant: violation.invariant,
+                note: violation.note.clone(),
+                plan: plan.to_string().lines().map(str::to_string).collect(),
+                shrunk: Vec::new(),
+                shrunk_note: violation.note,
+            });
+            continue;
+        }
         if progress {
             crate::errln!(
                 "explore: seed {} broke {}; shrinking its plan",
@@ -197,6 +211,8 @@ fn judge(plan: &ExplorePlan, server: &FakeServer, run: &HarnessRun) -> Option<Vi
             lost_words: plan.lost.words(),
             reconnect: plan.policy.reconnect(),
             last_call: LAST_CALL,
+            logs: &run.logs,
+            loss_log: Some(harness::LOSS_LOG_WORDS),
         },
     )
 }
@@ -235,6 +251,9 @@ pub fn render(e: &Exploration, columns: Option<usize>, paint: Painter) -> String
             ),
             columns,
         ));
+        if f.shrunk.is_empty() {
+            continue;
+        }
         s.push_str("    shrunk plan:\n");
         for line in &f.shrunk {
             s.push_str(&hanging("      ", line, columns));

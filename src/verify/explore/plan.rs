@@ -159,6 +159,8 @@ pub struct ExplorePlan {
     pub reinit_delay_ms: Option<u64>,
     /// How long the server holds a new session's tool list back after a loss.
     pub relist_delay_ms: Option<u64>,
+    /// Whether the client sees HTTP errors in the SDK 2.x shape (`status`, string `code`).
+    pub sdk2: bool,
     pub steps: Vec<Step>,
 }
 
@@ -174,6 +176,7 @@ impl ExplorePlan {
         let lost = rng.pick(LOST_ANSWERS);
         let reinit_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(5));
         let relist_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(4));
+        let sdk2 = rng.below(5) == 0;
         let count = 2 + rng.below(8);
         let mut steps = Vec::with_capacity(count as usize);
         for _ in 0..count {
@@ -201,6 +204,7 @@ impl ExplorePlan {
             lost,
             reinit_delay_ms,
             relist_delay_ms,
+            sdk2,
             steps,
         }
     }
@@ -254,7 +258,7 @@ impl ExplorePlan {
             "steps": steps,
             "reconnect": reconnect,
             "recoverMs": RECOVER_MS,
-            "knobs": {},
+            "knobs": {"sdk2": self.sdk2},
         })
     }
 
@@ -321,6 +325,12 @@ impl ExplorePlan {
                 ..self.clone()
             });
         }
+        if self.sdk2 {
+            out.push(ExplorePlan {
+                sdk2: false,
+                ..self.clone()
+            });
+        }
         out
     }
 }
@@ -345,6 +355,9 @@ impl fmt::Display for ExplorePlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.policy.describe())?;
         writeln!(f, "server answers a lost session {}", lost_said(self.lost))?;
+        if self.sdk2 {
+            writeln!(f, "the client sees HTTP errors in the SDK 2.x shape")?;
+        }
         if let Some(ms) = self.reinit_delay_ms {
             writeln!(f, "server holds a new session's initialize {ms} ms")?;
         }
@@ -405,6 +418,7 @@ mod tests {
             lost: LostSessionAnswer::NotFoundJsonRpc,
             reinit_delay_ms: Some(300),
             relist_delay_ms: None,
+            sdk2: false,
             steps: vec![Step::Invalidate, Step::Sleep(50)],
         };
         let smaller = plan.smaller();
