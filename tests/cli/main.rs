@@ -398,6 +398,7 @@ mod backups;
 mod bridge;
 mod dropped;
 mod evidence;
+mod explore;
 mod gemini;
 mod gemini_run;
 mod gemini_verify;

@@ -146,6 +146,9 @@ const LOST_ANSWERS: &[LostSessionAnswer] = &[
     LostSessionAnswer::NotFoundPlain,
 ];
 
+/// How long the `slow` tool runs: mostly within the call's timeout, once past it.
+const SLOW_MS: &[u64] = &[200, 400, 600, 800, 3500];
+
 /// Ordinary failures a call may meet; `http400session` mentions a session harmlessly.
 const FAIL_KINDS: &[&str] = &["http500", "http400", "http400session", "jsonrpc", "tool"];
 
@@ -161,6 +164,8 @@ pub struct ExplorePlan {
     pub relist_delay_ms: Option<u64>,
     /// Whether the client sees HTTP errors in the SDK 2.x shape (`status`, string `code`).
     pub sdk2: bool,
+    /// Whether the server answers the optional GET stream 404 (no such route).
+    pub get_not_found: bool,
     pub steps: Vec<Step>,
 }
 
@@ -177,6 +182,7 @@ impl ExplorePlan {
         let reinit_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(5));
         let relist_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(4));
         let sdk2 = rng.below(5) == 0;
+        let get_not_found = rng.below(5) == 0;
         let count = 2 + rng.below(8);
         let mut steps = Vec::with_capacity(count as usize);
         for _ in 0..count {
@@ -186,12 +192,13 @@ impl ExplorePlan {
                 signal_ms,
             };
             let step = match rng.below(100) {
-                0..=27 => call(Tool::Echo, true, None),
-                28..=37 => call(Tool::Echo, false, None),
-                38..=47 => call(Tool::Slow(200 + 100 * rng.below(7)), false, None),
-                48..=57 => call(Tool::Fail(rng.pick(FAIL_KINDS)), true, None),
-                58..=74 => Step::Invalidate,
-                75..=91 => Step::Sleep(rng.pick(&[50, 200, 500, 1500])),
+                0..=24 => call(Tool::Echo, true, None),
+                25..=33 => call(Tool::Echo, false, None),
+                // Now and then slower than the call's own timeout.
+                34..=42 => call(Tool::Slow(rng.pick(SLOW_MS)), false, None),
+                43..=60 => call(Tool::Fail(rng.pick(FAIL_KINDS)), true, None),
+                61..=75 => Step::Invalidate,
+                76..=91 => Step::Sleep(rng.pick(&[50, 200, 500, 1500])),
                 92..=95 if policy != ExplorePolicy::Disabled => Step::Refuse(1),
                 92..=95 => Step::Invalidate,
                 _ => call(Tool::Echo, true, Some(rng.pick(&[100, 300, 800]))),
@@ -205,6 +212,7 @@ impl ExplorePlan {
             reinit_delay_ms,
             relist_delay_ms,
             sdk2,
+            get_not_found,
             steps,
         }
     }
@@ -215,6 +223,7 @@ impl ExplorePlan {
             lost_session: self.lost,
             reinit_delay: self.reinit_delay_ms.map(std::time::Duration::from_millis),
             relist_delay: self.relist_delay_ms.map(std::time::Duration::from_millis),
+            get_not_found: self.get_not_found,
             ..ServerBehaviour::default()
         }
     }
@@ -331,6 +340,12 @@ impl ExplorePlan {
                 ..self.clone()
             });
         }
+        if self.get_not_found {
+            out.push(ExplorePlan {
+                get_not_found: false,
+                ..self.clone()
+            });
+        }
         out
     }
 }
@@ -357,6 +372,9 @@ impl fmt::Display for ExplorePlan {
         writeln!(f, "server answers a lost session {}", lost_said(self.lost))?;
         if self.sdk2 {
             writeln!(f, "the client sees HTTP errors in the SDK 2.x shape")?;
+        }
+        if self.get_not_found {
+            writeln!(f, "server answers the GET stream 404")?;
         }
         if let Some(ms) = self.reinit_delay_ms {
             writeln!(f, "server holds a new session's initialize {ms} ms")?;
@@ -419,6 +437,7 @@ mod tests {
             reinit_delay_ms: Some(300),
             relist_delay_ms: None,
             sdk2: false,
+            get_not_found: false,
             steps: vec![Step::Invalidate, Step::Sleep(50)],
         };
         let smaller = plan.smaller();
