@@ -324,6 +324,13 @@ async function runOne(r) {
           case "invalidate": await control("invalidate"); break;
           case "refuse": await control(`refuse?n=${s.n}`); break;
           case "sleep": await sleep(s.ms); break;
+          case "outages":
+            for (let k = 1; k <= s.n; k++) {
+              await control("invalidate");
+              await call("echo", { text: `outage ${k}` }, `${s.label}${k}`);
+              await sleep(s.healthyMs);
+            }
+            break;
           default: emit(r.id, "fatal", { error: `unknown step ${s.op}` }); return;
         }
       }

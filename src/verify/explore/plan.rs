@@ -134,7 +134,14 @@ pub enum Step {
     /// The server refuses the next initializes with 503.
     Refuse(u64),
     Sleep(u64),
+    /// This many outages apart: each time the server drops every session, a
+    /// call meets the loss, then the new session stays healthy [`HEALTHY_MS`].
+    Outages(u64),
 }
+
+/// How long a session stays healthy after each of [`Step::Outages`]: past the
+/// policies' `maxDelayMs` (1 s), so each outage is a new one for the client.
+pub const HEALTHY_MS: u64 = 1500;
 
 /// The ways a lost session is answered in explored runs: those the patch
 /// recognises (404 of any shape; 400/401 naming the session).
@@ -198,9 +205,11 @@ impl ExplorePlan {
                 34..=42 => call(Tool::Slow(rng.pick(SLOW_MS)), false, None),
                 43..=60 => call(Tool::Fail(rng.pick(FAIL_KINDS)), true, None),
                 61..=75 => Step::Invalidate,
-                76..=91 => Step::Sleep(rng.pick(&[50, 200, 500, 1500])),
-                92..=95 if policy != ExplorePolicy::Disabled => Step::Refuse(1),
-                92..=95 => Step::Invalidate,
+                76..=87 => Step::Sleep(rng.pick(&[50, 200, 500, 1500])),
+                88..=89 if policy != ExplorePolicy::Disabled => Step::Refuse(1),
+                88..=89 => Step::Invalidate,
+                // Past the 2-attempt policy's budget, now and then past the 5-attempt one's.
+                90..=95 => Step::Outages(3 + rng.below(4)),
                 _ => call(Tool::Echo, true, Some(rng.pick(&[100, 300, 800]))),
             };
             steps.push(step);
@@ -257,6 +266,8 @@ impl ExplorePlan {
                            "wait": wait, "signalMs": signal_ms})
                 }
                 Step::Invalidate => json!({"op": "invalidate"}),
+                Step::Outages(n) => json!({"op": "outages", "n": n, "healthyMs": HEALTHY_MS,
+                                           "label": format!("{}:outage", i + 1)}),
                 Step::Refuse(n) => json!({"op": "refuse", "n": n}),
                 Step::Sleep(ms) => json!({"op": "sleep", "ms": ms}),
             })
@@ -287,6 +298,13 @@ impl ExplorePlan {
                 _ => None,
             })
             .collect();
+        for (i, s) in self.steps.iter().enumerate() {
+            if let Step::Outages(n) = *s {
+                for k in 1..=n {
+                    out.insert(format!("{}:outage{k}", i + 1), CALL_TIMEOUT_MS);
+                }
+            }
+        }
         out.insert(LAST_CALL.to_string(), CALL_TIMEOUT_MS);
         out
     }
@@ -404,6 +422,10 @@ impl fmt::Display for ExplorePlan {
                 Step::Invalidate => writeln!(f, "{n}. server drops every session")?,
                 Step::Refuse(k) => writeln!(f, "{n}. server refuses the next {k} initialize(s) with 503")?,
                 Step::Sleep(ms) => writeln!(f, "{n}. pause {ms} ms")?,
+                Step::Outages(k) => writeln!(
+                    f,
+                    "{n}. {k} times: server drops every session, call echo and wait for it, pause {HEALTHY_MS} ms"
+                )?,
             }
         }
         write!(
