@@ -680,52 +680,52 @@ async fn verify_install(
         harness::NodeReport::default()
     } else {
         harness::run_all(
-        node,
-        &target.load,
-        &specs,
-        jobs.unwrap_or(total),
-        |i, run| {
-            let (scenario, policy) = runs[i];
-            let server = &servers[i];
-            let expect = scenario.expectation(seamless);
-            let j = match (&run.fatal, run.done) {
-                (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
-                (None, false) => broken("the harness stopped before this run ended".into()),
-                (None, true) => {
-                    let witness = server.witness();
-                    let dropped = server.dropped_sessions();
-                    let counts = server.call_counts();
-                    let mut j = scenario::judge(
-                        scenario,
-                        expect,
-                        &Evidence {
-                            witness: &witness,
-                            dropped: &dropped,
-                            counts: &counts,
-                            calls: &run.calls,
-                            policy,
-                            seamless,
-                            per_call_recovery: false,
-                        },
+            node,
+            &target.load,
+            &specs,
+            jobs.unwrap_or(total),
+            |i, run| {
+                let (scenario, policy) = runs[i];
+                let server = &servers[i];
+                let expect = scenario.expectation(seamless);
+                let j = match (&run.fatal, run.done) {
+                    (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
+                    (None, false) => broken("the harness stopped before this run ended".into()),
+                    (None, true) => {
+                        let witness = server.witness();
+                        let dropped = server.dropped_sessions();
+                        let counts = server.call_counts();
+                        let mut j = scenario::judge(
+                            scenario,
+                            expect,
+                            &Evidence {
+                                witness: &witness,
+                                dropped: &dropped,
+                                counts: &counts,
+                                calls: &run.calls,
+                                policy,
+                                seamless,
+                                per_call_recovery: false,
+                            },
+                        );
+                        checks::refine(scenario, policy, expect, &run, &mut j);
+                        j
+                    }
+                };
+                finished += 1;
+                if progress {
+                    let shown = shown_verdict(color::stderr(), &j, expect);
+                    crate::errln!(
+                        "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
+                        scenario.name,
+                        policy.as_str(),
+                        started.elapsed().as_secs_f64()
                     );
-                    checks::refine(scenario, policy, expect, &run, &mut j);
-                    j
                 }
-            };
-            finished += 1;
-            if progress {
-                let shown = shown_verdict(color::stderr(), &j, expect);
-                crate::errln!(
-                    "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
-                    scenario.name,
-                    policy.as_str(),
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            judged[i] = Some(j);
-        },
-    )
-    .await?
+                judged[i] = Some(j);
+            },
+        )
+        .await?
     };
     let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
     let results: Vec<ScenarioResult> = runs

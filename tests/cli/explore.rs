@@ -55,7 +55,10 @@ fn a_broken_patch_no_scenario_was_written_for_is_found_by_exploration_and_replay
     );
     assert_eq!(rc, 1, "{v:#}");
     let e = exploration(&v);
-    assert_eq!((e["seed"].as_u64(), e["ok"].as_bool()), (Some(2026), Some(false)));
+    assert_eq!(
+        (e["seed"].as_u64(), e["ok"].as_bool()),
+        (Some(2026), Some(false))
+    );
     let f = &e["failures"][0];
     assert_eq!(f["invariant"], "tool-runs-once", "{f:#}");
     assert_eq!(f["verdict"], "REPEATED", "{f:#}");
@@ -95,7 +98,16 @@ fn a_broken_patch_no_scenario_was_written_for_is_found_by_exploration_and_replay
     let out = stdout(&o);
     let (rc, replayed) = verify_json(
         &sb,
-        &["--strict", "--explore-only", "--explore", "1", "--seed", &seed, "--path", p],
+        &[
+            "--strict",
+            "--explore-only",
+            "--explore",
+            "1",
+            "--seed",
+            &seed,
+            "--path",
+            p,
+        ],
     );
     assert_eq!(rc, 1, "{replayed:#}");
     let r = &exploration(&replayed)["failures"][0];
@@ -110,10 +122,7 @@ fn a_broken_patch_no_scenario_was_written_for_is_found_by_exploration_and_replay
     for line in r["shrunk"].as_array().unwrap() {
         expected.push_str(&format!("      {}\n", line.as_str().unwrap()));
     }
-    assert!(
-        out.contains(&expected),
-        "expected\n{expected}\nin\n{out}"
-    );
+    assert!(out.contains(&expected), "expected\n{expected}\nin\n{out}");
     assert!(out.ends_with("FAILED\n"), "{out}");
 }
 

@@ -50,7 +50,10 @@ pub enum Reconnect {
     Disabled,
     /// At most `max_attempts` consecutive failed attempts per outage; an
     /// outage starts anew once a session stayed healthy `max_delay_ms`.
-    Policy { max_attempts: u32, max_delay_ms: u64 },
+    Policy {
+        max_attempts: u32,
+        max_delay_ms: u64,
+    },
 }
 
 /// What a generated run tells the oracle beyond the evidence: each call's
@@ -103,6 +106,7 @@ pub fn check_all(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     check_common(ev)
         .or_else(|| calls_in_time(ev.calls, x))
         .or_else(|| words_carried(ev, x))
+        .or_else(|| no_invented_loss(ev))
         .or_else(|| one_initialize_per_loss(ev.witness, ev.dropped))
         .or_else(|| reconnect_kept(ev, x))
         .or_else(|| logs_true(ev, x))
@@ -139,7 +143,9 @@ fn never_settled(c: &HarnessCall) -> bool {
 /// An answer telling the client the session it sent is gone.
 fn lost_answer(e: &WitnessEntry, dropped: &HashSet<&str>) -> bool {
     e.http_method != "CONTROL"
-        && e.session_sent.as_deref().is_some_and(|s| dropped.contains(s))
+        && e.session_sent
+            .as_deref()
+            .is_some_and(|s| dropped.contains(s))
         && e.executed != Some(true)
         && !matches!(e.status, 200 | 202)
 }
@@ -150,7 +156,11 @@ fn initialize_with_lost_session(witness: &[WitnessEntry], dropped: &[String]) ->
     witness
         .iter()
         .filter(|e| e.rpc_method.as_deref() == Some("initialize"))
-        .find(|e| e.session_sent.as_deref().is_some_and(|s| dropped.contains(s)))
+        .find(|e| {
+            e.session_sent
+                .as_deref()
+                .is_some_and(|s| dropped.contains(s))
+        })
         .map(|e| {
             Violation::new(
                 "fresh-initialize",
@@ -189,7 +199,10 @@ fn sent_after_loss(witness: &[WitnessEntry]) -> Option<Violation> {
         .filter_map(|e| Some((e.session_issued.as_deref()?, e.answered_ms)))
         .collect();
     let mut first_use: HashMap<&str, u64> = HashMap::new();
-    for e in witness.iter().filter(|e| e.rpc_method.as_deref() != Some("initialize")) {
+    for e in witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() != Some("initialize"))
+    {
         if let Some(s) = e.session_sent.as_deref() {
             first_use.entry(s).or_insert(e.t_ms);
         }
@@ -213,7 +226,10 @@ fn sent_after_loss(witness: &[WitnessEntry]) -> Option<Violation> {
         if !late || e.http_method == "GET" {
             continue;
         }
-        if e.rpc_method.as_deref().is_some_and(|m| m.starts_with("notifications/")) {
+        if e.rpc_method
+            .as_deref()
+            .is_some_and(|m| m.starts_with("notifications/"))
+        {
             continue;
         }
         if e.http_method == "DELETE" {
@@ -302,6 +318,50 @@ fn words_carried(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     None
 }
 
+/// The harness numbers calls in the order they start: `c1`, `c2`, ...
+fn call_number(id: &str) -> Option<u64> {
+    id.strip_prefix('c')?.parse().ok()
+}
+
+/// A call fails without reaching the server only once the server answered an
+/// earlier call as a lost session: a client that fails calls on its own after
+/// an ordinary error invented a loss.
+fn no_invented_loss(ev: &Evidence<'_>) -> Option<Violation> {
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    // Counted on arrival: a slow call still running has no witness entry yet.
+    let reached: HashSet<&str> = ev
+        .counts
+        .iter()
+        .filter(|(_, n)| n.sent > 0)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let first_loss = ev
+        .witness
+        .iter()
+        .filter(|e| lost_answer(e, &dropped))
+        .filter_map(|e| call_number(e.call_id.as_deref()?))
+        .min();
+    ev.calls
+        .iter()
+        .filter(|c| !c.ok && !reached.contains(c.call_id.as_str()))
+        .find(|c| {
+            let n = call_number(&c.call_id).unwrap_or(0);
+            first_loss.is_none_or(|l| n <= l)
+        })
+        .map(|c| {
+            Violation::new(
+                "no-invented-loss",
+                "BROKEN",
+                format!(
+                    "call {} ({}) failed without reaching the server, though no earlier call met a lost session: {}",
+                    c.call_id,
+                    c.name,
+                    c.error.as_deref().unwrap_or("no error")
+                ),
+            )
+        })
+}
+
 /// At most one new session per loss: a successful initialize beyond the first
 /// needs a session the client saw answered as lost.
 fn one_initialize_per_loss(witness: &[WitnessEntry], dropped: &[String]) -> Option<Violation> {
@@ -335,22 +395,16 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
     match x.reconnect {
         Reconnect::Disabled => {
-            let lost_at = ev
-                .witness
-                .iter()
-                .filter(|e| lost_answer(e, &dropped))
-                .map(|e| e.answered_ms)
-                .min()?;
             let met: HashSet<&str> = ev
                 .witness
                 .iter()
                 .filter(|e| lost_answer(e, &dropped))
                 .filter_map(|e| e.call_id.as_deref())
                 .collect();
-            let slow = ev.calls.iter().find(|c| {
-                met.contains(c.call_id.as_str()) && (c.ok || c.ms > FAIL_FAST_MS)
-            });
-            let _ = lost_at;
+            let slow = ev
+                .calls
+                .iter()
+                .find(|c| met.contains(c.call_id.as_str()) && (c.ok || c.ms > FAIL_FAST_MS));
             slow.map(|c| {
                 Violation::new(
                     "fail-at-once",
@@ -400,7 +454,12 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
 /// session stayed healthy longer than `max_delay_ms`; the client gives up when
 /// the last allowed attempt fails, or when it worked and the session was lost
 /// again before it stayed healthy that long.
-fn gave_up_rightly(witness: &[WitnessEntry], dropped: &[String], max_attempts: u32, max_delay_ms: u64) -> bool {
+fn gave_up_rightly(
+    witness: &[WitnessEntry],
+    dropped: &[String],
+    max_attempts: u32,
+    max_delay_ms: u64,
+) -> bool {
     let dropped: HashSet<&str> = dropped.iter().map(String::as_str).collect();
     let healthy_for = max_delay_ms + HEALTHY_SLACK_MS;
     let losses: Vec<u64> = witness
@@ -443,7 +502,14 @@ fn gave_up_rightly(witness: &[WitnessEntry], dropped: &[String], max_attempts: u
 mod tests {
     use super::*;
 
-    fn entry(seq: u64, t: u64, method: &str, rpc: &str, sent: Option<&str>, status: u16) -> WitnessEntry {
+    fn entry(
+        seq: u64,
+        t: u64,
+        method: &str,
+        rpc: &str,
+        sent: Option<&str>,
+        status: u16,
+    ) -> WitnessEntry {
         WitnessEntry {
             seq,
             t_ms: t,
@@ -490,8 +556,62 @@ mod tests {
         let w = vec![init(0, 200), init(100, 503), init(300, 503)];
         assert!(gave_up_rightly(&w, &[], 2, 1000));
         // One refusal per outage, each after 2 s healthy: never past the policy.
-        let w = vec![init(0, 200), init(2000, 503), init(2200, 200), init(5000, 503), init(5200, 200)];
+        let w = vec![
+            init(0, 200),
+            init(2000, 503),
+            init(2200, 200),
+            init(5000, 503),
+            init(5200, 200),
+        ];
         assert!(!gave_up_rightly(&w, &[], 2, 1000));
+    }
+
+    #[test]
+    fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_lost() {
+        let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+        lost.call_id = Some("c2".into());
+        let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
+        let dropped = vec!["a".to_string()];
+        let counts: HashMap<String, crate::verify::server::CallCount> = [
+            (
+                "c1".to_string(),
+                crate::verify::server::CallCount { sent: 1, ran: 1 },
+            ),
+            (
+                "c2".to_string(),
+                crate::verify::server::CallCount { sent: 1, ran: 0 },
+            ),
+        ]
+        .into();
+        let call = |id: &str, ok: bool| HarnessCall {
+            call_id: id.into(),
+            name: id.into(),
+            ok,
+            error: (!ok).then(|| "lost and reconnect is disabled".into()),
+            ms: 1,
+        };
+        let judge = |calls: &[HarnessCall]| {
+            no_invented_loss(&Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls,
+                policy: crate::verify::harness::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            })
+        };
+        // c3 failed on its own after c2 met a lost session: the client knew.
+        assert_eq!(
+            judge(&[call("c1", false), call("c2", false), call("c3", false)]),
+            None
+        );
+        // c0 failed on its own before any call met a loss: invented.
+        let v = judge(&[call("c0", false), call("c1", true)]).expect("a violation");
+        assert_eq!(
+            v.note,
+            "invariant no-invented-loss: call c0 (c0) failed without reaching the server, though no earlier call met a lost session: lost and reconnect is disabled"
+        );
     }
 
     #[test]

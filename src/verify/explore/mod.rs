@@ -128,10 +128,10 @@ async fn shrink(
             break;
         }
         let judged = run_plans(node, target, &smaller, jobs).await?;
-        let found = smaller
-            .into_iter()
-            .zip(judged)
-            .find(|(_, v)| v.as_ref().is_some_and(|v| v.invariant == violation.invariant));
+        let found = smaller.into_iter().zip(judged).find(|(_, v)| {
+            v.as_ref()
+                .is_some_and(|v| v.invariant == violation.invariant)
+        });
         match found {
             Some((p, Some(v))) => {
                 plan = p;
@@ -229,10 +229,7 @@ pub fn render(e: &Exploration, columns: Option<usize>, paint: Painter) -> String
             columns,
         )
     } else {
-        let broke = paint.paint(
-            Style::Red,
-            &format!("{} broke a rule", e.failures.len()),
-        );
+        let broke = paint.paint(Style::Red, &format!("{} broke a rule", e.failures.len()));
         hanging(
             "",
             &format!("explored {} {runs} from seed {}: {broke}", e.runs, e.seed),

@@ -445,8 +445,9 @@ mod tests {
         assert_eq!(run_seed(7, 0), 7);
         let seeds: std::collections::HashSet<u64> = (0..50).map(|i| run_seed(7, i)).collect();
         assert_eq!(seeds.len(), 50);
-        let plans: std::collections::HashSet<String> =
-            (0..50).map(|i| ExplorePlan::generate(run_seed(7, i)).to_string()).collect();
+        let plans: std::collections::HashSet<String> = (0..50)
+            .map(|i| ExplorePlan::generate(run_seed(7, i)).to_string())
+            .collect();
         assert!(plans.len() > 40, "{plans:?}");
     }
 
