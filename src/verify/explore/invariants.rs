@@ -426,9 +426,15 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
             if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
                 return None;
             }
+            if let Some(v) = repeat_after_loss(ev, x) {
+                return Some(v);
+            }
             let last = ev.calls.iter().find(|c| c.name == x.last_call);
+            let deadline = x.deadlines.get(x.last_call).copied().unwrap_or(u64::MAX);
             match last {
                 Some(c) if c.ok => None,
+                // Its own deadline ended it (a new session held back past it).
+                Some(c) if c.ms + DEADLINE_SLACK_MS >= deadline => None,
                 Some(c) => Some(Violation::new(
                     "recovers",
                     "STUCK",
@@ -446,6 +452,52 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
             }
         }
     }
+}
+
+/// With reconnect on, a call whose send met a lost session is sent once more
+/// (or fails by its own deadline): it does not fail at once.
+fn repeat_after_loss(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    let Reconnect::Policy {
+        max_attempts,
+        max_delay_ms,
+    } = x.reconnect
+    else {
+        return None;
+    };
+    if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
+        return None;
+    }
+    ev.calls
+        .iter()
+        .filter(|c| !c.ok)
+        .filter(|c| {
+            let deadline = x.deadlines.get(&c.name).copied().unwrap_or(u64::MAX);
+            c.ms + DEADLINE_SLACK_MS < deadline
+        })
+        .find(|c| {
+            let sends: Vec<&WitnessEntry> = ev
+                .witness
+                .iter()
+                .filter(|e| e.call_id.as_deref() == Some(c.call_id.as_str()))
+                .collect();
+            sends.len() == 1
+                && lost_answer(sends[0], &dropped)
+                && ev.counts.get(&c.call_id).is_some_and(|n| n.sent == 1)
+        })
+        .map(|c| {
+            Violation::new(
+                "repeat-after-loss",
+                "STUCK",
+                format!(
+                    "call {} ({}) met a lost session and failed after {} ms without being sent again: {}",
+                    c.call_id,
+                    c.name,
+                    c.ms,
+                    c.error.as_deref().unwrap_or("no error")
+                ),
+            )
+        })
 }
 
 /// Whether the client had a right to give up: some outage used up the

@@ -186,7 +186,9 @@ impl ExplorePlan {
             _ => ExplorePolicy::Disabled,
         };
         let lost = rng.pick(LOST_ANSWERS);
-        let reinit_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(5));
+        // Now and then longer than a call's timeout, so calls wait past their deadline.
+        let reinit_delay_ms =
+            (rng.below(4) == 0).then(|| rng.pick(&[200, 300, 400, 500, 600, 4000]));
         let relist_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(4));
         let sdk2 = rng.below(5) == 0;
         let get_not_found = rng.below(5) == 0;
