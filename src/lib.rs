@@ -140,9 +140,17 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             command: Some(command),
             startup_timeout,
             verbose,
+            explore,
+            seed,
+            explore_only,
             ..
         } => {
-            let flag = if !paths.paths.is_empty() {
+            // Exploration drives the DSH plugin harness only, so far.
+            let flag = if explore.is_some() || explore_only {
+                Some("--explore")
+            } else if seed.is_some() {
+                Some("--seed")
+            } else if !paths.paths.is_empty() {
                 Some("--path")
             } else if paths.npm {
                 Some("--npm")
@@ -177,6 +185,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             json,
             strict,
             trust_owner,
+            explore,
+            seed,
+            explore_only,
             ..
         } => verify::run(
             &targets,
@@ -189,6 +200,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 jobs: jobs.map(usize::from),
                 strict,
                 trust_owner,
+                explore,
+                seed,
+                explore_only,
             },
             &env,
         ),

@@ -335,6 +335,36 @@ async function runOne(r) {
       await call("echo", { text: "after" });
       break;
     }
+    case "explore": {
+      // A generated plan (verify --explore): its steps in order; a call that
+      // does not wait runs alongside the steps after it. Once every call has
+      // ended and the client has had its time to recover, one last call.
+      const running = [];
+      for (const s of r.steps) {
+        switch (s.op) {
+          case "call": {
+            const p = call(s.tool, s.args, s.label, s.signalMs ? { signalMs: s.signalMs } : {});
+            if (s.wait) await p; else running.push(p);
+            break;
+          }
+          case "invalidate": await control("invalidate"); break;
+          case "refuse": await control(`refuse?n=${s.n}`); break;
+          case "sleep": await sleep(s.ms); break;
+          case "outages":
+            for (let k = 1; k <= s.n; k++) {
+              await control("invalidate");
+              await call("echo", { text: `outage ${k}` }, `${s.label}${k}`);
+              await sleep(s.healthyMs);
+            }
+            break;
+          default: emit(r.id, "fatal", { error: `unknown step ${s.op}` }); return;
+        }
+      }
+      await Promise.all(running);
+      await sleep(r.recoverMs);
+      await call("echo", { text: "last" }, "last");
+      break;
+    }
     default:
       emit(r.id, "fatal", { error: `unknown plan ${r.plan}` });
   }

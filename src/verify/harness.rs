@@ -23,6 +23,10 @@ use super::server::RAN_BEFORE_LOSS_DELAY;
 use crate::error::{Error, Result};
 use crate::node::Node;
 
+/// Words of the patched plugin's warning that a lost session is being
+/// replaced (one per loss: the explored runs' log rule counts them).
+pub const LOSS_LOG_WORDS: &str = "with a fresh session";
+
 /// The harness source, bundled in the binary.
 pub const HARNESS_JS: &str = include_str!("harness.mjs");
 
@@ -191,6 +195,9 @@ pub struct RunSpec {
     pub reload: Option<ReloadCycle>,
     /// The secret of the fake server's control routes.
     pub control_token: String,
+    /// Fields that replace the plan's own in the harness's run (an explored
+    /// run: `plan`, its `steps`, its `reconnect` policy); `None` for a scenario.
+    pub explored: Option<Value>,
 }
 
 impl RunSpec {
@@ -276,7 +283,7 @@ pub async fn run_all(
         .iter()
         .enumerate()
         .map(|(id, s)| {
-            json!({
+            let mut run = json!({
                 "id": id,
                 "plan": s.plan.as_str(),
                 "url": s.url,
@@ -293,7 +300,11 @@ pub async fn run_all(
                 "forgetfulCalls": FORGETFUL_CALLS,
                 "callTimeoutMs": s.policy.call_timeout().as_millis() as u64,
                 "knobs": s.knobs(),
-            })
+            });
+            if let (Some(run), Some(Value::Object(extra))) = (run.as_object_mut(), &s.explored) {
+                run.extend(extra.clone());
+            }
+            run
         })
         .collect();
     let config = json!({

@@ -5,6 +5,7 @@
 pub mod bridge;
 pub mod checks;
 pub(crate) mod child_env;
+pub mod explore;
 mod gemini_cli;
 pub mod harness;
 mod mirror;
@@ -53,6 +54,13 @@ pub struct VerifyOptions {
     pub strict: bool,
     /// As root: run the install's code even when another user can change it (see trust).
     pub trust_owner: bool,
+    /// Explored runs (`None`: [`explore::DEFAULT_RUNS`] for a file judged by the
+    /// current revision's expectations, none for others).
+    pub explore: Option<u32>,
+    /// The explored plans' seed (`None`: [`explore::DEFAULT_SEED`]).
+    pub seed: Option<u64>,
+    /// Only the explored runs, not the fixed table.
+    pub explore_only: bool,
 }
 
 /// Which expectations a file was judged by, as `verify --json` reports them.
@@ -142,6 +150,8 @@ pub struct InstallResult {
     /// What to make of the result, if anything.
     pub note: Option<String>,
     pub scenarios: Vec<ScenarioResult>,
+    /// The explored runs (`verify --explore`), if any ran.
+    pub exploration: Option<explore::Exploration>,
     /// Scenarios asked for that this install's client driver does not run, and why.
     pub left_out: Vec<bridge::LeftOut>,
 }
@@ -319,7 +329,7 @@ fn verify_all(
                 continue;
             }
         };
-        if !result.scenarios.iter().all(|s| s.judgement.ok) {
+        if !result.passed() {
             outcome = Outcome::Attention;
         }
         if !opts.json {
@@ -451,6 +461,7 @@ fn not_checked(install: &Install, node: &Node, e: &Error, strict: bool) -> Insta
         overall: "FAILED",
         note: None,
         scenarios: Vec::new(),
+        exploration: None,
         left_out: Vec::new(),
     }
 }
@@ -617,7 +628,7 @@ pub fn verify_staged_strict(
     }
     let result = result?;
     Ok(GateReport {
-        passed: result.scenarios.iter().all(|s| s.judgement.ok),
+        passed: result.passed(),
         overall: result.overall,
         node_version: result.node_version,
         scenarios: result.scenarios,
@@ -699,6 +710,7 @@ async fn verify_install(
     progress: bool,
 ) -> Result<InstallResult> {
     let jobs = opts.jobs;
+    let scenarios: &[Scenario] = if opts.explore_only { &[] } else { scenarios };
     let mut runs: Vec<(&Scenario, Policy)> = scenarios
         .iter()
         .map(|s| (s, Policy::for_scenario(s.name)))
@@ -729,6 +741,7 @@ async fn verify_install(
             url: server.url(),
             reload: scenario.behaviour.reload,
             control_token: server.control_token().to_string(),
+            explored: None,
         })
         .collect();
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
@@ -737,53 +750,57 @@ async fn verify_install(
     let started = Instant::now();
     let mut judged: Vec<Option<Judgement>> = vec![None; total];
     let mut finished = 0;
-    let node_report = harness::run_all(
-        node,
-        &target.load,
-        &specs,
-        jobs.unwrap_or(total),
-        |i, run| {
-            let (scenario, policy) = runs[i];
-            let server = &servers[i];
-            let expect = scenario.expectation(seamless);
-            let j = match (&run.fatal, run.done) {
-                (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
-                (None, false) => broken("the harness stopped before this run ended".into()),
-                (None, true) => {
-                    let witness = server.witness();
-                    let dropped = server.dropped_sessions();
-                    let counts = server.call_counts();
-                    let mut j = scenario::judge(
-                        scenario,
-                        expect,
-                        &Evidence {
-                            witness: &witness,
-                            dropped: &dropped,
-                            counts: &counts,
-                            calls: &run.calls,
-                            policy,
-                            seamless,
-                            per_call_recovery: false,
-                        },
+    let node_report = if specs.is_empty() {
+        harness::NodeReport::default()
+    } else {
+        harness::run_all(
+            node,
+            &target.load,
+            &specs,
+            jobs.unwrap_or(total),
+            |i, run| {
+                let (scenario, policy) = runs[i];
+                let server = &servers[i];
+                let expect = scenario.expectation(seamless);
+                let j = match (&run.fatal, run.done) {
+                    (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
+                    (None, false) => broken("the harness stopped before this run ended".into()),
+                    (None, true) => {
+                        let witness = server.witness();
+                        let dropped = server.dropped_sessions();
+                        let counts = server.call_counts();
+                        let mut j = scenario::judge(
+                            scenario,
+                            expect,
+                            &Evidence {
+                                witness: &witness,
+                                dropped: &dropped,
+                                counts: &counts,
+                                calls: &run.calls,
+                                policy,
+                                seamless,
+                                per_call_recovery: false,
+                            },
+                        );
+                        checks::refine(scenario, policy, expect, &run, &mut j);
+                        j
+                    }
+                };
+                finished += 1;
+                if progress {
+                    let shown = shown_verdict(color::stderr(), &j, expect);
+                    crate::errln!(
+                        "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
+                        scenario.name,
+                        policy.as_str(),
+                        started.elapsed().as_secs_f64()
                     );
-                    checks::refine(scenario, policy, expect, &run, &mut j);
-                    j
                 }
-            };
-            finished += 1;
-            if progress {
-                let shown = shown_verdict(color::stderr(), &j, expect);
-                crate::errln!(
-                    "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
-                    scenario.name,
-                    policy.as_str(),
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            judged[i] = Some(j);
-        },
-    )
-    .await?;
+                judged[i] = Some(j);
+            },
+        )
+        .await?
+    };
     let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
     let results: Vec<ScenarioResult> = runs
         .iter()
@@ -797,12 +814,36 @@ async fn verify_install(
         })
         .collect();
     let mut result = InstallResult::checked(install, target, node_version, expectations, results);
+    let explore_runs = opts.explore.unwrap_or(if seamless || opts.explore_only {
+        explore::DEFAULT_RUNS
+    } else {
+        0
+    });
+    if explore_runs > 0 {
+        let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
+        let jobs = jobs.unwrap_or(explore_runs as usize).max(1);
+        let found =
+            explore::explore(node, &target.load, explore_runs, seed, jobs, progress).await?;
+        if !found.ok {
+            result.overall = "FAILED";
+        } else if opts.explore_only {
+            // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
+            result.overall = "EXPLORED";
+        }
+        result.exploration = Some(found);
+    }
     result.node_shim = node_report.shim || !node.has_with_resolvers;
     result.note = install_note(target, result.overall, expectations);
     Ok(result)
 }
 
 impl InstallResult {
+    /// Whether every scenario met its expectation and every explored run kept the rules.
+    pub fn passed(&self) -> bool {
+        self.scenarios.iter().all(|s| s.judgement.ok)
+            && self.exploration.as_ref().is_none_or(|e| e.ok)
+    }
+
     /// The report of an install whose file (`target.load`) went through its
     /// scenarios; `overall` from their verdicts, no note, no shim, nothing left out.
     fn checked(
@@ -829,6 +870,7 @@ impl InstallResult {
             overall: overall(&scenarios),
             note: None,
             scenarios,
+            exploration: None,
             left_out: Vec::new(),
         }
     }
@@ -1024,11 +1066,16 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             (name, &x.judgement, x.expected)
         })
         .collect();
-    s.push_str(&scenario_table(&rows, columns, paint));
+    if !rows.is_empty() {
+        s.push_str(&scenario_table(&rows, columns, paint));
+    }
     if let Some(note) = &r.note {
         let note = crate::output::clean_lines(note);
         let note = crate::scope::commands_within(&note, columns);
         s.push_str(&hanging("note: ", &note, columns));
+    }
+    if let Some(e) = &r.exploration {
+        s.push_str(&explore::render(e, columns, paint));
     }
     s.push_str(&paint.paint(overall_style(r.overall), r.overall));
     s.push('\n');

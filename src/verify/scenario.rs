@@ -635,6 +635,14 @@ pub fn judge_with(
         Expectation::NoRetry if ev.seamless => j.verdict == "NOT-RETRIED" && j.failed_calls <= 1,
         e => j.verdict == e.verdict(),
     };
+    // The rules every run keeps, whatever the scenario was written for.
+    if j.ok {
+        if let Some(v) = super::explore::invariants::check_common(ev) {
+            j.verdict = v.verdict;
+            j.ok = false;
+            j.note = v.note;
+        }
+    }
     if !j.ok && expect == Expectation::NoRetry && j.verdict == "NOT-RETRIED" {
         j.note.push_str(&format!(
             "; {} call(s) besides the cut one failed after the restart",
@@ -652,7 +660,7 @@ pub fn judge_with(
 
 /// A call id the server ran twice, or that was sent again after an answer other
 /// than session loss (so the tool may have run), or sent more than twice.
-fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
+pub(crate) fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
     let mut ids: Vec<(&String, &CallCount)> = ev.counts.iter().collect();
     ids.sort_by(|a, b| a.0.cmp(b.0));
     for (id, count) in ids {
@@ -686,7 +694,7 @@ fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
 }
 
 /// A call the caller saw succeed that the server never ran.
-fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
+pub(crate) fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
     ev.calls
         .iter()
         .filter(|c| c.ok)

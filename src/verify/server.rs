@@ -270,6 +270,8 @@ struct Shared {
     /// The secret every `/control/*` request must carry (`Authorization: Bearer
     /// TOKEN`): another local user can reach 127.0.0.1 but not this.
     control_token: String,
+    /// Initializes still to refuse with 503 (`/control/refuse`, an explored outage).
+    refuse_next: AtomicU64,
 }
 
 /// The header value a control request must carry.
@@ -460,6 +462,7 @@ impl FakeServer {
             reloads: Arc::new(AtomicU32::new(0)),
             reload_task: Mutex::new(None),
             control_token,
+            refuse_next: AtomicU64::new(0),
         });
         let runtime_task = tokio::spawn(supervise(listener, addr, shared.clone()));
         Ok(FakeServer {
@@ -757,6 +760,7 @@ fn router(shared: Arc<Shared>) -> Router {
         .route("/control/hold", post(control_hold))
         .route("/control/reload", post(control_reload))
         .route("/control/ready", get(control_ready))
+        .route("/control/refuse", post(control_refuse))
         .route("/control/witness", get(control_witness))
         .layer(middleware::from_fn_with_state(
             shared.clone(),
@@ -936,6 +940,23 @@ async fn control_hold(
     Query(p): Query<HoldParams>,
 ) -> impl IntoResponse {
     arm(&shared, p.size.unwrap_or(8), p.run_first.unwrap_or(0));
+    (StatusCode::OK, "armed\n")
+}
+
+#[derive(serde::Deserialize)]
+struct RefuseParams {
+    n: Option<u64>,
+}
+
+/// Refuse the next `n` initializes with 503, as a server still starting up
+/// would (an outage of `n` failed reconnect attempts, for `verify --explore`).
+async fn control_refuse(
+    State(shared): State<Arc<Shared>>,
+    Query(p): Query<RefuseParams>,
+) -> impl IntoResponse {
+    let n = p.n.unwrap_or(1).min(100);
+    shared.refuse_next.store(n, Ordering::SeqCst);
+    shared.note(format!("refuse: the next {n} initialize(s) get 503"));
     (StatusCode::OK, "armed\n")
 }
 
@@ -1434,7 +1455,11 @@ fn initialize(
             ),
         );
     };
-    if shared.behaviour.refuse_reinit && !lock(&shared.dropped).order.is_empty() {
+    let refused = shared
+        .refuse_next
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        .is_ok();
+    if refused || (shared.behaviour.refuse_reinit && !lock(&shared.dropped).order.is_empty()) {
         return Answer::text(
             StatusCode::SERVICE_UNAVAILABLE,
             "Service Unavailable: the server is shutting down",
@@ -1514,6 +1539,9 @@ fn tool_list() -> Value {
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "number"}, "call_id": call_id}, "required": ["ms"]}}
     ])
 }
+
+/// Words of a 400 that mention a session without meaning the session is lost.
+pub const HARMLESS_SESSION_WORDS: &str = "Invalid params: unknown sessionName argument";
 
 /// Server words of the ordinary (non-session) errors.
 pub const ORDINARY_ERROR_WORDS: &[(&str, &str)] = &[
@@ -1651,6 +1679,11 @@ async fn run_tool(shared: &Shared, id: &Value, params: &Value, call_id: Option<&
                     -32602,
                     "Invalid params: kind http400 rejected by the server",
                 ),
+            )),
+            // A 400 whose words mention a session harmlessly: an ordinary error, not a lost session.
+            "http400session" => failed(Answer::json(
+                StatusCode::BAD_REQUEST,
+                rpc_error(id, -32602, HARMLESS_SESSION_WORDS),
             )),
             "jsonrpc" => failed(Answer::json(
                 StatusCode::OK,

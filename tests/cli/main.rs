@@ -411,6 +411,7 @@ mod bridge_limits;
 mod control_secret;
 mod dropped;
 mod evidence;
+mod explore;
 mod first_use;
 mod full_output;
 mod gemini;

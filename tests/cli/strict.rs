@@ -9,7 +9,7 @@ use super::verify::verify_json;
 use super::*;
 
 /// A sandbox with the real 0.1.0-rc.8 client patched by `mcpatch apply`; its package folder.
-fn patched(sb: &Sandbox) -> PathBuf {
+pub(super) fn patched(sb: &Sandbox) -> PathBuf {
     let client = sb.client_install("0.1.0-rc.8", "g");
     let o = sb.run(&["apply", "--path", client.to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
@@ -19,7 +19,7 @@ fn patched(sb: &Sandbox) -> PathBuf {
 
 /// Apply the catalogue's mutant `name` (test-fixtures/patch-mutants/NN-name.json)
 /// to the patched file: each search string must match exactly once.
-fn mutate(client: &Path, name: &str) {
+pub(super) fn mutate(client: &Path, name: &str) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/patch-mutants");
     let file = std::fs::read_dir(&dir)
         .unwrap()

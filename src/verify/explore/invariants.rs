@@ -1,0 +1,687 @@
+//! Rules every run must keep, whatever its plan: an oracle that reads only the
+//! server's witness log and what each caller saw, so it judges runs nobody
+//! wrote a scenario for (`verify --explore`) as well as the fixed table's.
+
+use std::collections::{HashMap, HashSet};
+
+use crate::verify::scenario::{self, Evidence, HarnessCall, NEVER_SETTLED};
+use crate::verify::server::WitnessEntry;
+
+/// How long after the server answered a session as lost a request already on
+/// its way may still arrive with that session: the client learns of the loss
+/// only when it reads the answer, and calls sent meanwhile are in flight.
+const IN_FLIGHT_SLACK_MS: u64 = 100;
+/// Past this long after a loss was answered, a request on the lost session is
+/// late however busy the client's event loop was.
+const LOST_LONG_AGO_MS: u64 = 2000;
+/// How far past its deadline a call may end on a loaded machine.
+const DEADLINE_SLACK_MS: u64 = 700;
+/// How soon a call must fail when reconnecting is disabled and it meets a loss.
+const FAIL_FAST_MS: u64 = 1000;
+/// How much longer than the policy's `maxDelayMs` a session must have stayed
+/// healthy before this oracle counts a new outage as new (the client resets
+/// its attempt counter then); the slack covers the re-list after a handshake.
+const HEALTHY_SLACK_MS: u64 = 300;
+
+/// A broken rule: the verdict it gives the run and a note naming the rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// The rule's short name, as `verify` prints it.
+    pub invariant: &'static str,
+    /// BROKEN, REPEATED, HANG, LATE or STUCK.
+    pub verdict: &'static str,
+    pub note: String,
+}
+
+impl Violation {
+    fn new(invariant: &'static str, verdict: &'static str, note: String) -> Self {
+        Violation {
+            invariant,
+            verdict,
+            note: format!("invariant {invariant}: {note}"),
+        }
+    }
+}
+
+/// The client's reconnect policy, as far as the oracle needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reconnect {
+    /// Reconnecting is disabled: a call that meets a loss fails at once.
+    Disabled,
+    /// At most `max_attempts` consecutive failed attempts per outage; an
+    /// outage starts anew once a session stayed healthy `max_delay_ms`.
+    Policy {
+        max_attempts: u32,
+        max_delay_ms: u64,
+    },
+}
+
+/// What a generated run tells the oracle beyond the evidence: each call's
+/// deadline and expected words, and which call must work at the end.
+#[derive(Debug, Clone)]
+pub struct Expected<'a> {
+    /// Each call's deadline in ms, by its label.
+    pub deadlines: &'a HashMap<String, u64>,
+    /// Words an ordinary failure of a call must carry, by its label.
+    pub words: &'a HashMap<String, &'static str>,
+    /// The words of the server's session-loss answer.
+    pub lost_words: &'static str,
+    pub reconnect: Reconnect,
+    /// The label of the last call, made once the client had its time to recover.
+    pub last_call: &'a str,
+    /// The client's log lines, in order.
+    pub logs: &'a [String],
+    /// Words of the driver's client in the log line that says a session was
+    /// lost and is being replaced, if it writes one.
+    pub loss_log: Option<&'a str>,
+}
+
+/// The rules every run keeps, checked for the fixed table's scenarios: nothing
+/// but what the witness log proves, so a correct client never breaks them.
+pub fn check_common(ev: &Evidence<'_>) -> Option<Violation> {
+    if let Some(c) = ev.calls.iter().find(|c| never_settled(c)) {
+        return Some(Violation::new(
+            "call-ends",
+            "HANG",
+            format!(
+                "call {} ({}) never settled: its caller was still waiting after {} ms",
+                c.call_id, c.name, c.ms
+            ),
+        ));
+    }
+    if let Some(note) = scenario::repeated_call(ev) {
+        return Some(Violation::new("tool-runs-once", "REPEATED", note));
+    }
+    if let Some(note) = scenario::success_never_run(ev) {
+        return Some(Violation::new("answer-from-server", "BROKEN", note));
+    }
+    if let Some(v) = initialize_with_lost_session(ev.witness, ev.dropped) {
+        return Some(v);
+    }
+    sent_after_loss(ev.witness)
+}
+
+/// Every rule, for a generated run whose deadlines and words are known.
+pub fn check_all(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    check_common(ev)
+        .or_else(|| calls_in_time(ev.calls, x))
+        .or_else(|| words_carried(ev, x))
+        .or_else(|| no_invented_loss(ev))
+        .or_else(|| one_initialize_per_loss(ev.witness, ev.dropped))
+        .or_else(|| reconnect_kept(ev, x))
+        .or_else(|| logs_true(ev, x))
+}
+
+/// The log says a session was lost no more often than sessions were lost:
+/// a later ordinary outage is not reported as one.
+fn logs_true(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let words = x.loss_log?;
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    let losses: HashSet<&str> = ev
+        .witness
+        .iter()
+        .filter(|e| lost_answer(e, &dropped))
+        .filter_map(|e| e.session_sent.as_deref())
+        .collect();
+    let said = x.logs.iter().filter(|l| l.contains(words)).count();
+    (said > losses.len()).then(|| {
+        Violation::new(
+            "logs-tell-the-truth",
+            "BROKEN",
+            format!(
+                "the log said {said} time(s) that a lost session is being replaced, for {} lost session(s)",
+                losses.len()
+            ),
+        )
+    })
+}
+
+fn never_settled(c: &HarnessCall) -> bool {
+    !c.ok && c.error.as_deref() == Some(NEVER_SETTLED)
+}
+
+/// An answer telling the client the session it sent is gone.
+fn lost_answer(e: &WitnessEntry, dropped: &HashSet<&str>) -> bool {
+    e.http_method != "CONTROL"
+        && e.session_sent
+            .as_deref()
+            .is_some_and(|s| dropped.contains(s))
+        && e.executed != Some(true)
+        && !matches!(e.status, 200 | 202)
+}
+
+/// A new initialize carries no old session id.
+fn initialize_with_lost_session(witness: &[WitnessEntry], dropped: &[String]) -> Option<Violation> {
+    let dropped: HashSet<&str> = dropped.iter().map(String::as_str).collect();
+    witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() == Some("initialize"))
+        .find(|e| {
+            e.session_sent
+                .as_deref()
+                .is_some_and(|s| dropped.contains(s))
+        })
+        .map(|e| {
+            Violation::new(
+                "fresh-initialize",
+                "BROKEN",
+                format!(
+                    "an initialize (request {}) carried the lost session id {}",
+                    e.seq,
+                    e.session_sent.as_deref().unwrap_or("")
+                ),
+            )
+        })
+}
+
+/// Nothing is sent on a lost session once the client has moved on: no request
+/// on it after a request on a session opened since its loss arrived (the
+/// client then knew), nor long after its loss was answered; the one DELETE
+/// that closes it, notifications (an aborted request's `notifications/cancelled`
+/// goes where the request went) and the optional GET stream aside.
+fn sent_after_loss(witness: &[WitnessEntry]) -> Option<Violation> {
+    let mut lost_at: HashMap<&str, u64> = HashMap::new();
+    for e in witness {
+        let Some(s) = e.session_sent.as_deref() else {
+            continue;
+        };
+        let lost = e.rpc_method.as_deref() != Some("initialize")
+            && e.executed != Some(true)
+            && matches!(e.status, 400 | 401 | 404)
+            && e.http_method == "POST";
+        if lost {
+            lost_at.entry(s).or_insert(e.answered_ms);
+        }
+    }
+    // When each session was opened, and when a request first arrived on it.
+    let opened: HashMap<&str, u64> = witness
+        .iter()
+        .filter_map(|e| Some((e.session_issued.as_deref()?, e.answered_ms)))
+        .collect();
+    let mut first_use: HashMap<&str, u64> = HashMap::new();
+    for e in witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() != Some("initialize"))
+    {
+        if let Some(s) = e.session_sent.as_deref() {
+            first_use.entry(s).or_insert(e.t_ms);
+        }
+    }
+    // The client knew session `s` was lost once it used a session opened after the loss.
+    let moved_on = |at: u64| {
+        opened
+            .iter()
+            .filter(|(_, &o)| o >= at)
+            .filter_map(|(s, _)| first_use.get(s).copied())
+            .min()
+    };
+    let mut deletes: HashMap<&str, usize> = HashMap::new();
+    for e in witness {
+        let Some(s) = e.session_sent.as_deref() else {
+            continue;
+        };
+        let Some(&at) = lost_at.get(s) else { continue };
+        let knew = moved_on(at).map(|m| m + IN_FLIGHT_SLACK_MS);
+        let late = e.t_ms > at + LOST_LONG_AGO_MS || knew.is_some_and(|k| e.t_ms > k);
+        if !late || e.http_method == "GET" {
+            continue;
+        }
+        if e.rpc_method
+            .as_deref()
+            .is_some_and(|m| m.starts_with("notifications/"))
+        {
+            continue;
+        }
+        if e.http_method == "DELETE" {
+            let n = deletes.entry(s).or_default();
+            *n += 1;
+            if *n == 1 {
+                continue;
+            }
+        }
+        return Some(Violation::new(
+            "nothing-on-lost-session",
+            "BROKEN",
+            format!(
+                "{} {} was sent on session {s} {} ms after the server answered that session as lost{}",
+                e.http_method,
+                e.rpc_method.as_deref().unwrap_or(""),
+                e.t_ms.saturating_sub(at),
+                if knew.is_some_and(|k| e.t_ms > k) {
+                    ", after the client had used a new session"
+                } else {
+                    ""
+                }
+            ),
+        ));
+    }
+    None
+}
+
+/// Each call ends by its own deadline.
+fn calls_in_time(calls: &[HarnessCall], x: &Expected<'_>) -> Option<Violation> {
+    calls.iter().find_map(|c| {
+        let deadline = *x.deadlines.get(&c.name)?;
+        (c.ms > deadline + DEADLINE_SLACK_MS).then(|| {
+            Violation::new(
+                "call-ends",
+                "LATE",
+                format!(
+                    "call {} ({}) ended after {} ms, past its {deadline} ms deadline",
+                    c.call_id, c.name, c.ms
+                ),
+            )
+        })
+    })
+}
+
+/// A failed call carries the server's words: its ordinary error's, or the
+/// session-loss answer's when that is what its last send met.
+fn words_carried(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    for c in ev.calls.iter().filter(|c| !c.ok) {
+        let error = c.error.as_deref().unwrap_or("");
+        let deadline = x.deadlines.get(&c.name).copied().unwrap_or(u64::MAX);
+        let last = ev
+            .witness
+            .iter()
+            .rfind(|e| e.call_id.as_deref() == Some(c.call_id.as_str()));
+        let ran = last.is_some_and(|e| e.executed == Some(true));
+        let words = x.words.get(&c.name).filter(|_| ran);
+        if words.is_none() && c.ms + DEADLINE_SLACK_MS >= deadline {
+            // Its own deadline ended it: the client's words are the right ones.
+            continue;
+        }
+        // The server answered an ordinary error: its words reach the caller,
+        // however long the client kept the call.
+        if let Some(words) = words {
+            if !error.contains(words) {
+                return Some(Violation::new(
+                    "server-words",
+                    "BROKEN",
+                    format!(
+                        "call {} ({}) failed with \"{error}\", without the server's words \"{words}\"",
+                        c.call_id, c.name
+                    ),
+                ));
+            }
+            continue;
+        }
+        if last.is_some_and(|e| lost_answer(e, &dropped)) && !error.contains(x.lost_words) {
+            return Some(Violation::new(
+                "server-words",
+                "BROKEN",
+                format!(
+                    "call {} ({}) met a lost session and failed with \"{error}\", without the server's words \"{}\"",
+                    c.call_id, c.name, x.lost_words
+                ),
+            ));
+        }
+    }
+    None
+}
+
+/// The harness numbers calls in the order they start: `c1`, `c2`, ...
+fn call_number(id: &str) -> Option<u64> {
+    id.strip_prefix('c')?.parse().ok()
+}
+
+/// A call fails without reaching the server only once the server answered an
+/// earlier call as a lost session: a client that fails calls on its own after
+/// an ordinary error invented a loss.
+fn no_invented_loss(ev: &Evidence<'_>) -> Option<Violation> {
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    // Counted on arrival: a slow call still running has no witness entry yet.
+    let reached: HashSet<&str> = ev
+        .counts
+        .iter()
+        .filter(|(_, n)| n.sent > 0)
+        .map(|(id, _)| id.as_str())
+        .collect();
+    let first_loss = ev
+        .witness
+        .iter()
+        .filter(|e| lost_answer(e, &dropped))
+        .filter_map(|e| call_number(e.call_id.as_deref()?))
+        .min();
+    ev.calls
+        .iter()
+        .filter(|c| !c.ok && !reached.contains(c.call_id.as_str()))
+        .find(|c| {
+            let n = call_number(&c.call_id).unwrap_or(0);
+            first_loss.is_none_or(|l| n <= l)
+        })
+        .map(|c| {
+            Violation::new(
+                "no-invented-loss",
+                "BROKEN",
+                format!(
+                    "call {} ({}) failed without reaching the server, though no earlier call met a lost session: {}",
+                    c.call_id,
+                    c.name,
+                    c.error.as_deref().unwrap_or("no error")
+                ),
+            )
+        })
+}
+
+/// At most one new session per loss: a successful initialize beyond the first
+/// needs a session the client saw answered as lost.
+fn one_initialize_per_loss(witness: &[WitnessEntry], dropped: &[String]) -> Option<Violation> {
+    let dropped: HashSet<&str> = dropped.iter().map(String::as_str).collect();
+    let losses: HashSet<&str> = witness
+        .iter()
+        .filter(|e| lost_answer(e, &dropped))
+        .filter_map(|e| e.session_sent.as_deref())
+        .collect();
+    let inits = witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 200)
+        .count();
+    (inits > 1 + losses.len()).then(|| {
+        Violation::new(
+            "one-initialize-per-loss",
+            "BROKEN",
+            format!(
+                "{inits} sessions were opened for {} lost session(s): more than one new session per loss",
+                losses.len()
+            ),
+        )
+    })
+}
+
+/// The reconnect policy is kept both ways: with reconnecting disabled a call
+/// that meets a loss fails at once; otherwise the last call, made once the
+/// client had its time, works, unless the server refused more attempts in one
+/// outage than the policy allows.
+fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    match x.reconnect {
+        Reconnect::Disabled => {
+            let met: HashSet<&str> = ev
+                .witness
+                .iter()
+                .filter(|e| lost_answer(e, &dropped))
+                .filter_map(|e| e.call_id.as_deref())
+                .collect();
+            let slow = ev
+                .calls
+                .iter()
+                .find(|c| met.contains(c.call_id.as_str()) && (c.ok || c.ms > FAIL_FAST_MS));
+            slow.map(|c| {
+                Violation::new(
+                    "fail-at-once",
+                    "BROKEN",
+                    format!(
+                        "with reconnect disabled, call {} ({}) met a lost session and {} after {} ms; it must fail within {FAIL_FAST_MS} ms",
+                        c.call_id,
+                        c.name,
+                        if c.ok { "succeeded" } else { "failed" },
+                        c.ms
+                    ),
+                )
+            })
+        }
+        Reconnect::Policy {
+            max_attempts,
+            max_delay_ms,
+        } => {
+            if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
+                return None;
+            }
+            if let Some(v) = repeat_after_loss(ev, x) {
+                return Some(v);
+            }
+            let last = ev.calls.iter().find(|c| c.name == x.last_call);
+            let deadline = x.deadlines.get(x.last_call).copied().unwrap_or(u64::MAX);
+            match last {
+                Some(c) if c.ok => None,
+                // Its own deadline ended it (a new session held back past it).
+                Some(c) if c.ms + DEADLINE_SLACK_MS >= deadline => None,
+                Some(c) => Some(Violation::new(
+                    "recovers",
+                    "STUCK",
+                    format!(
+                        "the last call ({}), made once the client had its time to recover, failed: {}",
+                        c.call_id,
+                        c.error.as_deref().unwrap_or("no error")
+                    ),
+                )),
+                None => Some(Violation::new(
+                    "recovers",
+                    "STUCK",
+                    "the last call was never made".into(),
+                )),
+            }
+        }
+    }
+}
+
+/// With reconnect on, a call whose send met a lost session is sent once more
+/// (or fails by its own deadline): it does not fail at once.
+fn repeat_after_loss(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
+    let Reconnect::Policy {
+        max_attempts,
+        max_delay_ms,
+    } = x.reconnect
+    else {
+        return None;
+    };
+    if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
+        return None;
+    }
+    ev.calls
+        .iter()
+        .filter(|c| !c.ok)
+        .filter(|c| {
+            let deadline = x.deadlines.get(&c.name).copied().unwrap_or(u64::MAX);
+            c.ms + DEADLINE_SLACK_MS < deadline
+        })
+        .find(|c| {
+            let sends: Vec<&WitnessEntry> = ev
+                .witness
+                .iter()
+                .filter(|e| e.call_id.as_deref() == Some(c.call_id.as_str()))
+                .collect();
+            sends.len() == 1
+                && lost_answer(sends[0], &dropped)
+                && ev.counts.get(&c.call_id).is_some_and(|n| n.sent == 1)
+        })
+        .map(|c| {
+            Violation::new(
+                "repeat-after-loss",
+                "STUCK",
+                format!(
+                    "call {} ({}) met a lost session and failed after {} ms without being sent again: {}",
+                    c.call_id,
+                    c.name,
+                    c.ms,
+                    c.error.as_deref().unwrap_or("no error")
+                ),
+            )
+        })
+}
+
+/// Whether the client had a right to give up: some outage used up the
+/// policy's attempts. Counted as the client counts: every initialize after the
+/// first is an attempt, successful or not; the count starts again once a
+/// session stayed healthy longer than `max_delay_ms`; the client gives up when
+/// the last allowed attempt fails, or when it worked and the session was lost
+/// again before it stayed healthy that long.
+fn gave_up_rightly(
+    witness: &[WitnessEntry],
+    dropped: &[String],
+    max_attempts: u32,
+    max_delay_ms: u64,
+) -> bool {
+    let dropped: HashSet<&str> = dropped.iter().map(String::as_str).collect();
+    let healthy_for = max_delay_ms + HEALTHY_SLACK_MS;
+    let losses: Vec<u64> = witness
+        .iter()
+        .filter(|e| lost_answer(e, &dropped))
+        .map(|e| e.t_ms)
+        .collect();
+    let mut inits = witness
+        .iter()
+        .filter(|e| e.rpc_method.as_deref() == Some("initialize"));
+    let Some(first) = inits.next() else {
+        return false;
+    };
+    let mut healthy_since = (first.status == 200).then_some(first.answered_ms);
+    let mut attempts = 0u32;
+    for e in inits {
+        if healthy_since.is_some_and(|h| e.t_ms >= h + healthy_for) {
+            attempts = 0;
+        }
+        attempts += 1;
+        if e.status != 200 {
+            healthy_since = None;
+            if attempts >= max_attempts {
+                return true;
+            }
+            continue;
+        }
+        healthy_since = Some(e.answered_ms);
+        let lost_soon = losses
+            .iter()
+            .any(|&l| l >= e.answered_ms && l < e.answered_ms + healthy_for);
+        if attempts >= max_attempts && lost_soon {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(
+        seq: u64,
+        t: u64,
+        method: &str,
+        rpc: &str,
+        sent: Option<&str>,
+        status: u16,
+    ) -> WitnessEntry {
+        WitnessEntry {
+            seq,
+            t_ms: t,
+            answered_ms: t + 1,
+            http_method: method.into(),
+            rpc_method: (!rpc.is_empty()).then(|| rpc.to_string()),
+            session_sent: sent.map(str::to_string),
+            status,
+            session_issued: None,
+            call_id: None,
+            executed: None,
+            call_ok: None,
+            note: None,
+        }
+    }
+
+    #[test]
+    fn a_request_on_a_lost_session_after_its_answer_breaks_the_rule_but_one_delete_does_not() {
+        let mut init = entry(2, 200, "POST", "initialize", None, 200);
+        init.session_issued = Some("b".into());
+        let mut w = vec![
+            entry(0, 0, "POST", "tools/call", Some("a"), 404),
+            entry(1, 100, "POST", "tools/call", Some("a"), 404),
+            init,
+            entry(3, 300, "POST", "tools/list", Some("b"), 200),
+            entry(4, 350, "POST", "tools/call", Some("a"), 404),
+            entry(5, 600, "DELETE", "", Some("a"), 404),
+            entry(6, 700, "POST", "notifications/cancelled", Some("a"), 404),
+        ];
+        // In flight (sent before the client used its new session), the DELETE, a notification.
+        assert_eq!(sent_after_loss(&w), None);
+        w.push(entry(7, 700, "POST", "tools/list", Some("a"), 404));
+        let v = sent_after_loss(&w).expect("a violation");
+        assert_eq!(
+            v.note,
+            "invariant nothing-on-lost-session: POST tools/list was sent on session a 699 ms after the server answered that session as lost, after the client had used a new session"
+        );
+    }
+
+    #[test]
+    fn an_outage_refused_past_the_policy_excuses_giving_up_and_a_healthy_session_resets_it() {
+        let init = |t, status| entry(0, t, "POST", "initialize", None, status);
+        // Two refusals in one outage with 2 attempts: giving up was right.
+        let w = vec![init(0, 200), init(100, 503), init(300, 503)];
+        assert!(gave_up_rightly(&w, &[], 2, 1000));
+        // One refusal per outage, each after 2 s healthy: never past the policy.
+        let w = vec![
+            init(0, 200),
+            init(2000, 503),
+            init(2200, 200),
+            init(5000, 503),
+            init(5200, 200),
+        ];
+        assert!(!gave_up_rightly(&w, &[], 2, 1000));
+    }
+
+    #[test]
+    fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_lost() {
+        let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+        lost.call_id = Some("c2".into());
+        let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
+        let dropped = vec!["a".to_string()];
+        let counts: HashMap<String, crate::verify::server::CallCount> = [
+            (
+                "c1".to_string(),
+                crate::verify::server::CallCount { sent: 1, ran: 1 },
+            ),
+            (
+                "c2".to_string(),
+                crate::verify::server::CallCount { sent: 1, ran: 0 },
+            ),
+        ]
+        .into();
+        let call = |id: &str, ok: bool| HarnessCall {
+            call_id: id.into(),
+            name: id.into(),
+            ok,
+            error: (!ok).then(|| "lost and reconnect is disabled".into()),
+            ms: 1,
+        };
+        let judge = |calls: &[HarnessCall]| {
+            no_invented_loss(&Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls,
+                policy: crate::verify::harness::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            })
+        };
+        // c3 failed on its own after c2 met a lost session: the client knew.
+        assert_eq!(
+            judge(&[call("c1", false), call("c2", false), call("c3", false)]),
+            None
+        );
+        // c0 failed on its own before any call met a loss: invented.
+        let v = judge(&[call("c0", false), call("c1", true)]).expect("a violation");
+        assert_eq!(
+            v.note,
+            "invariant no-invented-loss: call c0 (c0) failed without reaching the server, though no earlier call met a lost session: lost and reconnect is disabled"
+        );
+    }
+
+    #[test]
+    fn more_sessions_than_losses_break_the_rule() {
+        let mut w = vec![
+            entry(0, 0, "POST", "initialize", None, 200),
+            entry(1, 10, "POST", "tools/call", Some("a"), 404),
+            entry(2, 20, "POST", "initialize", None, 200),
+        ];
+        let dropped = vec!["a".to_string()];
+        assert_eq!(one_initialize_per_loss(&w, &dropped), None);
+        w.push(entry(3, 30, "POST", "initialize", None, 200));
+        assert_eq!(
+            one_initialize_per_loss(&w, &dropped).map(|v| v.note),
+            Some("invariant one-initialize-per-loss: 3 sessions were opened for 1 lost session(s): more than one new session per loss".into())
+        );
+    }
+}

@@ -1,0 +1,138 @@
+//! `mcpatch verify --explore`: plans generated from a seed drive the real
+//! client, each run judged by the rules every run keeps. A broken patch no
+//! scenario was written for (the catalogue's mutant 37: a 400 that merely
+//! mentions a session taken for a lost one) is found, shrunk to a minimal
+//! plan, and replayed from the seed it prints.
+
+use serde_json::{json, Value};
+
+use super::strict::{mutate, patched};
+use super::verify::verify_json;
+use super::*;
+
+/// Explored runs from the default seed that reach mutant 37's rule.
+const RUNS: &str = "4";
+
+fn exploration(v: &Value) -> &Value {
+    &v["installs"][0]["exploration"]
+}
+
+#[test]
+fn mcpatchs_own_patched_file_keeps_every_rule_over_the_explored_runs() {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    let p = client.to_str().unwrap();
+    let (rc, v) = verify_json(
+        &sb,
+        &["--strict", "--explore-only", "--explore", RUNS, "--path", p],
+    );
+    assert_eq!(rc, 0, "{v:#}");
+    let install = &v["installs"][0];
+    assert_eq!(install["overall"], "EXPLORED");
+    assert_eq!(install["scenarios"], json!([]));
+    assert_eq!(
+        exploration(&v),
+        &json!({"seed": 2026, "runs": 4, "ok": true, "failures": []})
+    );
+}
+
+#[test]
+fn a_broken_patch_no_scenario_was_written_for_is_found_by_exploration_and_replays_from_its_seed() {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    mutate(&client, "predicate-counts-any-session-mention");
+    let p = client.to_str().unwrap();
+
+    // The fixed table passes it: none of its scenarios was written for this rule.
+    let (rc, v) = verify_json(&sb, &["--strict", "--explore", "0", "--path", p]);
+    assert_eq!(rc, 0, "{v:#}");
+    assert!(exploration(&v).is_null(), "{v:#}");
+
+    // Exploration alone finds it, and shrinks the plan to the one call that shows it.
+    let (rc, v) = verify_json(
+        &sb,
+        &["--strict", "--explore-only", "--explore", RUNS, "--path", p],
+    );
+    assert_eq!(rc, 1, "{v:#}");
+    let e = exploration(&v);
+    assert_eq!(
+        (e["seed"].as_u64(), e["ok"].as_bool()),
+        (Some(2026), Some(false))
+    );
+    let f = &e["failures"][0];
+    assert_eq!(f["invariant"], "tool-runs-once", "{f:#}");
+    assert_eq!(f["verdict"], "REPEATED", "{f:#}");
+    let shrunk: Vec<&str> = f["shrunk"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        shrunk[shrunk.len() - 2..],
+        [
+            "1. call fail (http400session), waits for it",
+            "then: every call ends, pause 1500 ms, call echo (the last call)"
+        ],
+        "{f:#}"
+    );
+    assert_eq!(
+        f["shrunk_note"],
+        "invariant tool-runs-once: call c1 ran 2 times: a tool call was sent again after it ran"
+    );
+
+    // The printed seed replays the same plan and the same failure, in the words a user reads.
+    let seed = f["seed"].as_u64().unwrap().to_string();
+    let o = sb.run(&[
+        "verify",
+        "--strict",
+        "--explore-only",
+        "--explore",
+        "1",
+        "--seed",
+        &seed,
+        "--path",
+        p,
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o);
+    let (rc, replayed) = verify_json(
+        &sb,
+        &[
+            "--strict",
+            "--explore-only",
+            "--explore",
+            "1",
+            "--seed",
+            &seed,
+            "--path",
+            p,
+        ],
+    );
+    assert_eq!(rc, 1, "{replayed:#}");
+    let r = &exploration(&replayed)["failures"][0];
+    assert_eq!(r["seed"], f["seed"]);
+    assert_eq!(r["plan"], f["plan"]);
+    assert_eq!(r["invariant"], "tool-runs-once");
+    assert_eq!(r["shrunk"], f["shrunk"]);
+    let mut expected = format!(
+        "explored 1 run from seed {seed}: 1 broke a rule\n  seed {seed} (REPEATED; replay: --explore 1 --seed {seed}): {}\n    shrunk plan:\n",
+        r["note"].as_str().unwrap()
+    );
+    for line in r["shrunk"].as_array().unwrap() {
+        expected.push_str(&format!("      {}\n", line.as_str().unwrap()));
+    }
+    assert!(out.contains(&expected), "expected\n{expected}\nin\n{out}");
+    assert!(out.ends_with("FAILED\n"), "{out}");
+}
+
+#[test]
+fn explore_with_a_bridge_command_is_refused_naming_the_flag() {
+    let sb = Sandbox::new();
+    let o = sb.run(&["verify", "--command", "true", "--explore", "2"]);
+    assert_eq!(code(&o), 2);
+    assert_eq!(
+        stderr(&o),
+        "error: --command cannot be used with --explore\nhelp: --command checks a stdio bridge against the fake server; --explore belongs to the check of DSH's installed plugin: run one or the other\n"
+    );
+}
