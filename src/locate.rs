@@ -138,6 +138,11 @@ pub struct Located {
     pub same_file_as: Vec<PathBuf>,
     /// Link count of the file: more than 1 means a shared store copy (pnpm).
     pub hard_links: u64,
+    /// The npm package it is (package.json `name`).
+    pub package: String,
+    /// Every package folder path it was seen at, before links were resolved
+    /// (pnpm's links in other packages' `.pnpm` slots): what pulled it in.
+    pub seen_at: Vec<PathBuf>,
 }
 
 /// Everything a search found, and where it looked.
@@ -175,6 +180,9 @@ pub fn locate(
         for (bin, hosts) in &bins {
             search.host_on_path(bin, hosts, env);
         }
+        if wants(|t| t.installs.project) {
+            search.project_of(&env.cwd);
+        }
         if wants(|t| t.installs.npm_global) {
             search.npm_root(env);
         }
@@ -200,6 +208,7 @@ pub fn locate(
 
 struct Found {
     target: &'static str,
+    package: String,
     package_dir: PathBuf,
     file: PathBuf,
     unfound: Option<String>,
@@ -298,7 +307,7 @@ impl Search {
                 FileFind::Path(rel) => {
                     let up = Path::new(rel).components().count();
                     let dir = p.ancestors().nth(up)?;
-                    p.ends_with(rel).then(|| (w.target, dir.to_path_buf()))
+                    p.ends_with(rel).then(|| (w.target, w.package.clone(), dir.to_path_buf()))
                 }
                 FileFind::Content { .. } | FileFind::Reachable { .. } => None,
             });
@@ -308,8 +317,9 @@ impl Search {
             });
             match (pkg, by_path) {
                 (Some((w, dir)), _) => self.record(w, &dir, &via),
-                (None, Some((target, dir))) => self.found.push(Found {
+                (None, Some((target, package, dir))) => self.found.push(Found {
                     target,
+                    package,
                     package_dir: dir,
                     file: p.to_path_buf(),
                     unfound: None,
@@ -395,6 +405,23 @@ impl Search {
                 }
             }
         }
+    }
+
+    /// The project of the folder mcpatch runs in: the nearest `node_modules`
+    /// upward from `cwd`, as npm resolves a package from there.
+    fn project_of(&mut self, cwd: &Path) {
+        let Some(nm) = cwd
+            .ancestors()
+            .map(|d| d.join("node_modules"))
+            .find(|nm| nm.is_dir())
+        else {
+            self.searched
+                .push("the project of the current folder (no node_modules above it)".into());
+            return;
+        };
+        let via = format!("the project of the current folder ({})", nm.display());
+        self.searched.push(via.clone());
+        self.search_below(vec![(nm, Listing::NodeModules)], &via);
     }
 
     /// npm's global root: read from npm's configuration, or, with `--npm`,
@@ -789,6 +816,7 @@ impl Search {
         };
         self.found.push(Found {
             target: w.target,
+            package: w.package.clone(),
             package_dir: dir.to_path_buf(),
             file,
             unfound,
@@ -863,9 +891,14 @@ impl Search {
                 found_via: Vec::new(),
                 same_file_as: Vec::new(),
                 hard_links: 1,
+                package: f.package.clone(),
+                seen_at: Vec::new(),
             });
             if !entry.found_via.contains(&f.via) {
                 entry.found_via.push(f.via);
+            }
+            if !entry.seen_at.contains(&f.package_dir) {
+                entry.seen_at.push(f.package_dir);
             }
         }
         let mut installs: Vec<Located> = Vec::new();
@@ -877,6 +910,7 @@ impl Search {
                 Some(i) => {
                     let first = &mut installs[i];
                     first.same_file_as.push(loc.package_dir);
+                    first.seen_at.extend(loc.seen_at);
                     for v in loc.found_via {
                         if !first.found_via.contains(&v) {
                             first.found_via.push(v);

@@ -7,6 +7,7 @@ pub mod checks;
 mod gemini_cli;
 pub mod harness;
 mod mirror;
+mod sdk_client;
 pub mod scenario;
 pub mod server;
 pub(crate) mod steps;
@@ -95,6 +96,9 @@ pub struct ScenarioResult {
     #[serde(flatten)]
     pub judgement: Judgement,
     pub node_version: String,
+    /// For an install of several builds (mcp-sdk): the build it ran (`esm`, `cjs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 /// One install's results.
@@ -237,7 +241,7 @@ fn verify_all(
     // One install that cannot be checked does not stop the others.
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
-        let spec = crate::registry::find(targets, install.target);
+        let spec = crate::registry::find(targets, install.target, &install.package);
         let bridge = spec.driver == Driver::StdioBridge;
         if install.state == State::Unsupported {
             if !opts.json {
@@ -360,6 +364,10 @@ pub fn verify_file(
         note: assessed.note,
         host_defect: None,
         unfound: None,
+        package: spec.package.clone(),
+        role: spec.role.clone(),
+        companions: Vec::new(),
+        via: Vec::new(),
     };
     let target = Target {
         load: file.to_path_buf(),
@@ -622,6 +630,9 @@ async fn check_install(
             bridge::verify_install(spec, node, install, target, scenarios, progress).await
         }
         Driver::PluginApi => verify_install(node, install, target, scenarios, opts, progress).await,
+        Driver::SdkClient => {
+            sdk_client::verify_install(spec, node, install, target, scenarios, progress).await
+        }
     }
 }
 
@@ -715,6 +726,7 @@ async fn verify_install(
         .iter()
         .zip(judged)
         .map(|((scenario, policy), j)| ScenarioResult {
+            build: None,
             name: scenario.name,
             policy: policy.as_str(),
             expected: scenario.expectation(seamless),
@@ -983,6 +995,10 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
                 format!("{} (default policy)", x.name)
             } else {
                 x.name.to_string()
+            };
+            let name = match &x.build {
+                Some(b) => format!("{b}: {name}"),
+                None => name,
             };
             (name, &x.judgement, x.expected)
         })

@@ -400,6 +400,7 @@ pub(super) async fn verify_install(
             );
         }
         ScenarioResult {
+            build: None,
             name: s.name,
             policy: "cli",
             expected: expect,

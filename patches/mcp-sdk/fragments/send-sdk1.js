@@ -1,0 +1,1 @@
+    async send(message, options) { /* (mcpatch: mcp-sdk-session-loss) provisional: no change yet */
