@@ -558,7 +558,8 @@ pub fn render_table_within(
             s.push_str(&hanging("    and sha256 ", &d, columns));
         }
         if !install.via.is_empty() {
-            let via = crate::output::clean(&install.via.join(", "));
+            let joined = install.via.join(", ");
+            let via = crate::output::clean(&joined);
             s.push_str(&hanging("    via ", &via, columns));
         }
         for other in &install.same_file_as {
