@@ -119,15 +119,16 @@ fn hoisted(nm: &Path, project: &Path, name: &str) -> Vec<String> {
                     continue;
                 };
                 let own_copy = format!("{key}/node_modules/{name}");
+                // One with a copy of its own (in the lockfile, or put there
+                // since) does not load this one.
                 if key.is_empty()
                     || dependent == name
                     || !depends_on(entry, name)
                     || packages.contains_key(&own_copy)
+                    || project.join(&own_copy).is_dir()
                 {
                     continue;
                 }
-                // Only packages hoisted to this node_modules resolve to this copy
-                // when nested ones have none of their own: count both.
                 out.push(dependent.to_string());
             }
         }

@@ -398,6 +398,7 @@ mod host;
 mod locate;
 mod look;
 mod mcp_remote;
+mod mcp_sdk;
 mod next_steps;
 mod probe;
 mod readme;
