@@ -452,6 +452,9 @@ fn apply_file(
         tx.replace(pending)?;
         let now = tx.confirm(&after)?;
         placed.push((tx, now, made, reused, upgrade_from, known_base, gate));
+        if placed.len() == 1 && parts.len() > 1 {
+            kill_point::reached("first-of-several-replaced")?;
+        }
     }
     let mut ids = Vec::new();
     let mut first = None;

@@ -80,6 +80,18 @@ fn sdk_installs(v: &Value) -> Vec<&Value> {
         .collect()
 }
 
+/// How many backups the mcp-sdk target keeps.
+fn sdk_backups(sb: &Sandbox) -> usize {
+    let root = sb.dsh_home().join("backups/mcp-sdk-session-loss");
+    std::fs::read_dir(root)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 fn hashes(pkg: &Path) -> [String; 2] {
     [sha256_file(&pkg.join(ESM)), sha256_file(&pkg.join(CJS))]
 }
@@ -109,6 +121,7 @@ fn a_project_sdk_copy_is_affected_then_both_builds_are_patched_once_and_reverted
 
     let o = sb.run(&["apply", "--yes", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sdk_backups(&sb), 2, "one backup per build");
     let after = hashes(&sdk);
     assert_ne!(after[0], before[0], "the ESM build was not patched");
     assert_ne!(after[1], before[1], "the CJS build was not patched");
@@ -129,30 +142,36 @@ fn a_project_sdk_copy_is_affected_then_both_builds_are_patched_once_and_reverted
 }
 
 #[test]
-fn a_failure_while_patching_the_second_build_leaves_both_builds_and_no_backup() {
+fn a_failure_after_the_first_build_is_replaced_puts_it_back_and_keeps_no_backup() {
     let sb = Sandbox::new();
     let project = project_copy(&sb, "sdk-1.32.2");
     let sdk = project.join("node_modules").join(SDK);
     let before = hashes(&sdk);
-    // The CJS build's folder cannot be written: its staged file cannot be made.
-    let cjs_dir = sdk.join(CJS);
-    let cjs_dir = cjs_dir.parent().unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(cjs_dir, std::fs::Permissions::from_mode(0o555)).unwrap();
-    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
-    std::fs::set_permissions(cjs_dir, std::fs::Permissions::from_mode(0o755)).unwrap();
-    if nix_is_root() {
-        // root writes a 0555 folder anyway: nothing to show here.
-        return;
-    }
+    let o = sb
+        .cmd(&["apply", "--yes", "--path", project.to_str().unwrap()])
+        .env("MCPATCH_TEST_FAIL_AT", "first-of-several-replaced")
+        .output()
+        .unwrap();
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("fault injected at step first-of-several-replaced"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(hashes(&sdk), before, "one build was left patched");
-    assert_eq!(backup_count(&sb), 0, "a backup of an unpatched file was kept");
-}
-
-fn nix_is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    assert_eq!(sdk_backups(&sb), 0, "a backup of an unpatched file was kept");
+    // Nothing half-written is left beside either build.
+    for rel in [ESM, CJS] {
+        let dir = sdk.join(rel);
+        let dir = dir.parent().unwrap();
+        let left: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
+    }
 }
 
 #[test]
