@@ -410,4 +410,5 @@ mod server;
 mod server_limits;
 mod status;
 mod strict;
+mod unrecorded;
 mod verify;
