@@ -83,7 +83,7 @@ const write = (msg) => {
 };
 process.stdout.on("error", () => {}); // the parent went away: stdin's end follows.
 
-const errorOf = (e) => ({ code: typeof e?.code === "number" && Number.isInteger(e.code) ? e.code : -32603, message: String(e?.message ?? e) });
+const errorOf = (e) => ({ code: Number.isInteger(e?.code) && e.code < 0 ? e.code : -32603, message: String(e?.message ?? e) });
 
 async function handle(msg) {
   const { id, method, params } = msg;
@@ -103,7 +103,9 @@ async function handle(msg) {
       result = await client.listTools(params, requestOptions);
     } else if (method === "tools/call") {
       await connect();
-      result = await client.callTool({ name: params?.name, arguments: params?.arguments ?? {} }, undefined, requestOptions);
+      const request = { name: params?.name, arguments: params?.arguments ?? {} };
+      // sdk 1.x: callTool(params, resultSchema, options); client 2.x: callTool(params, options).
+      result = sdk.name === "@modelcontextprotocol/client" ? await client.callTool(request, requestOptions) : await client.callTool(request, undefined, requestOptions);
     } else {
       write({ jsonrpc: "2.0", id, error: { code: -32601, message: `method not found: ${method}` } });
       return;

@@ -42,8 +42,10 @@ async send(message, options) {
      */
     _mcpatchIsSessionLost(error) {
         if (typeof error !== "object" || error === null) return false;
-        const status = typeof error.status === "number" ? error.status : typeof error.code === "number" ? error.code : undefined;
         const message = typeof error.message === "string" ? error.message : "";
+        // Releases before 1.24 throw a plain Error naming the status: "Error POSTing to endpoint (HTTP 404): <body>".
+        const named = /^Error POSTing to endpoint \(HTTP (\d{3})\)/.exec(message);
+        const status = typeof error.status === "number" ? error.status : typeof error.code === "number" ? error.code : named ? Number(named[1]) : undefined;
         if (/\bSSE stream\b/i.test(message)) return false;
         if (status === 404) return true;
         if (status !== 400 && status !== 401) return false;
