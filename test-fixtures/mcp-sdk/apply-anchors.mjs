@@ -2,7 +2,7 @@
 // patches/mcp-sdk/manifest.json names, per package and file, an anchor set (`anchor_sets`); this picks
 // the set of the file's package and role and applies it with the reference applier
 // (test-fixtures/gemini-cli/apply-anchors.mjs: exact-once matching, fragments sha256-checked).
-// argv: <manifest.json> <package folder> [--out-dir DIR]   patches every file of the package in place,
+// argv: <manifest.json> <package folder> [--out-dir DIR] [--mutant FILE]   patches every file of the package in place,
 //        or writes the patched files under DIR/<file path> (the package folder is left alone)
 // stdout: JSON {package, version, files: [{role, file, status, before, after}]}
 // exit 1 with "error: <file>: …" naming the anchor when a file is refused (then nothing is written).
@@ -31,8 +31,23 @@ export function loadSet(manifestPath, name) {
   return { manifest, anchors };
 }
 
-/** Patches every file the manifest lists for the package in `pkgDir`; returns what it did. */
-export function patchPackage(manifestPath, pkgDir, outDir) {
+/**
+ * A mutant of test-fixtures/patch-mutants/mcp-sdk/ applied to a patched text: each `search` must match
+ * exactly once (a mutant that no longer applies is an error, never a pass).
+ */
+export function mutate(text, mutantPath, where) {
+  const mutant = JSON.parse(readFileSync(mutantPath, "utf8"));
+  for (const { search, with: by } of mutant.replace) {
+    const at = text.indexOf(search);
+    if (at < 0 || text.indexOf(search, at + 1) >= 0)
+      throw new Error(`${where}: mutant ${path.basename(mutantPath)}: its search ${JSON.stringify(search.slice(0, 60))} matches ${at < 0 ? 0 : "more than one"} times (expected exactly once)`);
+    text = text.slice(0, at) + by + text.slice(at + search.length);
+  }
+  return text;
+}
+
+/** Patches every file the manifest lists for the package in `pkgDir` (then applies `mutant`, if given); returns what it did. */
+export function patchPackage(manifestPath, pkgDir, outDir, mutant) {
   const manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
   const pj = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"));
   const entry = manifest.packages.find((p) => p.package === pj.name);
@@ -46,6 +61,7 @@ export function patchPackage(manifestPath, pkgDir, outDir) {
     } catch (e) {
       throw new Error(`${file}: ${e.message}`);
     }
+    if (mutant) r.text = mutate(r.text, mutant, file);
     return { role: f.role, file: f.find.path, status: r.status, text: r.text, before: sha(Buffer.from(src)), after: sha(Buffer.from(r.text)) };
   });
   // Both files or neither: everything is matched before anything is written.
@@ -62,13 +78,15 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   const args = process.argv.slice(2);
   const oi = args.indexOf("--out-dir");
   const outDir = oi >= 0 ? args.splice(oi, 2)[1] : undefined;
+  const mi = args.indexOf("--mutant");
+  const mutant = mi >= 0 ? args.splice(mi, 2)[1] : undefined;
   const [manifestPath, pkgDir] = args;
   if (!manifestPath || !pkgDir) {
-    console.error("usage: apply-anchors.mjs <manifest.json> <package folder> [--out-dir DIR]");
+    console.error("usage: apply-anchors.mjs <manifest.json> <package folder> [--out-dir DIR] [--mutant FILE]");
     process.exit(2);
   }
   try {
-    console.log(JSON.stringify(patchPackage(manifestPath, pkgDir, outDir)));
+    console.log(JSON.stringify(patchPackage(manifestPath, pkgDir, outDir, mutant)));
   } catch (e) {
     console.error(`error: ${e.message}`);
     process.exit(1);

@@ -17,7 +17,8 @@
 //   itself could not run (server or client would not start).
 // argv: --kind KIND (library-client.mjs) --project DIR --answer 404|400|401 [--patched]
 //       [--node PATH] [--sdk PREFIX of the server's SDK, default .cache/mcp-servers/ts-sdk-1.32.2]
-//       [--call-timeout-ms N] [--log FILE]
+//       [--call-timeout-ms N] [--log FILE] [--mutant FILE: patched, then this mutant of
+//       test-fixtures/patch-mutants/mcp-sdk/ applied]
 import { execFileSync, spawn } from "node:child_process";
 import { createWriteStream, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -33,7 +34,8 @@ const repo = path.resolve(here, "..", "..");
 const kind = opt("--kind");
 const project = opt("--project") && path.resolve(opt("--project"));
 const answer = opt("--answer");
-const patched = args.includes("--patched");
+const mutant = opt("--mutant") && path.resolve(opt("--mutant"));
+const patched = args.includes("--patched") || Boolean(mutant);
 const node = opt("--node", process.execPath);
 const sdk = path.resolve(opt("--sdk", path.join(repo, ".cache", "mcp-servers", "ts-sdk-1.32.2")));
 const callTimeoutMs = opt("--call-timeout-ms", "8000");
@@ -92,7 +94,7 @@ if (patched) {
   const copies = sdkCopies(path.join(runProject, "node_modules"));
   if (copies.length === 0) fail(`no @modelcontextprotocol/sdk or client in ${project}/node_modules`);
   for (const pkg of copies) {
-    const r = patchPackage(manifest, pkg);
+    const r = patchPackage(manifest, pkg, undefined, mutant);
     patchedFiles.push(...r.files.map((f) => ({ package: `${r.package}@${r.version}`, at: path.relative(runProject, pkg), ...f })));
   }
 }

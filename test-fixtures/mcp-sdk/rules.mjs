@@ -14,7 +14,7 @@
 //                      the next call (server healthy) starts a session and is answered
 //   repeat-lost        the repeat is answered 404 too: the call fails with the server's words, once
 // argv: --package DIR (an installed @modelcontextprotocol/sdk or /client) --build esm|cjs [--patched]
-//       [--only NAME,...]
+//       [--only NAME,...] [--mutant FILE: patched, then this mutant applied]
 // stdout: one JSON line per scenario; exit 1 when a scenario's expectation fails (unpatched runs
 // are expected to fail several: they show what the patch changes).
 import { createServer } from "node:http";
@@ -38,11 +38,11 @@ if (!pkg || !["esm", "cjs"].includes(build)) {
 }
 const scratch = mkdtempSync(path.join(tmpdir(), "mcpatch-sdk-rules-"));
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
-if (args.includes("--patched")) {
+if (args.includes("--patched") || args.includes("--mutant")) {
   // The package alone is copied (its dependencies resolve from the original's node_modules via a symlink).
   const copy = path.join(scratch, "node_modules", "@modelcontextprotocol", path.basename(pkg));
   cpSync(path.dirname(path.dirname(pkg)), path.join(scratch, "node_modules"), { recursive: true, dereference: false, verbatimSymlinks: true });
-  patchPackage(path.join(repo, "patches", "mcp-sdk", "manifest.json"), copy);
+  patchPackage(path.join(repo, "patches", "mcp-sdk", "manifest.json"), copy, undefined, opt("--mutant") && path.resolve(opt("--mutant")));
   pkg = copy;
 }
 const pj = JSON.parse((await import("node:fs")).readFileSync(path.join(pkg, "package.json"), "utf8"));
