@@ -10,6 +10,7 @@
 //   auth-401-token     with an authProvider, 401 "invalid token" (no session words): the SDK's auth
 //                      flow starts, no new initialize
 //   abort-during-wait  the new initialize is slow; the call's timeout fires first: it is not sent again
+//   call-during-recovery  a call made while the new initialize is under way waits for it and is answered
 //   reinit-refused     the new initialize is answered 500 with words: the call fails at once with them;
 //                      the next call (server healthy) starts a session and is answered
 //   repeat-lost        the repeat is answered 404 too: the call fails with the server's words, once
@@ -170,6 +171,17 @@ const scenarios = {
     await sleep(2500);
     await c.close(); s.close();
     return { ok: !r.ok && (s.st.arrivals.slow ?? 0) === 0, why: `call ${JSON.stringify(r)} (want its timeout), arrivals after the wait ${s.st.arrivals.slow ?? 0} (want 0)`, counts: { inits: s.st.inits } };
+  },
+  async "call-during-recovery"() {
+    const s = await server({ onInit: (st) => (st.inits > 1 ? { delay: 1000 } : undefined) });
+    const c = await connect(s.url);
+    s.st.forget();
+    const first = call(c, "first");
+    await sleep(300);
+    const r2 = await call(c, "meanwhile");
+    const r1 = await first;
+    await c.close(); s.close();
+    return { ok: r1.ok && r2.ok && s.st.inits === 2 && s.st.arrivals.meanwhile === 1, why: `the call that met the loss ${JSON.stringify(r1)}, a call made during the new initialize ${JSON.stringify(r2)} (want both answered), initializes ${s.st.inits} (want 2)`, counts: { inits: s.st.inits } };
   },
   async "reinit-refused"() {
     let refuse = true;

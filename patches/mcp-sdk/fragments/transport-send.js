@@ -9,7 +9,7 @@ async send(message, options) {
      */
     _mcpatchState() {
         if (this._mcpatch !== undefined) return this._mcpatch;
-        const st = { init: undefined, initVersion: undefined, recovery: undefined, cancelled: new Set(), streamOpened: false, n: 0 };
+        const st = { init: undefined, initVersion: undefined, recovery: undefined, cancelled: new Set(), own: new WeakSet(), streamOpened: false, n: 0 };
         this._mcpatch = st;
         if ("_fetch" in this && this._authProvider) {
             const inner = this._fetch;
@@ -60,6 +60,8 @@ async send(message, options) {
     async _mcpatchSend(message, options) {
         const st = this._mcpatchState();
         const single = message !== null && typeof message === "object" && !Array.isArray(message) ? message : undefined;
+        // The new initialize's own messages come back here only through the release's auth retry (1.x): sent as they are.
+        if (single !== undefined && st.own.has(single)) return this._mcpatchSendOnce(message, options);
         if (single?.method === "initialize" && single.id !== undefined) {
             st.init = single;
             st.initVersion = this._protocolVersion;
@@ -68,6 +70,8 @@ async send(message, options) {
             if (st.cancelled.size > 1000) st.cancelled.clear();
             st.cancelled.add(single.params.requestId);
         }
+        // A message sent while a new session is being started waits for it (it would go out with no session id).
+        if (st.recovery?.pending && single?.method !== "initialize") await st.recovery.promise.catch(() => {});
         const sentWith = this._sessionId;
         try {
             return await this._mcpatchSendOnce(message, options);
@@ -87,9 +91,12 @@ async send(message, options) {
         const st = this._mcpatchState();
         if (st.recovery?.lostId === lostId) return st.recovery.promise;
         if (this._sessionId !== lostId) return Promise.resolve();
-        const recovery = { lostId, promise: this._mcpatchReinitialize(lostId) };
+        const recovery = { lostId, pending: true, promise: this._mcpatchReinitialize(lostId) };
         st.recovery = recovery;
-        recovery.promise.catch(() => {
+        recovery.promise.then(() => {
+            recovery.pending = false;
+        }, () => {
+            recovery.pending = false;
             if (st.recovery === recovery) st.recovery = undefined;
         });
         return recovery.promise;
@@ -119,7 +126,9 @@ async send(message, options) {
         this._sessionId = undefined;
         this._protocolVersion = st.initVersion;
         try {
-            await this._mcpatchSendOnce({ ...st.init, id });
+            const request = { ...st.init, id };
+            st.own.add(request);
+            await this._mcpatchSendOnce(request);
             const answer = await answered;
             if (answer.error !== undefined) throw Object.assign(new Error(`MCP error ${answer.error.code}: ${answer.error.message}`), { code: answer.error.code, data: answer.error.data });
             const version = answer.result?.protocolVersion;
@@ -128,7 +137,9 @@ async send(message, options) {
                 else this._protocolVersion = version;
             }
             else this._protocolVersion = savedVersion;
-            await this._mcpatchSendOnce({ jsonrpc: "2.0", method: "notifications/initialized" });
+            const initialized = { jsonrpc: "2.0", method: "notifications/initialized" };
+            st.own.add(initialized);
+            await this._mcpatchSendOnce(initialized);
         }
         catch (error) {
             if (this._sessionId === undefined) {
