@@ -8,9 +8,11 @@
 //                       becomes a JSON-RPC error carrying the SDK error's message
 //   ping                answered here; notifications are ignored; anything else: -32601
 // Logs go to stderr only (control characters escaped). Exits when stdin closes, closing the client.
-// argv: <package-dir> <esm|cjs> <url>
+// argv: <package-dir> <esm|cjs> <url> [<build-folder>]
 //   @modelcontextprotocol/sdk 1.x:    dist/esm/client/{index,streamableHttp}.js or dist/cjs/client/…
 //   @modelcontextprotocol/client 2.x: dist/index.mjs or dist/index.cjs
+//   <build-folder>: a copy of the folder of those files (verify's mirror, beside the original, holding
+//   the file to check); the same file names are loaded from it instead.
 // env: MCPATCH_SDK_HOST_TIMEOUT_MS  the Client's per-request timeout (default: the SDK's own, 60 s)
 // exit: 0 after stdin closed; 2 on bad arguments; 3 when the install cannot be loaded.
 import { readFileSync } from "node:fs";
@@ -27,9 +29,9 @@ const log = (line) => {
   }
 };
 
-const [pkgDir, build, url] = process.argv.slice(2);
+const [pkgDir, build, url, buildDir] = process.argv.slice(2);
 if (!pkgDir || !["esm", "cjs"].includes(build) || !url) {
-  log("usage: sdk-host.mjs <package-dir> <esm|cjs> <url>");
+  log("usage: sdk-host.mjs <package-dir> <esm|cjs> <url> [<build-folder>]");
   process.exit(2);
 }
 
@@ -41,7 +43,7 @@ async function loadInstall() {
       ? build === "esm" ? ["dist/index.mjs", "dist/index.mjs"] : ["dist/index.cjs", "dist/index.cjs"]
       : build === "esm" ? ["dist/esm/client/index.js", "dist/esm/client/streamableHttp.js"] : ["dist/cjs/client/index.js", "dist/cjs/client/streamableHttp.js"];
   const load = async (rel) => {
-    const abs = path.resolve(pkgDir, rel);
+    const abs = buildDir ? path.resolve(buildDir, path.basename(rel)) : path.resolve(pkgDir, rel);
     return build === "esm" ? import(pathToFileURL(abs).href) : createRequire(import.meta.url)(abs);
   };
   const { Client } = await load(files[0]);
@@ -58,7 +60,7 @@ try {
   log(`cannot load the MCP SDK from ${pkgDir} (${build}): ${e?.message ?? e}`);
   process.exit(3);
 }
-log(`loaded ${sdk.name} ${sdk.version} (${build}) from ${pkgDir}`);
+log(`loaded ${sdk.name} ${sdk.version} (${build}) from ${buildDir ?? pkgDir}`);
 
 const timeoutMs = Number(process.env.MCPATCH_SDK_HOST_TIMEOUT_MS) || undefined;
 const requestOptions = timeoutMs ? { timeout: timeoutMs } : undefined;
