@@ -372,12 +372,12 @@ const EMBEDDED: &[Folder] = &[
             ("manifest.json", include_str!("../patches/mcp-sdk/manifest.json")),
             ("sdk-host.mjs", include_str!("../patches/mcp-sdk/sdk-host.mjs")),
             (
-                "fragments/send-sdk1.js",
-                include_str!("../patches/mcp-sdk/fragments/send-sdk1.js"),
+                "fragments/transport-send.js",
+                include_str!("../patches/mcp-sdk/fragments/transport-send.js"),
             ),
             (
-                "fragments/send-client2.js",
-                include_str!("../patches/mcp-sdk/fragments/send-client2.js"),
+                "fragments/transport-get.js",
+                include_str!("../patches/mcp-sdk/fragments/transport-get.js"),
             ),
         ],
     ),

@@ -1,1 +1,0 @@
-	async send(message, options) { /* (mcpatch: mcp-sdk-session-loss) provisional: no change yet */
