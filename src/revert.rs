@@ -204,7 +204,7 @@ fn revert_all(
         };
         entry.state_after = automation::state_now(spec, file);
         match result {
-            Reverted::Restored => {
+            Reverted::Restored(also) => {
                 if !restored.iter().any(|t| t.target == spec.target) {
                     restored.push(spec);
                 }
@@ -216,6 +216,12 @@ fn revert_all(
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
                 ));
+                for (path, id) in &also {
+                    say(format_args!(
+                        "    and {} from backup {id}, with it",
+                        path.display()
+                    ));
+                }
                 for line in running::lines(&processes.running(spec, package_dir, file)) {
                     say(format_args!("    {line}"));
                 }
@@ -270,7 +276,8 @@ fn no_backup(spec: &PatchSpec, root: &Path) -> (String, String) {
 }
 
 enum Reverted {
-    Restored,
+    /// Restored; with the companion files restored with it (path, backup id).
+    Restored(Vec<(PathBuf, String)>),
     AlreadyOriginal,
     Refused(String),
 }
@@ -314,6 +321,7 @@ fn revert_install(
     yes: bool,
 ) -> Result<Reverted> {
     let mut ready = Vec::new();
+    let mut also = Vec::new();
     let mut first = None;
     match revert_file(spec, file, chosen, newest, yes)? {
         Step::Ready(r) => ready.push(*r),
@@ -326,7 +334,10 @@ fn revert_install(
             continue;
         };
         match revert_file(c, &path, newest, newest, yes)? {
-            Step::Ready(r) => ready.push(*r),
+            Step::Ready(r) => {
+                also.push((path.clone(), newest.id.clone()));
+                ready.push(*r)
+            }
             Step::Done(Reverted::AlreadyOriginal) => {}
             Step::Done(other) => return Ok(other),
         }
@@ -359,7 +370,7 @@ fn revert_install(
     for (tx, _lock) in placed {
         tx.commit();
     }
-    Ok(Reverted::Restored)
+    Ok(Reverted::Restored(also))
 }
 
 /// Check and stage the restore of `file` from `chosen`; `newest` (the file's

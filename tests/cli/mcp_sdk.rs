@@ -347,10 +347,9 @@ fn an_unrecorded_release_written_without_verify_is_reverted_by_the_command_statu
     assert_eq!(hashes(&sdk), before);
 }
 
-#[test]
-fn verify_of_an_unpatched_project_sdk_is_stuck_on_both_builds() {
-    let sb = Sandbox::new();
-    let project = project_copy(&sb, "sdk-1.32.2");
+/// `verify --json --target mcp-sdk` of a project on the three lost-session
+/// answers: (exit code, each run as (build, scenario, verdict)).
+fn verify_runs(sb: &Sandbox, project: &Path) -> (i32, Vec<(String, String, String)>) {
     let o = output_within(
         sb.command(&[
             "verify",
@@ -359,17 +358,21 @@ fn verify_of_an_unpatched_project_sdk_is_stuck_on_both_builds() {
             "mcp-sdk",
             "--scenario",
             "expired-404",
+            "--scenario",
+            "expired-400",
+            "--scenario",
+            "expired-401",
             "--path",
             project.to_str().unwrap(),
         ]),
-        std::time::Duration::from_secs(120),
-        "verify of the unpatched SDK",
+        std::time::Duration::from_secs(180),
+        "verify of the project's SDK",
     );
-    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let runs: Vec<(String, String, String)> = v["installs"][0]["scenarios"]
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let runs = v["installs"][0]["scenarios"]
         .as_array()
-        .unwrap()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
         .iter()
         .map(|s| {
             (
@@ -379,12 +382,59 @@ fn verify_of_an_unpatched_project_sdk_is_stuck_on_both_builds() {
             )
         })
         .collect();
-    assert_eq!(
-        runs,
-        vec![
-            ("esm".into(), "expired-404".into(), "STUCK".into()),
-            ("cjs".into(), "expired-404".into(), "STUCK".into()),
-        ],
-        "{v:#}"
+    (code(&o), runs)
+}
+
+fn each_build(verdict: &str) -> Vec<(String, String, String)> {
+    ["esm", "cjs"]
+        .iter()
+        .flat_map(|b| {
+            ["expired-404", "expired-400", "expired-401"]
+                .iter()
+                .map(move |s| (b.to_string(), s.to_string(), verdict.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn verify_drives_both_builds_of_the_installed_sdk_stuck_before_apply_and_seamless_after() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    assert_eq!(verify_runs(&sb, &project), (1, each_build("STUCK")));
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(verify_runs(&sb, &project), (0, each_build("SEAMLESS")));
+}
+
+#[test]
+fn an_unrecorded_release_is_written_without_yes_once_both_patched_builds_pass_verify() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.24.0");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+    for rel in [ESM, CJS] {
+        edit_file(&sdk.join(rel), |t| format!("{t}// a local build\n"));
+    }
+    let o = output_within(
+        sb.command(&["apply", "--json", "--path", p]),
+        std::time::Duration::from_secs(240),
+        "apply with the verify gate",
     );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["changed"], true, "{v:#}");
+    assert_eq!(v["installs"][0]["verify"]["passed"], true, "{v:#}");
+    for rel in [ESM, CJS] {
+        let text = std::fs::read_to_string(sdk.join(rel)).unwrap();
+        assert!(text.contains("(mcpatch: mcp-sdk-session-loss)"), "{rel} not patched");
+        assert!(text.ends_with("// a local build\n"));
+    }
+    // Nothing of the gate's copies is left in the install.
+    let left: Vec<String> = ["dist/esm", "dist/cjs", "dist/esm/client", "dist/cjs/client"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(sdk.join(d)).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".mcpatch"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
 }
