@@ -219,6 +219,8 @@ struct Found {
 struct Wanted {
     target: &'static str,
     package: String,
+    /// Packages that nest it (DSH's host): copies of other targets inside them are its own.
+    hosts: Vec<String>,
     find: FileFind,
 }
 
@@ -283,6 +285,7 @@ impl Search {
                 .map(|t| Wanted {
                     target: t.target,
                     package: t.package.clone(),
+                    hosts: t.installs.hosts.clone(),
                     find: t.find.clone(),
                 })
                 .collect(),
@@ -925,6 +928,25 @@ impl Search {
                 }
             }
         }
+        // A copy of one target inside another target's package or host (the
+        // MCP SDK DSH's plugin and DSH itself carry in their node_modules) is
+        // that target's business: its patch is what they are proven with.
+        // Told by the folder names alone: the outer package need not be readable.
+        let wanted = &self.wanted;
+        installs.retain(|l| {
+            !l.package_dir.ancestors().skip(1).any(|dir| {
+                wanted.iter().filter(|w| w.target != l.target).any(|w| {
+                    std::iter::once(&w.package).chain(&w.hosts).any(|outer| {
+                        dir.ends_with(outer)
+                            && dir
+                                .ancestors()
+                                .nth(Path::new(outer).components().count())
+                                .and_then(Path::file_name)
+                                == Some(OsStr::new("node_modules"))
+                    })
+                })
+            })
+        });
         LocateReport {
             installs,
             searched: self.searched,

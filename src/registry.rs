@@ -922,7 +922,11 @@ mod tests {
             "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56"
         );
         let names: Vec<&str> = all().unwrap().iter().map(|t| t.target).collect();
-        assert_eq!(names, ["dsh-mcp-client", "mcp-remote", "gemini-cli"]);
+        // mcp-sdk is one target over two packages: a spec each.
+        assert_eq!(
+            names,
+            ["dsh-mcp-client", "mcp-remote", "gemini-cli", "mcp-sdk", "mcp-sdk"]
+        );
     }
 
     /// Whether a folder under `patches/` is a target: its manifest is in
@@ -946,7 +950,10 @@ mod tests {
                     .unwrap()
                     .flatten()
                     .map(|f| f.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n == "manifest.json" || n.ends_with(".patch"))
+                    // A verify host script (`verify.host_script`) is a `.mjs`.
+                    .filter(|n| {
+                        n == "manifest.json" || n.ends_with(".patch") || n.ends_with(".mjs")
+                    })
                     .collect();
                 // Anchor replacements live in `fragments/`.
                 if let Ok(fragments) = std::fs::read_dir(e.path().join("fragments")) {
@@ -978,10 +985,59 @@ mod tests {
         let err = select(Some("nope")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli\nhelp: pass one of those to --target, or leave --target out for all of them"
+            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk\nhelp: pass one of those to --target, or leave --target out for all of them"
         );
         assert_eq!(select(Some("mcp-remote")).unwrap()[0].package, "mcp-remote");
-        assert_eq!(select(None).unwrap().len(), 3);
+        assert_eq!(select(None).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn mcp_sdk_is_one_target_over_two_packages_each_with_its_esm_and_cjs_files() {
+        let specs = select(Some("mcp-sdk")).unwrap();
+        let shape: Vec<(&str, Option<&str>, FileFind, Vec<(Option<&str>, FileFind)>)> = specs
+            .iter()
+            .map(|s| {
+                (
+                    s.package.as_str(),
+                    s.role.as_deref(),
+                    s.find.clone(),
+                    s.companions
+                        .iter()
+                        .map(|c| (c.role.as_deref(), c.find.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let path = |p: &str| FileFind::Path(p.into());
+        assert_eq!(
+            shape,
+            vec![
+                (
+                    "@modelcontextprotocol/sdk",
+                    Some("esm"),
+                    path("dist/esm/client/streamableHttp.js"),
+                    vec![(Some("cjs"), path("dist/cjs/client/streamableHttp.js"))]
+                ),
+                (
+                    "@modelcontextprotocol/client",
+                    Some("esm"),
+                    path("dist/index.mjs"),
+                    vec![(Some("cjs"), path("dist/index.cjs"))]
+                ),
+            ]
+        );
+        for s in &specs {
+            assert_eq!(s.driver, Driver::SdkClient);
+            assert!(s.installs.project);
+            assert!(s.verify_host_script.is_some());
+            // Each file keeps only its own revisions.
+            let own: Vec<&Option<String>> = s.revisions.iter().map(|r| &r.sha256).collect();
+            let other: Vec<&Option<String>> =
+                s.companions[0].revisions.iter().map(|r| &r.sha256).collect();
+            assert!(!own.is_empty() && !other.is_empty());
+            assert!(own.iter().all(|h| !other.contains(h)), "{}", s.package);
+        }
+        assert_eq!(find(&specs, "mcp-sdk", "@modelcontextprotocol/client").package, "@modelcontextprotocol/client");
     }
 
     #[test]
