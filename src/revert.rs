@@ -442,8 +442,12 @@ fn revert_file<'a>(
 /// folder and `roots` names each target's.
 pub fn list(targets: &[&PatchSpec], json: bool, ids: bool, env: &Environment) -> Result<Outcome> {
     let home = env.dsh_home()?;
-    let mut listings = Vec::new();
+    let mut listings: Vec<(&PatchSpec, PathBuf, backup::Listing)> = Vec::new();
     for &spec in targets {
+        // A target over several packages has one backups folder.
+        if listings.iter().any(|(s, _, _)| s.id == spec.id) {
+            continue;
+        }
         let root = backup::root(&home, spec);
         let listing = backup::list_all(&root)?;
         listings.push((spec, root, listing));
