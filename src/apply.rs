@@ -644,7 +644,10 @@ fn prepare_file(
         stage::load_check(node, pending.path(), &spec.exports)?;
         drop(pending);
         tx.commit();
-        return Ok(Prepared::Done(FileResult::WouldPatch { upgrade_from, gate }));
+        return Ok(Prepared::Done(FileResult::WouldPatch {
+            upgrade_from,
+            gate,
+        }));
     }
     let (made, reused) = backup::save(
         backup_root,

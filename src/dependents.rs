@@ -49,7 +49,11 @@ fn via_path(at: &Path, name: &str) -> Vec<String> {
     };
     // pnpm: .pnpm/<slot>/node_modules/<name>; the slot is its package's own.
     if owner.parent().and_then(Path::file_name) == Some(OsStr::new(".pnpm")) {
-        return match owner.file_name().and_then(OsStr::to_str).map(pnpm_slot_package) {
+        return match owner
+            .file_name()
+            .and_then(OsStr::to_str)
+            .map(pnpm_slot_package)
+        {
             Some(p) if p != name => vec![p],
             _ => Vec::new(),
         };
@@ -91,7 +95,11 @@ fn package_in_node_modules(dir: &Path) -> Option<String> {
         return parts[n - 1].to_str().map(str::to_string);
     }
     if n >= 3 && parts[n - 3] == "node_modules" && parts[n - 2].to_str()?.starts_with('@') {
-        return Some(format!("{}/{}", parts[n - 2].to_str()?, parts[n - 1].to_str()?));
+        return Some(format!(
+            "{}/{}",
+            parts[n - 2].to_str()?,
+            parts[n - 1].to_str()?
+        ));
     }
     None
 }

@@ -310,7 +310,8 @@ impl Search {
                 FileFind::Path(rel) => {
                     let up = Path::new(rel).components().count();
                     let dir = p.ancestors().nth(up)?;
-                    p.ends_with(rel).then(|| (w.target, w.package.clone(), dir.to_path_buf()))
+                    p.ends_with(rel)
+                        .then(|| (w.target, w.package.clone(), dir.to_path_buf()))
                 }
                 FileFind::Content { .. } | FileFind::Reachable { .. } => None,
             });

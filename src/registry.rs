@@ -369,8 +369,14 @@ const EMBEDDED: &[Folder] = &[
     (
         "mcp-sdk",
         &[
-            ("manifest.json", include_str!("../patches/mcp-sdk/manifest.json")),
-            ("sdk-host.mjs", include_str!("../patches/mcp-sdk/sdk-host.mjs")),
+            (
+                "manifest.json",
+                include_str!("../patches/mcp-sdk/manifest.json"),
+            ),
+            (
+                "sdk-host.mjs",
+                include_str!("../patches/mcp-sdk/sdk-host.mjs"),
+            ),
             (
                 "fragments/transport-send.js",
                 include_str!("../patches/mcp-sdk/fragments/transport-send.js"),
@@ -442,7 +448,9 @@ pub fn load(
     })?;
     let verify_host_script = match &parsed.verify.host_script {
         None if driver == Driver::SdkClient => {
-            return Err(bad("verify.driver sdk-client needs verify.host_script".into()))
+            return Err(bad(
+                "verify.driver sdk-client needs verify.host_script".into()
+            ))
         }
         None => None,
         Some(name) => Some(
@@ -633,21 +641,23 @@ pub fn load_all(
     manifest: &str,
     diff_name_to_text: impl Fn(&str) -> Option<String>,
 ) -> Result<Vec<PatchSpec>> {
-    let value: serde_json::Value =
-        serde_json::from_str(manifest).map_err(|e| Error::Registry {
-            what: "manifest.json".into(),
-            detail: e.to_string(),
-        })?;
+    let value: serde_json::Value = serde_json::from_str(manifest).map_err(|e| Error::Registry {
+        what: "manifest.json".into(),
+        detail: e.to_string(),
+    })?;
     let Some(packages) = value.get("packages") else {
         return Ok(vec![load(manifest, diff_name_to_text)?]);
     };
-    let id = value.get("id").and_then(|v| v.as_str()).unwrap_or("manifest.json");
+    let id = value
+        .get("id")
+        .and_then(|v| v.as_str())
+        .unwrap_or("manifest.json");
     let bad = |detail: String| Error::Registry {
         what: id.to_string(),
         detail,
     };
-    let packages: Vec<PackageEntry> = serde_json::from_value(packages.clone())
-        .map_err(|e| bad(format!("packages: {e}")))?;
+    let packages: Vec<PackageEntry> =
+        serde_json::from_value(packages.clone()).map_err(|e| bad(format!("packages: {e}")))?;
     if packages.is_empty() {
         return Err(bad("packages is empty".into()));
     }
@@ -693,13 +703,13 @@ pub fn load_all(
             );
             obj.insert("anchors".into(), anchors);
             obj.insert("revisions".into(), own.into());
-            obj.entry("patches").or_insert_with(|| serde_json::json!([]));
+            obj.entry("patches")
+                .or_insert_with(|| serde_json::json!([]));
             let text = serde_json::to_string(&one).expect("json");
             let mut spec = load(&text, &diff_name_to_text).map_err(|e| match e {
-                Error::Registry { detail, .. } => bad(format!(
-                    "{} ({}): {detail}",
-                    package.package, f.role
-                )),
+                Error::Registry { detail, .. } => {
+                    bad(format!("{} ({}): {detail}", package.package, f.role))
+                }
                 e => e,
             })?;
             spec.role = Some(f.role.clone());
@@ -781,7 +791,11 @@ pub fn select(name: Option<&str>) -> Result<Vec<&'static PatchSpec>> {
     let targets = all()?;
     match name {
         None => Ok(targets.iter().collect()),
-        Some(name) => match targets.iter().filter(|t| t.target == name).collect::<Vec<_>>() {
+        Some(name) => match targets
+            .iter()
+            .filter(|t| t.target == name)
+            .collect::<Vec<_>>()
+        {
             found if !found.is_empty() => Ok(found),
             _ => Err(Error::UnknownTarget {
                 name: name.to_string(),
@@ -925,7 +939,13 @@ mod tests {
         // mcp-sdk is one target over two packages: a spec each.
         assert_eq!(
             names,
-            ["dsh-mcp-client", "mcp-remote", "gemini-cli", "mcp-sdk", "mcp-sdk"]
+            [
+                "dsh-mcp-client",
+                "mcp-remote",
+                "gemini-cli",
+                "mcp-sdk",
+                "mcp-sdk"
+            ]
         );
     }
 
@@ -1032,12 +1052,18 @@ mod tests {
             assert!(s.verify_host_script.is_some());
             // Each file keeps only its own revisions.
             let own: Vec<&Option<String>> = s.revisions.iter().map(|r| &r.sha256).collect();
-            let other: Vec<&Option<String>> =
-                s.companions[0].revisions.iter().map(|r| &r.sha256).collect();
+            let other: Vec<&Option<String>> = s.companions[0]
+                .revisions
+                .iter()
+                .map(|r| &r.sha256)
+                .collect();
             assert!(!own.is_empty() && !other.is_empty());
             assert!(own.iter().all(|h| !other.contains(h)), "{}", s.package);
         }
-        assert_eq!(find(&specs, "mcp-sdk", "@modelcontextprotocol/client").package, "@modelcontextprotocol/client");
+        assert_eq!(
+            find(&specs, "mcp-sdk", "@modelcontextprotocol/client").package,
+            "@modelcontextprotocol/client"
+        );
     }
 
     #[test]

@@ -551,7 +551,12 @@ pub fn render_table_within(
         }
         s.push_str(&hanging("    sha256 ", &detail, columns));
         for c in &install.companions {
-            let mut d = format!("{} ({}) {}", short_hash(&c.sha256), c.role, c.state.as_str());
+            let mut d = format!(
+                "{} ({}) {}",
+                short_hash(&c.sha256),
+                c.role,
+                c.state.as_str()
+            );
             if let Some(rev) = c.revision {
                 d.push_str(&format!(", {rev}"));
             }

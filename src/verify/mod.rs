@@ -7,8 +7,8 @@ pub mod checks;
 mod gemini_cli;
 pub mod harness;
 mod mirror;
-mod sdk_client;
 pub mod scenario;
+mod sdk_client;
 pub mod server;
 pub(crate) mod steps;
 

@@ -47,7 +47,12 @@ fn cp(args: &[&str], from: &Path, to: &Path) {
         .arg(to)
         .status()
         .unwrap();
-    assert!(st.success(), "cp {args:?} {} {}", from.display(), to.display());
+    assert!(
+        st.success(),
+        "cp {args:?} {} {}",
+        from.display(),
+        to.display()
+    );
 }
 
 /// Copy a fetched project into the sandbox (hard links), each SDK copy's two
@@ -117,7 +122,10 @@ fn a_project_sdk_copy_is_affected_then_both_builds_are_patched_once_and_reverted
     assert_eq!(i["companions"][0]["role"], "cjs");
     assert_eq!(i["companions"][0]["file"], sdk.join(CJS).to_str().unwrap());
     assert_eq!(i["companions"][0]["state"], "affected");
-    assert_eq!(i["via"], serde_json::json!(["mcpatch-fixture (the project)"]));
+    assert_eq!(
+        i["via"],
+        serde_json::json!(["mcpatch-fixture (the project)"])
+    );
 
     let o = sb.run(&["apply", "--yes", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
@@ -133,7 +141,10 @@ fn a_project_sdk_copy_is_affected_then_both_builds_are_patched_once_and_reverted
     let o = sb.run(&["apply", "--yes", "--json", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(v["changed"], false, "a second apply changed something: {v:#}");
+    assert_eq!(
+        v["changed"], false,
+        "a second apply changed something: {v:#}"
+    );
     assert_eq!(hashes(&sdk), after);
 
     let o = sb.run(&["revert", "--path", p]);
@@ -159,7 +170,11 @@ fn a_failure_after_the_first_build_is_replaced_puts_it_back_and_keeps_no_backup(
         stderr(&o)
     );
     assert_eq!(hashes(&sdk), before, "one build was left patched");
-    assert_eq!(sdk_backups(&sb), 0, "a backup of an unpatched file was kept");
+    assert_eq!(
+        sdk_backups(&sb),
+        0,
+        "a backup of an unpatched file was kept"
+    );
     // Nothing half-written is left beside either build.
     for rel in [ESM, CJS] {
         let dir = sdk.join(rel);
@@ -214,10 +229,7 @@ fn every_copy_in_a_project_tree_is_found_once_with_the_package_that_pulled_it_in
     );
     let o = sb.run(&["status", "--path", project.to_str().unwrap()]);
     let text = sb.normalize(&o.stdout);
-    assert!(
-        text.contains("\n  via @langchain/mcp-adapters\n"),
-        "{text}"
-    );
+    assert!(text.contains("\n  via @langchain/mcp-adapters\n"), "{text}");
 }
 
 /// A project in pnpm's layout, built from the real packages: each package in
@@ -230,7 +242,8 @@ fn pnpm_project(sb: &Sandbox) -> (PathBuf, PathBuf) {
     let sdk = sdk_slot.join(SDK);
     cp(&["-al"], &fetched_pack(SDK, "1.32.2"), &sdk);
     own_builds(&sdk);
-    let adapters_slot = store.join("@langchain+mcp-adapters@1.1.4_@langchain+core@1.0.0/node_modules");
+    let adapters_slot =
+        store.join("@langchain+mcp-adapters@1.1.4_@langchain+core@1.0.0/node_modules");
     let langchain = fetched_project("langchain-1.1.4");
     cp(
         &["-al"],
@@ -266,7 +279,10 @@ fn a_pnpm_project_has_one_real_sdk_copy_pulled_in_by_its_dependent() {
     assert_eq!(found.len(), 1, "{v:#}");
     assert_eq!(found[0]["path"], sdk.to_str().unwrap());
     assert_eq!(found[0]["state"], "affected");
-    assert_eq!(found[0]["via"], serde_json::json!(["@langchain/mcp-adapters"]));
+    assert_eq!(
+        found[0]["via"],
+        serde_json::json!(["@langchain/mcp-adapters"])
+    );
 }
 
 #[test]
@@ -426,7 +442,10 @@ fn an_unrecorded_release_is_written_without_yes_once_both_patched_builds_pass_ve
     assert_eq!(v["installs"][0]["verify"]["passed"], true, "{v:#}");
     for rel in [ESM, CJS] {
         let text = std::fs::read_to_string(sdk.join(rel)).unwrap();
-        assert!(text.contains("(mcpatch: mcp-sdk-session-loss)"), "{rel} not patched");
+        assert!(
+            text.contains("(mcpatch: mcp-sdk-session-loss)"),
+            "{rel} not patched"
+        );
         assert!(text.ends_with("// a local build\n"));
     }
     // Nothing of the gate's copies is left in the install.
