@@ -95,7 +95,12 @@ if (patched) {
   const copies = sdkCopies(path.join(runProject, "node_modules"));
   if (copies.length === 0) fail(`no @modelcontextprotocol/sdk or client in ${project}/node_modules`);
   for (const pkg of copies) {
-    const r = patchPackage(manifest, pkg, undefined, mutant);
+    let r;
+    try {
+      r = patchPackage(manifest, pkg, undefined, mutant);
+    } catch (e) {
+      fail(`cannot patch ${pkg}: ${e.message}`);
+    }
     patchedFiles.push(...r.files.map((f) => ({ package: `${r.package}@${r.version}`, at: path.relative(runProject, pkg), ...f })));
   }
 }
