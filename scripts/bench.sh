@@ -14,9 +14,15 @@
 # would run instead (`npm ls -g @google/gemini-cli`, `gemini --version`), with wall time and the
 # largest process's max RSS.
 #
+# The mcp-sdk rows give each real project of .cache/mcp-sdk/projects (test-fixtures/mcp-sdk/fetch.sh)
+# a hard-linked copy: `mcpatch status --path P` and a plain `mcpatch status` run inside P (the
+# project of the current folder) stand next to `npm ls --all @modelcontextprotocol/sdk` (and
+# `@modelcontextprotocol/client`) run in P, what a user would type to find the SDK copies.
+#
 # Needs: the test fixtures (fetched first), npm and the npm registry (once, for the
 # host install), python3. Environment: BENCH_RUNS (default 15), BENCH_LOSSES (default 20),
 # BENCH_ONLY=gemini (only the gemini-cli rows: no DSH host install, no verify runs),
+# BENCH_ONLY=sdk (only the mcp-sdk project rows),
 # BENCH_MCPATCH=<an mcpatch binary> (time that build instead of this tree's, e.g. an earlier
 # commit's, for before/after figures from one script).
 set -euo pipefail
@@ -27,10 +33,10 @@ cargo build --release --locked
 command -v python3 >/dev/null || { echo "error: python3 is needed to time and summarise; apt-get install python3" >&2; exit 2; }
 
 PREFIX="$PWD/.cache/bench/dsh-prefix"
-if [[ "${BENCH_ONLY:-}" != "" && "${BENCH_ONLY:-}" != "gemini" ]]; then
-  echo "error: BENCH_ONLY=$BENCH_ONLY is not a section; use BENCH_ONLY=gemini, or leave it unset for every row" >&2; exit 2
+if [[ "${BENCH_ONLY:-}" != "" && "${BENCH_ONLY:-}" != "gemini" && "${BENCH_ONLY:-}" != "sdk" ]]; then
+  echo "error: BENCH_ONLY=$BENCH_ONLY is not a section; use BENCH_ONLY=gemini or BENCH_ONLY=sdk, or leave it unset for every row" >&2; exit 2
 fi
-if [[ "${BENCH_ONLY:-}" != "gemini" && ! -f "$PREFIX/.done" ]]; then
+if [[ "${BENCH_ONLY:-}" == "" && ! -f "$PREFIX/.done" ]]; then
   echo "bench: installing @deepseek-ai/dsh@0.1.0-rc.8 globally into $PREFIX (once; about a minute, ~280 MB)" >&2
   rm -rf "$PREFIX"
   npm install -g --prefix "$PREFIX" --ignore-scripts --no-audit --no-fund --loglevel=error "@deepseek-ai/dsh@0.1.0-rc.8" >&2
@@ -119,6 +125,32 @@ def gemini_rows():
         row(f"gemini-cli {v}: gemini --version", f"{gv:.0f} ms, {gv_rss:.0f} MiB", f"median of {gv_runs}; mcpatch status is {ratio(gv, st)} faster")
         shutil.rmtree(gprefix)
 
+def sdk_rows():
+    """8. mcp-sdk: status in real projects, next to `npm ls --all` of the SDK packages there."""
+    for name in ("langchain-1.1.4", "mastra-2.0.0", "openai-agents-0.20.0"):
+        src = os.path.join(cache, "mcp-sdk/projects", name)
+        assert os.path.isfile(os.path.join(src, ".done")), f"no project {name} in {src}: run test-fixtures/mcp-sdk/fetch.sh"
+        proj = os.path.join(work, f"sdk-{name}")
+        subprocess.run(["cp", "-al", src, proj], check=True)
+        packages = sum(1 for _ in os.scandir(os.path.join(proj, "node_modules")))
+        def in_project(cmd, n):
+            def one():
+                t = time.perf_counter()
+                p = subprocess.run(cmd, env=env, cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                if p.returncode not in (0, 1):
+                    sys.exit(f"bench: {' '.join(cmd)} in {proj} exited {p.returncode}: {p.stderr.decode()}")
+                return (time.perf_counter() - t) * 1000
+            one()  # warm-up
+            return statistics.median(one() for _ in range(n))
+        sp = in_project([mcpatch, "status", "--path", proj, "--target", "mcp-sdk"], runs)
+        st = in_project([mcpatch, "status", "--target", "mcp-sdk"], runs)
+        npm_runs = max(3, runs // 3)
+        ls = in_project([npm, "ls", "--all", "@modelcontextprotocol/sdk", "@modelcontextprotocol/client"], npm_runs)
+        row(f"mcp-sdk {name}: mcpatch status --path P --target mcp-sdk", f"{sp:.1f} ms", f"median of {runs}; {packages} entries in node_modules")
+        row(f"mcp-sdk {name}: mcpatch status --target mcp-sdk (in P)", f"{st:.1f} ms", "the project of the current folder, global roots and npx caches")
+        row(f"mcp-sdk {name}: npm ls --all @modelcontextprotocol/sdk @modelcontextprotocol/client (in P)", f"{ls:.0f} ms", f"median of {npm_runs}; mcpatch status --path is {ratio(ls, sp)} faster")
+        shutil.rmtree(proj)
+
 def report():
     shutil.rmtree(work)
     cpu = os.cpu_count()
@@ -142,6 +174,10 @@ def ratio(a, b):
 
 if only == "gemini":
     gemini_rows()
+    report()
+    sys.exit(0)
+if only == "sdk":
+    sdk_rows()
     report()
     sys.exit(0)
 assert os.path.isfile(index), f"no client in the global install at {installed}"
@@ -239,5 +275,6 @@ row(f"concurrent-loss: 8 calls in flight + 4 during the reconnect (n={len(conc)}
 restore_original()
 
 gemini_rows()
+sdk_rows()
 report()
 PY

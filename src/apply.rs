@@ -172,7 +172,7 @@ fn apply_all(
     let mut locked: Option<(&str, PathBuf, Option<lock::WriteLock>)> = None;
     let processes = ProcessTable::scan();
     for item in &items {
-        let spec = registry::find(targets, item.target);
+        let spec = registry::find(targets, item.target, &item.install.package);
         if locked.as_ref().is_none_or(|(t, _, _)| *t != spec.target) {
             drop(locked.take());
             let root = backup::root(&home, spec);
@@ -352,7 +352,7 @@ fn apply_all(
         {
             if !told.contains(&&d.host) {
                 told.push(&d.host);
-                let host = registry::find(targets, i.target).texts.host;
+                let host = registry::find(targets, i.target, &i.package).texts.host;
                 say(format_args!(
                     "but the {host} host at {} cannot start, and that is NOT the patch: fix it first\n{}",
                     d.host.display(),
@@ -393,6 +393,31 @@ fn untrusted(package_dir: &Path, paths: &[&Path], opts: &ApplyOptions) -> Option
     .map(|e| FileResult::Refused(e.to_string().replace("\nhelp: ", "; ")))
 }
 
+/// One file of an install staged, checked and backed up, ready to be renamed
+/// into place together with the install's other files.
+struct Ready {
+    tx: Transaction,
+    pending: replace::PendingFile,
+    after: String,
+    made: backup::Backup,
+    reused: bool,
+    upgrade_from: Option<u32>,
+    known_base: bool,
+    gate: Gate,
+}
+
+/// What preparing one file gave: a change ready to commit, or a result for
+/// the file that writes nothing.
+enum Prepared {
+    Ready(Box<Ready>),
+    Done(FileResult),
+}
+
+/// Patch one install: its file and, for a target of several files per
+/// install (mcp-sdk's ESM and CJS builds), its companions, as one
+/// transaction: every file is staged, checked and backed up first; then all
+/// are renamed into place and re-hashed; any failure rolls back every file
+/// already replaced and every backup made (both or neither).
 fn apply_file(
     spec: &PatchSpec,
     node: Option<&Node>,
@@ -402,9 +427,100 @@ fn apply_file(
     file: &Path,
     opts: &ApplyOptions,
 ) -> Result<FileResult> {
+    let parts: Vec<(&PatchSpec, PathBuf)> = std::iter::once((spec, file.to_path_buf()))
+        .chain(
+            spec.companions
+                .iter()
+                .map(|c| (c, crate::companions::file_of(c, package_dir))),
+        )
+        .collect();
     // Held until the change is committed or rolled back: runs with another
     // DSH_HOME take turns on this install too.
-    let _install_lock = lock::lock_install(file)?;
+    let mut locks = Vec::new();
+    let mut ready: Vec<Ready> = Vec::new();
+    let mut would: Option<FileResult> = None;
+    for (part, path) in &parts {
+        match prepare_file(
+            part,
+            node,
+            backup_root,
+            install,
+            package_dir,
+            path,
+            opts,
+            &mut locks,
+        )? {
+            Prepared::Ready(r) => ready.push(*r),
+            Prepared::Done(FileResult::AlreadyPatched) => {}
+            Prepared::Done(w @ FileResult::WouldPatch { .. }) => {
+                would.get_or_insert(w);
+            }
+            // Nothing of this install is written: the files already staged
+            // and their backups go with their transactions.
+            Prepared::Done(other) => return Ok(other),
+        }
+    }
+    if let Some(w) = would {
+        return Ok(w);
+    }
+    if ready.is_empty() {
+        return Ok(FileResult::AlreadyPatched);
+    }
+    let mut placed = Vec::new();
+    for r in ready {
+        let Ready {
+            mut tx,
+            pending,
+            after,
+            made,
+            reused,
+            upgrade_from,
+            known_base,
+            gate,
+        } = r;
+        // Checks the file is still the one read above, renames, then re-hashes.
+        tx.replace(pending)?;
+        let now = tx.confirm(&after)?;
+        placed.push((tx, now, made, reused, upgrade_from, known_base, gate));
+        if placed.len() == 1 && parts.len() > 1 {
+            kill_point::reached("first-of-several-replaced")?;
+        }
+    }
+    let mut ids = Vec::new();
+    let mut first = None;
+    for (tx, now, made, reused, upgrade_from, known_base, gate) in placed {
+        tx.commit();
+        if reused {
+            // The patch this backup was made for is on again: no longer reverted.
+            backup::unmark_reverted(&made);
+        }
+        ids.push(made.id);
+        first.get_or_insert((now, upgrade_from, known_base, reused, gate));
+    }
+    kill_point::reached("committed")?;
+    let (sha256, upgraded_from, known_base, reused, gate) = first.expect("one file at least");
+    Ok(FileResult::Patched {
+        backup_id: ids.join(" + "),
+        sha256,
+        upgraded_from,
+        known_base,
+        reused,
+        gate,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn prepare_file(
+    spec: &PatchSpec,
+    node: Option<&Node>,
+    backup_root: &Path,
+    install: &Install,
+    package_dir: &Path,
+    file: &Path,
+    opts: &ApplyOptions,
+    locks: &mut Vec<lock::InstallLock>,
+) -> Result<Prepared> {
+    locks.push(lock::lock_install(file)?);
     kill_point::reached("install-locked")?;
     replace::remove_stale_temps(file);
     // Re-read under the lock: another mcpatch may have patched it meanwhile.
@@ -414,13 +530,15 @@ fn apply_file(
     let (state, _, note) = classify::classify_bytes(spec, bytes, &before);
     match state {
         State::Affected | State::Outdated => {}
-        State::Patched => return Ok(FileResult::AlreadyPatched),
-        State::UpstreamFixed => return Ok(FileResult::NothingToDo("upstream-fixed")),
+        State::Patched => return Ok(Prepared::Done(FileResult::AlreadyPatched)),
+        State::UpstreamFixed => {
+            return Ok(Prepared::Done(FileResult::NothingToDo("upstream-fixed")))
+        }
         State::Unsupported => {
-            return Ok(FileResult::Refused(format!(
+            return Ok(Prepared::Done(FileResult::Refused(format!(
                 "unsupported: {}",
                 note.unwrap_or_else(|| "the patch cannot help this revision".into())
-            )))
+            ))))
         }
         State::Modified => {}
     }
@@ -464,9 +582,12 @@ fn apply_file(
         .into_owned();
     // Before anyone is asked: the install itself (node is looked at once found).
     if let Some(refused) = untrusted(package_dir, &[file], opts) {
-        return Ok(refused);
+        return Ok(Prepared::Done(refused));
     }
-    if !known_base && !opts.yes {
+    // A release mcpatch has no record of that the anchors fit unmarked is
+    // pristine (`affected`): the verify gate below proves it, no --yes needed.
+    let pristine_fit = state == State::Affected && spec.anchors.is_some();
+    if !known_base && !opts.yes && !pristine_fit {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
                 Some(r) => crate::errln!(
@@ -493,21 +614,21 @@ fn apply_file(
                 .interact()
                 .unwrap_or(false);
             if !go {
-                return Ok(FileResult::Refused(
+                return Ok(Prepared::Done(FileResult::Refused(
                     "modified: you declined; nothing changed".into(),
-                ));
+                )));
             }
         } else if let Some(r) = upgrade_from {
-            return Ok(FileResult::Refused(format!(
+            return Ok(Prepared::Done(FileResult::Refused(format!(
                 "outdated: sha256 {before} carries patch revision {r} on a file mcpatch does not know; review with `mcpatch diff --path {}`, then rerun with --yes to upgrade it anyway",
                 crate::scope::quote(&package_dir.to_string_lossy())
-            )));
+            ))));
         } else {
-            return Ok(FileResult::Refused(format!(
+            return Ok(Prepared::Done(FileResult::Refused(format!(
                 "modified: sha256 {before} is not a revision mcpatch knows{}; review with `mcpatch diff --path {}`, then rerun with --yes to patch it anyway",
                 note.map(|n| format!(" ({n})")).unwrap_or_default(),
                 crate::scope::quote(&package_dir.to_string_lossy())
-            )));
+            ))));
         }
     }
     let node = match node {
@@ -516,7 +637,7 @@ fn apply_file(
     };
     let node = &node;
     if let Some(refused) = untrusted(package_dir, &[file, &node.path], opts) {
-        return Ok(refused);
+        return Ok(Prepared::Done(refused));
     }
     stage::syntax_check(node, &staged, package_dir, &relative)?;
     kill_point::reached("syntax-checked")?;
@@ -547,13 +668,13 @@ fn apply_file(
         let report =
             verify::verify_staged_strict(spec, node, install, file, staged.as_bytes(), progress)?;
         if !report.passed {
-            return Ok(FileResult::FailedVerify {
+            return Ok(Prepared::Done(FileResult::FailedVerify {
                 why: format!(
                     "sha256 {before} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: {}); the install is untouched",
                     report.overall
                 ),
                 report,
-            });
+            }));
         }
         Gate::Passed(report)
     };
@@ -566,7 +687,10 @@ fn apply_file(
         drop(catching);
         stage::interrupted("the load check")?;
         tx.commit();
-        return Ok(FileResult::WouldPatch { upgrade_from, gate });
+        return Ok(Prepared::Done(FileResult::WouldPatch {
+            upgrade_from,
+            gate,
+        }));
     }
     // From the backup to the load check's end, a signal removes both the
     // backup and the staged file (the transaction's drop), and stops node.
@@ -596,21 +720,14 @@ fn apply_file(
     drop(catching);
     stage::interrupted("the load check")?;
     kill_point::reached("load-checked")?;
-    // Checks the file is still the one read above, renames, then re-hashes.
-    tx.replace(pending)?;
-    let now = tx.confirm(&after)?;
-    tx.commit();
-    if reused {
-        // The patch this backup was made for is on again: no longer reverted.
-        backup::unmark_reverted(&made);
-    }
-    kill_point::reached("committed")?;
-    Ok(FileResult::Patched {
-        backup_id: made.id,
-        sha256: now,
-        upgraded_from: upgrade_from,
-        known_base,
+    Ok(Prepared::Ready(Box::new(Ready {
+        tx,
+        pending,
+        after,
+        made,
         reused,
+        upgrade_from,
+        known_base,
         gate,
-    })
+    })))
 }

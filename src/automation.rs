@@ -49,6 +49,9 @@ pub struct InstallChange {
     /// the patched copy before it was written (absent otherwise).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<GateReport>,
+    /// The npm package (for a target over several packages, which one).
+    #[serde(skip)]
+    pub package: String,
 }
 
 impl InstallChange {
@@ -71,6 +74,7 @@ impl InstallChange {
             // Filled by fill_running once the run is done with every file.
             running: None,
             verify: None,
+            package: String::new(),
         }
     }
 
@@ -106,7 +110,7 @@ impl ChangeReport {
     /// (call when every file is as this run leaves it).
     pub fn fill_running(&mut self, targets: &[&PatchSpec], table: &ProcessTable) {
         for i in &mut self.installs {
-            let spec = crate::registry::find(targets, i.target);
+            let spec = crate::registry::find(targets, i.target, &i.package);
             i.running = table.running(spec, &i.path, &i.file).processes;
         }
     }

@@ -91,7 +91,36 @@ pub struct Install {
     /// unsupported, and nothing reads `file`).
     #[serde(skip)]
     pub unfound: Option<String>,
+    /// The npm package it is (for a target over several packages, which one).
+    #[serde(skip)]
+    pub package: String,
+    /// For an install of several files patched together (mcp-sdk): the build
+    /// `file` is (`esm`); the others are in `companions`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// The other files of this install, patched and reverted with `file` as one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub companions: Vec<Companion>,
+    /// The packages that pulled this copy in (as `npm ls` shows), for targets
+    /// found in projects; left out when none is known.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
 }
+
+/// One more file of an install, classified on its own.
+#[derive(Debug, Clone, Serialize)]
+pub struct Companion {
+    pub role: String,
+    #[serde(serialize_with = "path_json::serialize")]
+    pub file: PathBuf,
+    pub sha256: String,
+    pub state: State,
+    pub revision: Option<&'static str>,
+    pub note: Option<String>,
+}
+
+/// The note on a release mcpatch has no record of that the anchors fit.
+pub const UNRECORDED_FITS: &str = "a release mcpatch has no record of; the patch's content anchors fit it, and `mcpatch apply` verifies the patched copy before writing it";
 
 /// sha256 of bytes as lowercase hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
@@ -216,11 +245,9 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
             )
         } else {
             match anchors.check(&text) {
-                Ok(()) => of(
-                    State::Modified,
-                    None,
-                    Some("unknown revision; the patch's content anchors fit it".into()),
-                ),
+                // Unmarked and every anchor fits exactly once: pristine code the
+                // patch was written for; apply proves it before writing.
+                Ok(()) => of(State::Affected, None, Some(UNRECORDED_FITS.into())),
                 Err(refused) => Assessment {
                     next_step: spec.texts.reinstall_step,
                     ..of(
@@ -351,6 +378,10 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
             note: Some(why.clone()),
             host_defect: None,
             unfound: Some(why.clone()),
+            package: located.package.clone(),
+            role: spec.role.clone(),
+            companions: Vec::new(),
+            via: Vec::new(),
         });
     }
     let (bytes, sha256) = hash_file(&located.file)?;
@@ -360,7 +391,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         note,
         next_step,
     } = assess(spec, &bytes, &sha256);
-    Ok(Install {
+    let mut install = Install {
         target: spec.target,
         path: located.package_dir.clone(),
         file: located.file.clone(),
@@ -375,7 +406,16 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         note,
         host_defect: None,
         unfound: None,
-    })
+        package: located.package.clone(),
+        role: spec.role.clone(),
+        companions: Vec::new(),
+        via: Vec::new(),
+    };
+    crate::companions::classify_with(spec, &mut install)?;
+    if spec.installs.project {
+        install.via = crate::dependents::via(located);
+    }
+    Ok(install)
 }
 
 /// `version` from a package folder's package.json (read only if it is a

@@ -10,7 +10,8 @@ use crate::color::ColorChoice;
 use crate::verify::scenario::ScenarioName;
 
 /// Find, patch, revert and verify installed MCP clients (DSH's dsh-mcp-client,
-/// mcp-remote, gemini-cli) so they recover when an MCP server forgets the session.
+/// mcp-remote, gemini-cli, the MCP TypeScript SDK, @ai-sdk/mcp) so they recover
+/// when an MCP server forgets the session.
 #[derive(Debug, Parser)]
 #[command(
     name = "mcpatch",
@@ -248,7 +249,7 @@ pub struct PathArgs {
 #[derive(Debug, Args, Clone, Default)]
 pub struct TargetArg {
     /// Work on this target only (a target under patches/: dsh-mcp-client,
-    /// mcp-remote, gemini-cli); default: every target.
+    /// mcp-remote, gemini-cli, mcp-sdk, ai-sdk-mcp); default: every target.
     #[arg(long, value_name = "NAME", display_order = 901)]
     pub target: Option<String>,
 }

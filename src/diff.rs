@@ -128,7 +128,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
     }
     let mut outcome = status::outcome(&report);
     for install in &report.installs {
-        let spec = crate::registry::find(targets, install.target);
+        let spec = crate::registry::find(targets, install.target, &install.package);
         let relative = install
             .file
             .strip_prefix(&install.path)

@@ -10,6 +10,8 @@ pub mod backup;
 pub mod classify;
 pub mod cli;
 pub mod color;
+pub mod companions;
+pub mod dependents;
 pub mod diff;
 pub mod error;
 pub mod exit_code;

@@ -173,6 +173,11 @@ pub struct Located {
     pub same_file_as: Vec<PathBuf>,
     /// Link count of the file: more than 1 means a shared store copy (pnpm).
     pub hard_links: u64,
+    /// The npm package it is (package.json `name`).
+    pub package: String,
+    /// Every package folder path it was seen at, before links were resolved
+    /// (pnpm's links in other packages' `.pnpm` slots): what pulled it in.
+    pub seen_at: Vec<PathBuf>,
 }
 
 /// Everything a search found, and where it looked.
@@ -210,6 +215,9 @@ pub fn locate(
         for (bin, hosts) in &bins {
             search.host_on_path(bin, hosts, env);
         }
+        if wants(|t| t.installs.project) {
+            search.project_of(&env.cwd);
+        }
         if wants(|t| t.installs.npm_global) {
             search.npm_root(env);
         }
@@ -235,6 +243,7 @@ pub fn locate(
 
 struct Found {
     target: &'static str,
+    package: String,
     package_dir: PathBuf,
     file: PathBuf,
     unfound: Option<String>,
@@ -245,6 +254,8 @@ struct Found {
 struct Wanted {
     target: &'static str,
     package: String,
+    /// Packages that nest it (DSH's host): copies of other targets inside them are its own.
+    hosts: Vec<String>,
     find: FileFind,
 }
 
@@ -309,6 +320,7 @@ impl Search {
                 .map(|t| Wanted {
                     target: t.target,
                     package: t.package.clone(),
+                    hosts: t.installs.hosts.clone(),
                     find: t.find.clone(),
                 })
                 .collect(),
@@ -333,7 +345,8 @@ impl Search {
                 FileFind::Path(rel) => {
                     let up = Path::new(rel).components().count();
                     let dir = p.ancestors().nth(up)?;
-                    p.ends_with(rel).then(|| (w.target, dir.to_path_buf()))
+                    p.ends_with(rel)
+                        .then(|| (w.target, w.package.clone(), dir.to_path_buf()))
                 }
                 FileFind::Content { .. } | FileFind::Reachable { .. } => None,
             });
@@ -343,8 +356,9 @@ impl Search {
             });
             match (pkg, by_path) {
                 (Some((w, dir)), _) => self.record(w, &dir, &via),
-                (None, Some((target, dir))) => self.found.push(Found {
+                (None, Some((target, package, dir))) => self.found.push(Found {
                     target,
+                    package,
                     package_dir: dir,
                     file: p.to_path_buf(),
                     unfound: None,
@@ -430,6 +444,23 @@ impl Search {
                 }
             }
         }
+    }
+
+    /// The project of the folder mcpatch runs in: the nearest `node_modules`
+    /// upward from `cwd`, as npm resolves a package from there.
+    fn project_of(&mut self, cwd: &Path) {
+        let Some(nm) = cwd
+            .ancestors()
+            .map(|d| d.join("node_modules"))
+            .find(|nm| nm.is_dir())
+        else {
+            self.searched
+                .push("the project of the current folder (no node_modules above it)".into());
+            return;
+        };
+        let via = format!("the project of the current folder ({})", nm.display());
+        self.searched.push(via.clone());
+        self.search_below(vec![(nm, Listing::NodeModules)], &via);
     }
 
     /// npm's global root: read from npm's configuration, or, with `--npm`,
@@ -824,6 +855,7 @@ impl Search {
         };
         self.found.push(Found {
             target: w.target,
+            package: w.package.clone(),
             package_dir: dir.to_path_buf(),
             file,
             unfound,
@@ -898,9 +930,14 @@ impl Search {
                 found_via: Vec::new(),
                 same_file_as: Vec::new(),
                 hard_links: 1,
+                package: f.package.clone(),
+                seen_at: Vec::new(),
             });
             if !entry.found_via.contains(&f.via) {
                 entry.found_via.push(f.via);
+            }
+            if !entry.seen_at.contains(&f.package_dir) {
+                entry.seen_at.push(f.package_dir);
             }
         }
         let mut installs: Vec<Located> = Vec::new();
@@ -912,6 +949,7 @@ impl Search {
                 Some(i) => {
                     let first = &mut installs[i];
                     first.same_file_as.push(loc.package_dir);
+                    first.seen_at.extend(loc.seen_at);
                     for v in loc.found_via {
                         if !first.found_via.contains(&v) {
                             first.found_via.push(v);
@@ -926,6 +964,25 @@ impl Search {
                 }
             }
         }
+        // A copy of one target inside another target's package or host (the
+        // MCP SDK DSH's plugin and DSH itself carry in their node_modules) is
+        // that target's business: its patch is what they are proven with.
+        // Told by the folder names alone: the outer package need not be readable.
+        let wanted = &self.wanted;
+        installs.retain(|l| {
+            !l.package_dir.ancestors().skip(1).any(|dir| {
+                wanted.iter().filter(|w| w.target != l.target).any(|w| {
+                    std::iter::once(&w.package).chain(&w.hosts).any(|outer| {
+                        dir.ends_with(outer)
+                            && dir
+                                .ancestors()
+                                .nth(Path::new(outer).components().count())
+                                .and_then(Path::file_name)
+                                == Some(OsStr::new("node_modules"))
+                    })
+                })
+            })
+        });
         LocateReport {
             installs,
             searched: self.searched,

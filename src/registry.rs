@@ -52,11 +52,21 @@ pub struct PatchSpec {
     /// How verify starts an install, for the stdio-bridge driver.
     pub verify_command: Vec<String>,
     pub verify_env: BTreeMap<String, String>,
+    /// For the sdk-client driver: the host script (`verify.host_script`, a
+    /// file of the target's folder) verify runs from a private scratch folder.
+    pub verify_host_script: Option<String>,
     /// The target's words in messages.
     pub texts: Texts,
     /// Content anchors (see [`crate::anchors`]): when given, they patch the
     /// file instead of diffs, and `patches` is empty.
     pub anchors: Option<Anchors>,
+    /// The build this file is (`esm`, `cjs`), for a target whose installs
+    /// hold several files patched together (mcp-sdk); None for one file.
+    pub role: Option<String>,
+    /// The other files of the same install, patched, backed up and reverted
+    /// together with this one (one transaction): each a spec of its own file
+    /// (its own anchors and revisions), with no companions itself.
+    pub companions: Vec<PatchSpec>,
 }
 
 /// How the file to patch is found in a package folder.
@@ -88,6 +98,10 @@ pub struct Installs {
     /// Commands on PATH that start a host: the host is found from them.
     #[serde(default)]
     pub host_bins: Vec<String>,
+    /// A plain `status` also searches the project of the current folder: the
+    /// nearest `node_modules` upward, as npm does.
+    #[serde(default)]
+    pub project: bool,
 }
 
 /// A target's words in messages (all `'static`: the registry lives as long as mcpatch).
@@ -271,6 +285,8 @@ struct VerifyEntry {
     command: Vec<String>,
     #[serde(default)]
     env: BTreeMap<String, String>,
+    #[serde(default)]
+    host_script: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -357,6 +373,29 @@ const EMBEDDED: &[Folder] = &[
             ),
         ],
     ),
+    // Several packages, so several specs: keep it after the one-spec folders
+    // (`from_folder` finds those by position).
+    (
+        "mcp-sdk",
+        &[
+            (
+                "manifest.json",
+                include_str!("../patches/mcp-sdk/manifest.json"),
+            ),
+            (
+                "sdk-host.mjs",
+                include_str!("../patches/mcp-sdk/sdk-host.mjs"),
+            ),
+            (
+                "fragments/transport-send.js",
+                include_str!("../patches/mcp-sdk/fragments/transport-send.js"),
+            ),
+            (
+                "fragments/transport-get.js",
+                include_str!("../patches/mcp-sdk/fragments/transport-get.js"),
+            ),
+        ],
+    ),
 ];
 
 /// A string that lives as long as mcpatch (targets are loaded once).
@@ -412,10 +451,22 @@ pub fn load(
         };
     let driver = Driver::from_name(&parsed.verify.driver).ok_or_else(|| {
         bad(format!(
-            "verify.driver {:?} is not plugin-api, stdio-bridge or gemini-cli",
+            "verify.driver {:?} is not plugin-api, stdio-bridge, gemini-cli or sdk-client",
             parsed.verify.driver
         ))
     })?;
+    let verify_host_script = match &parsed.verify.host_script {
+        None if driver == Driver::SdkClient => {
+            return Err(bad(
+                "verify.driver sdk-client needs verify.host_script".into()
+            ))
+        }
+        None => None,
+        Some(name) => Some(
+            diff_name_to_text(name)
+                .ok_or_else(|| bad(format!("verify.host_script {name} is missing")))?,
+        ),
+    };
     let mut patches = Vec::new();
     for p in &parsed.patches {
         let diff = diff_name_to_text(&p.file)
@@ -582,9 +633,125 @@ pub fn load(
         driver,
         verify_command: parsed.verify.command,
         verify_env: parsed.verify.env,
+        verify_host_script,
         texts,
         anchors,
+        role: None,
+        companions: Vec::new(),
     })
+}
+
+/// Load a manifest: one spec, or, for a manifest listing `packages` (one
+/// target over several packages, each with several files patched together),
+/// one spec per package whose first file's spec holds the others as
+/// companions. Each file is loaded as a one-file manifest of its own: its
+/// `find`, its anchor set (`anchor_sets[anchors]`) and the revisions whose
+/// `package` and `file` are its own.
+pub fn load_all(
+    manifest: &str,
+    diff_name_to_text: impl Fn(&str) -> Option<String>,
+) -> Result<Vec<PatchSpec>> {
+    let value: serde_json::Value = serde_json::from_str(manifest).map_err(|e| Error::Registry {
+        what: "manifest.json".into(),
+        detail: e.to_string(),
+    })?;
+    let Some(packages) = value.get("packages") else {
+        return Ok(vec![load(manifest, diff_name_to_text)?]);
+    };
+    let id = value
+        .get("id")
+        .and_then(|v| v.as_str())
+        .unwrap_or("manifest.json");
+    let bad = |detail: String| Error::Registry {
+        what: id.to_string(),
+        detail,
+    };
+    let packages: Vec<PackageEntry> =
+        serde_json::from_value(packages.clone()).map_err(|e| bad(format!("packages: {e}")))?;
+    if packages.is_empty() {
+        return Err(bad("packages is empty".into()));
+    }
+    let sets = value.get("anchor_sets").cloned().unwrap_or_default();
+    let revisions: Vec<serde_json::Value> = value
+        .get("revisions")
+        .and_then(|r| r.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut specs = Vec::new();
+    for package in &packages {
+        let mut files = Vec::new();
+        for f in &package.files {
+            let Some(path) = f.find.get("path").and_then(|p| p.as_str()) else {
+                return Err(bad(format!(
+                    "{} ({}): find needs a path",
+                    package.package, f.role
+                )));
+            };
+            let anchors = sets.get(&f.anchors).cloned().ok_or_else(|| {
+                bad(format!(
+                    "{} ({}) names anchor set {:?}, which anchor_sets does not have",
+                    package.package, f.role, f.anchors
+                ))
+            })?;
+            let own: Vec<serde_json::Value> = revisions
+                .iter()
+                .filter(|r| {
+                    r.get("file").and_then(|v| v.as_str()) == Some(path)
+                        && r.get("package").and_then(|v| v.as_str())
+                            == Some(package.package.as_str())
+                })
+                .cloned()
+                .collect();
+            let mut one = value.clone();
+            let obj = one.as_object_mut().expect("a manifest is an object");
+            obj.remove("packages");
+            obj.remove("anchor_sets");
+            obj.insert("package".into(), package.package.clone().into());
+            obj.insert(
+                "files".into(),
+                serde_json::json!([{ "find": f.find, "exports": f.exports }]),
+            );
+            obj.insert("anchors".into(), anchors);
+            obj.insert("revisions".into(), own.into());
+            obj.entry("patches")
+                .or_insert_with(|| serde_json::json!([]));
+            let text = serde_json::to_string(&one).expect("json");
+            let mut spec = load(&text, &diff_name_to_text).map_err(|e| match e {
+                Error::Registry { detail, .. } => {
+                    bad(format!("{} ({}): {detail}", package.package, f.role))
+                }
+                e => e,
+            })?;
+            spec.role = Some(f.role.clone());
+            files.push(spec);
+        }
+        let mut files = files.into_iter();
+        let mut first = files
+            .next()
+            .ok_or_else(|| bad(format!("{} lists no files", package.package)))?;
+        first.companions = files.collect();
+        specs.push(first);
+    }
+    Ok(specs)
+}
+
+#[derive(Deserialize)]
+struct PackageEntry {
+    package: String,
+    files: Vec<PackageFile>,
+}
+
+#[derive(Deserialize)]
+struct PackageFile {
+    role: String,
+    find: serde_json::Value,
+    anchors: String,
+    #[serde(default = "default_exports")]
+    exports: String,
+}
+
+fn default_exports() -> String {
+    "StreamableHTTPClientTransport".into()
 }
 
 /// A glob's folder part and the text before and after its one `*`.
@@ -615,9 +782,10 @@ pub fn all() -> Result<&'static [PatchSpec]> {
                         .map(|(_, t)| t.to_string())
                 };
                 let manifest = text("manifest.json").unwrap_or_default();
-                load(&manifest, text).map_err(|e| (folder.to_string(), e.to_string()))
+                load_all(&manifest, text).map_err(|e| (folder.to_string(), e.to_string()))
             })
-            .collect()
+            .collect::<std::result::Result<Vec<Vec<PatchSpec>>, _>>()
+            .map(|v| v.into_iter().flatten().collect())
     });
     match loaded {
         Ok(targets) => Ok(targets),
@@ -633,25 +801,31 @@ pub fn select(name: Option<&str>) -> Result<Vec<&'static PatchSpec>> {
     let targets = all()?;
     match name {
         None => Ok(targets.iter().collect()),
-        Some(name) => match targets.iter().find(|t| t.target == name) {
-            Some(t) => Ok(vec![t]),
-            None => Err(Error::UnknownTarget {
+        Some(name) => match targets
+            .iter()
+            .filter(|t| t.target == name)
+            .collect::<Vec<_>>()
+        {
+            found if !found.is_empty() => Ok(found),
+            _ => Err(Error::UnknownTarget {
                 name: name.to_string(),
-                known: targets
-                    .iter()
-                    .map(|t| t.target)
-                    .collect::<Vec<_>>()
-                    .join(", "),
+                known: {
+                    let mut known: Vec<&str> = targets.iter().map(|t| t.target).collect();
+                    known.dedup();
+                    known.join(", ")
+                },
             }),
         },
     }
 }
 
-/// The target named `name` among `targets` (a name a search of them gave).
-pub fn find<'a>(targets: &[&'a PatchSpec], name: &str) -> &'a PatchSpec {
+/// The target named `name` among `targets` (a name a search of them gave);
+/// for a target over several packages, the spec of `package`.
+pub fn find<'a>(targets: &[&'a PatchSpec], name: &str, package: &str) -> &'a PatchSpec {
     targets
         .iter()
-        .find(|t| t.target == name)
+        .find(|t| t.target == name && t.package == package)
+        .or_else(|| targets.iter().find(|t| t.target == name))
         .expect("installs are found only for the targets searched for")
 }
 
@@ -772,7 +946,17 @@ mod tests {
             "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56"
         );
         let names: Vec<&str> = all().unwrap().iter().map(|t| t.target).collect();
-        assert_eq!(names, ["dsh-mcp-client", "mcp-remote", "gemini-cli"]);
+        // mcp-sdk is one target over two packages: a spec each.
+        assert_eq!(
+            names,
+            [
+                "dsh-mcp-client",
+                "mcp-remote",
+                "gemini-cli",
+                "mcp-sdk",
+                "mcp-sdk"
+            ]
+        );
     }
 
     /// Whether a folder under `patches/` is a target: its manifest is in
@@ -796,7 +980,10 @@ mod tests {
                     .unwrap()
                     .flatten()
                     .map(|f| f.file_name().to_string_lossy().into_owned())
-                    .filter(|n| n == "manifest.json" || n.ends_with(".patch"))
+                    // A verify host script (`verify.host_script`) is a `.mjs`.
+                    .filter(|n| {
+                        n == "manifest.json" || n.ends_with(".patch") || n.ends_with(".mjs")
+                    })
                     .collect();
                 // Anchor replacements live in `fragments/`.
                 if let Ok(fragments) = std::fs::read_dir(e.path().join("fragments")) {
@@ -828,10 +1015,71 @@ mod tests {
         let err = select(Some("nope")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli\nhelp: pass one of those to --target, or leave --target out for all of them"
+            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk\nhelp: pass one of those to --target, or leave --target out for all of them"
         );
         assert_eq!(select(Some("mcp-remote")).unwrap()[0].package, "mcp-remote");
-        assert_eq!(select(None).unwrap().len(), 3);
+        assert_eq!(select(None).unwrap().len(), 5);
+    }
+
+    #[test]
+    fn mcp_sdk_is_one_target_over_two_packages_each_with_its_esm_and_cjs_files() {
+        let specs = select(Some("mcp-sdk")).unwrap();
+        type Shape<'a> = (
+            &'a str,
+            Option<&'a str>,
+            FileFind,
+            Vec<(Option<&'a str>, FileFind)>,
+        );
+        let shape: Vec<Shape> = specs
+            .iter()
+            .map(|s| {
+                (
+                    s.package.as_str(),
+                    s.role.as_deref(),
+                    s.find.clone(),
+                    s.companions
+                        .iter()
+                        .map(|c| (c.role.as_deref(), c.find.clone()))
+                        .collect(),
+                )
+            })
+            .collect();
+        let path = |p: &str| FileFind::Path(p.into());
+        assert_eq!(
+            shape,
+            vec![
+                (
+                    "@modelcontextprotocol/sdk",
+                    Some("esm"),
+                    path("dist/esm/client/streamableHttp.js"),
+                    vec![(Some("cjs"), path("dist/cjs/client/streamableHttp.js"))]
+                ),
+                (
+                    "@modelcontextprotocol/client",
+                    Some("esm"),
+                    path("dist/index.mjs"),
+                    vec![(Some("cjs"), path("dist/index.cjs"))]
+                ),
+            ]
+        );
+        for s in &specs {
+            assert_eq!(s.driver, Driver::SdkClient);
+            assert!(s.installs.project);
+            assert!(s.verify_host_script.is_some());
+            // Each file keeps only its own revisions.
+            let own: Vec<&Option<String>> = s.revisions.iter().map(|r| &r.sha256).collect();
+            let other: Vec<&Option<String>> = s.companions[0]
+                .revisions
+                .iter()
+                .map(|r| &r.sha256)
+                .collect();
+            assert!(!own.is_empty() && !other.is_empty());
+            assert!(own.iter().all(|h| !other.contains(h)), "{}", s.package);
+        }
+        assert_eq!(
+            find(&specs, "mcp-sdk", "@modelcontextprotocol/client").package,
+            "@modelcontextprotocol/client"
+        );
     }
 
     #[test]

@@ -85,8 +85,12 @@ fn revert_all(
     }
     // Each target's backups folder. No folder: nothing to restore from, and
     // nothing is created (no folder, no lock file) for a revert that restores nothing.
-    let mut held = Vec::new();
+    let mut held: Vec<(&'static PatchSpec, PathBuf, Option<lock::WriteLock>)> = Vec::new();
     for &spec in targets {
+        // A target over several packages keeps one backups folder (one lock).
+        if held.iter().any(|(s, _, _)| s.id == spec.id) {
+            continue;
+        }
         let root = backup::root(&home, spec);
         let lock = if std::fs::symlink_metadata(&root).is_ok() {
             backup::prepare_root(&root)?;
@@ -139,8 +143,8 @@ fn revert_all(
             .iter()
             .find(|g| g.spec.target == item.target)
             .expect("a group per target searched");
-        let (spec, root, backups, damaged) =
-            (group.spec, &group.root, &group.backups, &group.damaged);
+        let spec = crate::registry::find(targets, item.target, &item.install.package);
+        let (root, backups, damaged) = (&group.root, &group.backups, &group.damaged);
         report_out.installs.push(InstallChange::new(
             spec.target,
             package_dir,
@@ -192,7 +196,7 @@ fn revert_all(
         };
         matched_named = true;
         let newest = backup::pick(backups, file, None).unwrap_or(chosen);
-        let result = revert_file(spec, file, chosen, newest, opts.yes);
+        let result = revert_install(spec, package_dir, file, chosen, newest, backups, opts.yes);
         if let Err(e) = &result {
             entry.error = Some(e.to_string());
             entry.state_after = automation::state_now(spec, file);
@@ -202,7 +206,7 @@ fn revert_all(
         };
         entry.state_after = automation::state_now(spec, file);
         match result {
-            Reverted::Restored => {
+            Reverted::Restored(also) => {
                 if !restored.iter().any(|t| t.target == spec.target) {
                     restored.push(spec);
                 }
@@ -214,6 +218,12 @@ fn revert_all(
                     chosen.id,
                     status::short_hash(&chosen.manifest.sha256_before)
                 ));
+                for (path, id) in &also {
+                    say(format_args!(
+                        "    and {} from backup {id}, with it",
+                        path.display()
+                    ));
+                }
                 for line in running::lines(&processes.running(spec, package_dir, file)) {
                     say(format_args!("    {line}"));
                 }
@@ -268,7 +278,8 @@ fn no_backup(spec: &PatchSpec, root: &Path) -> (String, String) {
 }
 
 enum Reverted {
-    Restored,
+    /// Restored; with the companion files restored with it (path, backup id).
+    Restored(Vec<(PathBuf, String)>),
     AlreadyOriginal,
     Refused(String),
 }
@@ -284,56 +295,142 @@ fn damaged_newer_than<'a>(
         .find(|d| chosen.is_none_or(|c| d.id > c.id))
 }
 
-/// Restore `file` from `chosen`; `newest` (the file's newest backup) records
-/// that the patch was taken out on purpose.
-fn revert_file(
+/// One file's restore, checked and staged, not yet renamed into place.
+struct ReadyRestore<'a> {
+    tx: Transaction,
+    pending: crate::replace::PendingFile,
+    saved_hash: String,
+    newest: &'a Backup,
+    _lock: lock::InstallLock,
+}
+
+enum Step<'a> {
+    Ready(Box<ReadyRestore<'a>>),
+    Done(Reverted),
+}
+
+/// Restore an install: `file` from `chosen` and, for a target of several
+/// files per install (mcp-sdk), each companion from its own newest backup,
+/// as one transaction: all are checked and staged first, then renamed into
+/// place; a failure puts back every file already restored (both or neither).
+fn revert_install(
     spec: &PatchSpec,
+    package_dir: &Path,
     file: &Path,
     chosen: &Backup,
     newest: &Backup,
+    backups: &[Backup],
     yes: bool,
 ) -> Result<Reverted> {
+    let mut ready = Vec::new();
+    let mut also = Vec::new();
+    let mut first = None;
+    match revert_file(spec, file, chosen, newest, yes)? {
+        Step::Ready(r) => ready.push(*r),
+        Step::Done(Reverted::AlreadyOriginal) => first = Some(Reverted::AlreadyOriginal),
+        Step::Done(other) => return Ok(other),
+    }
+    for c in &spec.companions {
+        let path = crate::companions::file_of(c, package_dir);
+        let Some(newest) = backup::pick(backups, &path, None) else {
+            continue;
+        };
+        match revert_file(c, &path, newest, newest, yes)? {
+            Step::Ready(r) => {
+                also.push((path.clone(), newest.id.clone()));
+                ready.push(*r)
+            }
+            Step::Done(Reverted::AlreadyOriginal) => {}
+            Step::Done(other) => return Ok(other),
+        }
+    }
+    if ready.is_empty() {
+        return Ok(first.unwrap_or(Reverted::AlreadyOriginal));
+    }
+    let mut marked: Vec<&Backup> = Vec::new();
+    let mut placed = Vec::new();
+    for r in ready {
+        let ReadyRestore {
+            mut tx,
+            pending,
+            saved_hash,
+            newest,
+            _lock,
+        } = r;
+        backup::mark_reverted(newest, &chosen.id)?;
+        marked.push(newest);
+        // Checks the file is still the one read above, renames, then re-hashes.
+        let done = tx.replace(pending).and_then(|()| tx.confirm(&saved_hash));
+        if let Err(e) = done {
+            for m in &marked {
+                backup::unmark_reverted(m);
+            }
+            return Err(e);
+        }
+        placed.push((tx, _lock));
+    }
+    for (tx, _lock) in placed {
+        tx.commit();
+    }
+    Ok(Reverted::Restored(also))
+}
+
+/// Check and stage the restore of `file` from `chosen`; `newest` (the file's
+/// newest backup) records that the patch was taken out on purpose.
+fn revert_file<'a>(
+    spec: &PatchSpec,
+    file: &Path,
+    chosen: &Backup,
+    newest: &'a Backup,
+    yes: bool,
+) -> Result<Step<'a>> {
     let saved = backup::read_checked(chosen, spec)?;
     // read_checked proved the saved bytes hash to the manifest's sha256_before.
     let saved_hash = chosen.manifest.sha256_before.clone();
     let known_original = spec.revision(&saved_hash).map(|r| r.kind) == Some(RevisionKind::Original);
     // Held until the restore is committed or rolled back.
-    let _install_lock = lock::lock_install(file)?;
+    let install_lock = lock::lock_install(file)?;
     kill_point::reached("install-locked")?;
     replace::remove_stale_temps(file);
     let snapshot = identity::read(file)?;
     let current = snapshot.sha256.clone();
     if current == saved_hash {
         backup::mark_reverted(newest, &chosen.id)?;
-        return Ok(Reverted::AlreadyOriginal);
+        return Ok(Step::Done(Reverted::AlreadyOriginal));
     }
+    // A release mcpatch had no record of, written by apply after its verify
+    // gate: the file is still exactly what apply wrote, and the backup the
+    // pristine code the anchors fit; restoring it needs no --yes.
+    let unrecorded_pristine = current == chosen.manifest.sha256_after
+        && spec.anchors.as_ref().is_some_and(|a| {
+            let text = classify::text_of(&saved);
+            !a.is_patched(&text) && a.check(&text).is_ok()
+        });
     if !yes {
-        if !known_original {
-            return Ok(Reverted::Refused(format!(
+        if !known_original && !unrecorded_pristine {
+            return Ok(Step::Done(Reverted::Refused(format!(
                 "backup {} holds sha256 {saved_hash}, which is not a known original; rerun with --yes to restore it anyway",
                 chosen.id
-            )));
+            ))));
         }
         if current != chosen.manifest.sha256_after && !spec.is_patched(&current) {
-            return Ok(Reverted::Refused(format!(
+            return Ok(Step::Done(Reverted::Refused(format!(
                 "the file changed since it was patched (sha256 {current}); rerun with --yes to overwrite it with the backup"
-            )));
+            ))));
         }
     }
     kill_point::reached("backup-checked")?;
     // The file keeps its current mode and owner: a manifest's mode is never applied.
-    let mut tx = Transaction::begin(file, snapshot, REVERT_UNDONE, REVERT_CHANGED_HELP);
+    let tx = Transaction::begin(file, snapshot, REVERT_UNDONE, REVERT_CHANGED_HELP);
     let pending = tx.stage(&saved)?;
     kill_point::reached("temp-written")?;
-    backup::mark_reverted(newest, &chosen.id)?;
-    // Checks the file is still the one read above, renames, then re-hashes.
-    let done = tx.replace(pending).and_then(|()| tx.confirm(&saved_hash));
-    if let Err(e) = done {
-        backup::unmark_reverted(newest);
-        return Err(e);
-    }
-    tx.commit();
-    Ok(Reverted::Restored)
+    Ok(Step::Ready(Box::new(ReadyRestore {
+        tx,
+        pending,
+        saved_hash,
+        newest,
+        _lock: install_lock,
+    })))
 }
 
 /// `mcpatch backups`: list them, damaged ones included (a backup whose saved
@@ -347,8 +444,12 @@ fn revert_file(
 /// folder and `roots` names each target's.
 pub fn list(targets: &[&PatchSpec], json: bool, ids: bool, env: &Environment) -> Result<Outcome> {
     let home = env.state_home()?;
-    let mut listings = Vec::new();
+    let mut listings: Vec<(&PatchSpec, PathBuf, backup::Listing)> = Vec::new();
     for &spec in targets {
+        // A target over several packages has one backups folder.
+        if listings.iter().any(|(s, _, _)| s.id == spec.id) {
+            continue;
+        }
         let root = backup::root(&home, spec);
         let listing = backup::list_all(&root)?;
         listings.push((spec, root, listing));

@@ -220,7 +220,7 @@ pub fn collect_all(
     let mut errors = Vec::new();
     let mut failed = Vec::new();
     for located in &installs {
-        let spec = registry::find(targets, located.target);
+        let spec = registry::find(targets, located.target, &located.package);
         match classify::classify(spec, located) {
             Ok(mut install) => {
                 install.host_defect = spec.driver.host_defect(&install.path, env);
@@ -633,6 +633,23 @@ fn install_details(
         ));
     }
     s.push_str(&hanging("    sha256 ", &detail, columns));
+    for c in &install.companions {
+        let mut d = format!(
+            "{} ({}) {}",
+            short_hash(&c.sha256),
+            c.role,
+            c.state.as_str()
+        );
+        if let Some(rev) = c.revision {
+            d.push_str(&format!(", {rev}"));
+        }
+        s.push_str(&hanging("    and sha256 ", &d, columns));
+    }
+    if !install.via.is_empty() {
+        let joined = install.via.join(", ");
+        let via = crate::output::clean(&joined);
+        s.push_str(&hanging("    via ", &via, columns));
+    }
     for other in &install.same_file_as {
         let lead = "    same file as ";
         let other = crate::output::path(other);

@@ -38,6 +38,10 @@ pub enum Driver {
     /// gemini-cli, a CLI that loads its MCP client from a bundle chunk:
     /// found also in Homebrew's Cellar; verify cannot drive it yet.
     GeminiCli,
+    /// A library projects depend on (the MCP TypeScript SDK): found also in
+    /// the project of the current folder; verify drives the install's own
+    /// `Client` and transport, each build, through an embedded host script.
+    SdkClient,
 }
 
 impl Driver {
@@ -47,6 +51,7 @@ impl Driver {
             "plugin-api" => Some(Driver::PluginApi),
             "stdio-bridge" => Some(Driver::StdioBridge),
             "gemini-cli" => Some(Driver::GeminiCli),
+            "sdk-client" => Some(Driver::SdkClient),
             _ => None,
         }
     }
@@ -55,7 +60,7 @@ impl Driver {
     pub fn search(self, search: &mut Search, env: &Environment) {
         match self {
             Driver::PluginApi => plugin_api::search(search, env),
-            Driver::StdioBridge => {}
+            Driver::StdioBridge | Driver::SdkClient => {}
             Driver::GeminiCli => gemini_cli::search(search, env),
         }
     }
@@ -64,7 +69,7 @@ impl Driver {
     pub fn host_defect(self, install: &Path, env: &Environment) -> Option<HostDefect> {
         match self {
             Driver::PluginApi => plugin_api::host_defect(install, env),
-            Driver::StdioBridge | Driver::GeminiCli => None,
+            Driver::StdioBridge | Driver::GeminiCli | Driver::SdkClient => None,
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod harness;
 mod mirror;
 pub mod reload;
 pub mod scenario;
+mod sdk_client;
 mod serve;
 pub mod server;
 pub(crate) mod steps;
@@ -110,6 +111,9 @@ pub struct ScenarioResult {
     #[serde(flatten)]
     pub judgement: Judgement,
     pub node_version: String,
+    /// For an install of several builds (mcp-sdk): the build it ran (`esm`, `cjs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
 }
 
 /// One install's results.
@@ -249,7 +253,7 @@ fn verify_all(
         );
         // Only the plugin harness (DSH's plugin API) needs the shim.
         let plugin_host = report.installs.iter().find_map(|i| {
-            let spec = crate::registry::find(targets, i.target);
+            let spec = crate::registry::find(targets, i.target, &i.package);
             (spec.driver == Driver::PluginApi).then_some(spec.texts.host)
         });
         if let (false, Some(host)) = (node.has_with_resolvers, plugin_host) {
@@ -272,7 +276,7 @@ fn verify_all(
     // One install that cannot be checked does not stop the others.
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
-        let spec = crate::registry::find(targets, install.target);
+        let spec = crate::registry::find(targets, install.target, &install.package);
         let bridge = spec.driver == Driver::StdioBridge;
         if install.state == State::Unsupported {
             if !opts.json {
@@ -414,6 +418,10 @@ pub fn verify_file(
         note: assessed.note,
         host_defect: None,
         unfound: None,
+        package: spec.package.clone(),
+        role: spec.role.clone(),
+        companions: Vec::new(),
+        via: Vec::new(),
     };
     let target = Target {
         load: file.to_path_buf(),
@@ -698,6 +706,9 @@ async fn check_install(
             bridge::verify_install(spec, node, install, target, scenarios, progress).await
         }
         Driver::PluginApi => verify_install(node, install, target, scenarios, opts, progress).await,
+        Driver::SdkClient => {
+            sdk_client::verify_install(spec, node, install, target, scenarios, progress).await
+        }
     }
 }
 
@@ -806,6 +817,7 @@ async fn verify_install(
         .iter()
         .zip(judged)
         .map(|((scenario, policy), j)| ScenarioResult {
+            build: None,
             name: scenario.name,
             policy: policy.as_str(),
             expected: scenario.expectation(seamless),
@@ -1063,6 +1075,10 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         .iter()
         .map(|x| {
             let name = format!("{}{}", x.name, policy_label(x.policy));
+            let name = match &x.build {
+                Some(b) => format!("{b}: {name}"),
+                None => name,
+            };
             (name, &x.judgement, x.expected)
         })
         .collect();

@@ -215,12 +215,13 @@ fn a_release_never_seen_that_the_anchors_fit_is_patched_after_its_copy_passes_st
     let edited = edit_file(&file, |t| format!("{t}// a local edit\n"));
     let path = pkg.to_str().unwrap();
     let v = json(&sb.run(&["status", "--json", "--path", path]));
-    assert_eq!(v["installs"][0]["state"], "modified", "{v:#}");
+    assert_eq!(v["installs"][0]["state"], "affected", "{v:#}");
     assert_eq!(
         v["installs"][0]["note"],
-        "unknown revision; the patch's content anchors fit it"
+        "a release mcpatch has no record of; the patch's content anchors fit it, and `mcpatch apply` verifies the patched copy before writing it"
     );
-    let o = sb.run(&["apply", "--yes", "--json", "--path", path]);
+    // No --yes: the verify gate is what decides.
+    let o = sb.run(&["apply", "--json", "--path", path]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v = json(&o);
     assert_eq!(v["changed"], true, "{v:#}");

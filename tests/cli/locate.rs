@@ -480,14 +480,15 @@ fn npm_root_is_said_to_be_skipped_when_nothing_gives_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "no @deepseek-ai/dsh-mcp-client, mcp-remote or @google/gemini-cli install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install found; looked in:
   - `dsh` on PATH (not found)
   - `gemini` on PATH (not found)
+  - the project of the current folder (no node_modules above it)
   - npm global root (skipped: no `node` on PATH and no prefix set in the environment or npm's config files)
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
   - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
   - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
-help: if DSH, mcp-remote or gemini-cli is installed elsewhere, pass its folder with --path
+help: if DSH, mcp-remote, gemini-cli or the MCP TypeScript SDK is installed elsewhere, pass its folder with --path
 "
     );
 }
@@ -613,7 +614,7 @@ fn npm_flag_says_when_npm_is_missing_or_fails_and_falls_back() {
         prefix.display()
     );
     assert_eq!(
-        run(&sb)[2..4],
+        run(&sb)[3..5],
         [
             "`npm root -g` (skipped: `npm` on PATH: not found)".to_string(),
             fallback.clone()
@@ -624,7 +625,7 @@ fn npm_flag_says_when_npm_is_missing_or_fails_and_falls_back() {
     std::fs::write(&npm, "#!/bin/sh\nexit 3\n").unwrap();
     std::fs::set_permissions(&npm, std::fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(
-        run(&sb)[2..4],
+        run(&sb)[3..5],
         [
             format!(
                 "`{} root -g` (failed: it exited with exit status: 3)",
@@ -671,6 +672,7 @@ fn the_usual_global_roots_under_home_and_the_system_are_searched_without_the_ove
         [
             "`dsh` on PATH (not found)".to_string(),
             "`gemini` on PATH (not found)".to_string(),
+            "the project of the current folder (no node_modules above it)".to_string(),
             format!(
                 "npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))",
                 node.parent().unwrap().parent().unwrap().display(),

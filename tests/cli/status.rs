@@ -248,14 +248,15 @@ fn nothing_found() -> String {
     let node = node22_dir().join("node").canonicalize().unwrap();
     let prefix = node.parent().unwrap().parent().unwrap();
     format!(
-        "no @deepseek-ai/dsh-mcp-client, mcp-remote or @google/gemini-cli install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install found; looked in:
   - `dsh` on PATH (not found)
   - `gemini` on PATH (not found)
+  - the project of the current folder (no node_modules above it)
   - npm global root ({}/lib/node_modules, prefix of `node` on PATH ({}))
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
   - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
   - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
-help: if DSH, mcp-remote or gemini-cli is installed elsewhere, pass its folder with --path
+help: if DSH, mcp-remote, gemini-cli or the MCP TypeScript SDK is installed elsewhere, pass its folder with --path
 ",
         prefix.display(),
         node.display()
@@ -285,7 +286,7 @@ fn apply_and_revert_with_nothing_found_say_where_they_looked_or_print_one_json_d
             serde_json::json!([]),
             "{command} --json: {v:#}"
         );
-        assert_eq!(v["searched"].as_array().map(Vec::len), Some(6), "{v:#}");
+        assert_eq!(v["searched"].as_array().map(Vec::len), Some(7), "{v:#}");
     }
 }
 
@@ -398,7 +399,7 @@ fn status_json_on_an_error_is_one_json_object_naming_the_error_and_where_it_look
     );
     assert!(
         v["error"].as_str().unwrap().starts_with(
-            "no @deepseek-ai/dsh-mcp-client, mcp-remote or @google/gemini-cli install under the --path given"
+            "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install under the --path given"
         ),
         "{v:#}"
     );

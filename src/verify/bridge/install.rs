@@ -94,6 +94,7 @@ pub(in crate::verify) async fn verify_install(
     let scenarios = runs
         .into_iter()
         .map(|r| ScenarioResult {
+            build: None,
             name: r.name,
             policy: "bridge",
             expected: r.expected,

@@ -401,6 +401,7 @@ pub(super) async fn verify_install(
             );
         }
         ScenarioResult {
+            build: None,
             name: s.name,
             policy: "cli",
             expected: expect,

@@ -1,0 +1,148 @@
+// mcpatch's verify host for the mcp-sdk target: it drives the INSTALLED MCP TypeScript SDK (the very files
+// mcpatch patches) so the stdio-bridge verify driver can judge it like any bridge. It loads the install's own
+// Client and StreamableHTTPClientTransport, connects to the fake server at <url>, and acts as a stdio MCP
+// server to its parent (newline-delimited JSON-RPC on stdin/stdout, by hand: no SDK server):
+//   initialize          answered here once the installed Client has connected (an error if it could not)
+//   tools/list          forwarded to the installed Client (client.listTools)
+//   tools/call          forwarded to the installed Client (client.callTool); an error thrown by the SDK
+//                       becomes a JSON-RPC error carrying the SDK error's message
+//   ping                answered here; notifications are ignored; anything else: -32601
+// Logs go to stderr only (control characters escaped). Exits when stdin closes, closing the client.
+// argv: <package-dir> <esm|cjs> <url> [<build-folder>]
+//   @modelcontextprotocol/sdk 1.x:    dist/esm/client/{index,streamableHttp}.js or dist/cjs/client/…
+//   @modelcontextprotocol/client 2.x: dist/index.mjs or dist/index.cjs
+//   <build-folder>: a copy of the folder of those files (verify's mirror, beside the original, holding
+//   the file to check); the same file names are loaded from it instead.
+// env: MCPATCH_SDK_HOST_TIMEOUT_MS  the Client's per-request timeout (default: the SDK's own, 60 s)
+// exit: 0 after stdin closed; 2 on bad arguments; 3 when the install cannot be loaded.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { pathToFileURL } from "node:url";
+
+const clean = (s) => String(s).replace(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g, (c) => `\\u{${c.charCodeAt(0).toString(16)}}`);
+const log = (line) => {
+  try {
+    process.stderr.write(`sdk-host: ${clean(line)}\n`);
+  } catch {
+    // stderr closed: nothing to tell.
+  }
+};
+
+const [pkgDir, build, url, buildDir] = process.argv.slice(2);
+if (!pkgDir || !["esm", "cjs"].includes(build) || !url) {
+  log("usage: sdk-host.mjs <package-dir> <esm|cjs> <url> [<build-folder>]");
+  process.exit(2);
+}
+
+/** The install's Client and StreamableHTTPClientTransport, from the files of its `build`. */
+async function loadInstall() {
+  const pj = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8"));
+  const files =
+    pj.name === "@modelcontextprotocol/client"
+      ? build === "esm" ? ["dist/index.mjs", "dist/index.mjs"] : ["dist/index.cjs", "dist/index.cjs"]
+      : build === "esm" ? ["dist/esm/client/index.js", "dist/esm/client/streamableHttp.js"] : ["dist/cjs/client/index.js", "dist/cjs/client/streamableHttp.js"];
+  const load = async (rel) => {
+    const abs = buildDir ? path.resolve(buildDir, path.basename(rel)) : path.resolve(pkgDir, rel);
+    return build === "esm" ? import(pathToFileURL(abs).href) : createRequire(import.meta.url)(abs);
+  };
+  const { Client } = await load(files[0]);
+  const { StreamableHTTPClientTransport } = await load(files[1]);
+  if (typeof Client !== "function" || typeof StreamableHTTPClientTransport !== "function")
+    throw new Error(`${pkgDir} (${pj.name} ${pj.version}, ${build}) exports no Client or StreamableHTTPClientTransport`);
+  return { Client, StreamableHTTPClientTransport, name: pj.name, version: pj.version };
+}
+
+let sdk;
+try {
+  sdk = await loadInstall();
+} catch (e) {
+  log(`cannot load the MCP SDK from ${pkgDir} (${build}): ${e?.message ?? e}`);
+  process.exit(3);
+}
+log(`loaded ${sdk.name} ${sdk.version} (${build}) from ${buildDir ?? pkgDir}`);
+
+const timeoutMs = Number(process.env.MCPATCH_SDK_HOST_TIMEOUT_MS) || undefined;
+const requestOptions = timeoutMs ? { timeout: timeoutMs } : undefined;
+const client = new sdk.Client({ name: "mcpatch-sdk-host", version: "1.0.0" }, { capabilities: {} });
+const transport = new sdk.StreamableHTTPClientTransport(new URL(url));
+client.onerror = (e) => log(`client error: ${e?.message ?? e}`);
+let connected;
+const connect = () => (connected ??= client.connect(transport).then(() => log(`connected to ${url}`)));
+
+let out = Promise.resolve();
+const write = (msg) => {
+  out = out.then(
+    () =>
+      new Promise((resolve) => {
+        try {
+          process.stdout.write(JSON.stringify(msg) + "\n", () => resolve());
+        } catch {
+          resolve();
+        }
+      }),
+  );
+};
+process.stdout.on("error", () => {}); // the parent went away: stdin's end follows.
+process.stderr.on("error", () => {});
+process.on("unhandledRejection", (e) => log(`unhandled rejection: ${e?.message ?? e}`));
+
+const errorOf = (e) => ({ code: Number.isInteger(e?.code) && e.code < 0 ? e.code : -32603, message: String(e?.message ?? e) });
+
+async function handle(msg) {
+  const { id, method, params } = msg;
+  if (id === undefined || typeof method !== "string") return; // notifications and stray answers
+  try {
+    let result;
+    if (method === "initialize") {
+      await connect();
+      result = {
+        protocolVersion: typeof params?.protocolVersion === "string" ? params.protocolVersion : "2025-06-18",
+        capabilities: { tools: {} },
+        serverInfo: { name: "mcpatch-sdk-host", version: `${sdk.name} ${sdk.version} ${build}` },
+      };
+    } else if (method === "ping") result = {};
+    else if (method === "tools/list") {
+      await connect();
+      result = await client.listTools(params, requestOptions);
+    } else if (method === "tools/call") {
+      await connect();
+      const request = { name: params?.name, arguments: params?.arguments ?? {} };
+      // sdk 1.x: callTool(params, resultSchema, options); client 2.x: callTool(params, options).
+      result = sdk.name === "@modelcontextprotocol/client" ? await client.callTool(request, requestOptions) : await client.callTool(request, undefined, requestOptions);
+    } else {
+      write({ jsonrpc: "2.0", id, error: { code: -32601, message: `method not found: ${method}` } });
+      return;
+    }
+    write({ jsonrpc: "2.0", id, result });
+  } catch (e) {
+    if (method !== "initialize") log(`${method} failed: ${e?.message ?? e}`);
+    else log(`cannot connect to ${url}: ${e?.message ?? e}`);
+    write({ jsonrpc: "2.0", id, error: errorOf(e) });
+  }
+}
+
+let buffer = "";
+process.stdin.setEncoding("utf8");
+process.stdin.on("data", (chunk) => {
+  buffer += chunk;
+  for (let nl = buffer.indexOf("\n"); nl >= 0; nl = buffer.indexOf("\n")) {
+    const line = buffer.slice(0, nl).trim();
+    buffer = buffer.slice(nl + 1);
+    if (!line) continue;
+    let msg;
+    try {
+      msg = JSON.parse(line);
+    } catch {
+      log(`not JSON on stdin: ${line.slice(0, 200)}`);
+      continue;
+    }
+    handle(msg);
+  }
+});
+process.stdin.on("end", async () => {
+  log("stdin closed; closing the client");
+  await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+  await out;
+  process.exit(0);
+});

@@ -1,0 +1,110 @@
+//! An install of several files patched together (mcp-sdk: the ESM and the
+//! CJS build of one package folder): classifies the other files beside the
+//! first and says what the install as a whole is. Apply and revert change
+//! all of them in one transaction (see [`crate::apply`], [`crate::revert`]).
+
+use std::path::PathBuf;
+
+use crate::classify::{self, Companion, Install, State};
+use crate::error::Result;
+use crate::registry::{FileFind, PatchSpec};
+
+/// The path of a companion's file in the package folder `dir`.
+pub fn file_of(companion: &PatchSpec, dir: &std::path::Path) -> PathBuf {
+    match &companion.find {
+        FileFind::Path(rel) => dir.join(rel),
+        FileFind::Content { glob, .. } => dir.join(glob),
+        FileFind::Reachable { from, .. } => dir.join(from),
+    }
+}
+
+/// Classify each companion file of `install` and fold their states into it.
+pub fn classify_with(spec: &PatchSpec, install: &mut Install) -> Result<()> {
+    if spec.companions.is_empty() || install.unfound.is_some() {
+        return Ok(());
+    }
+    for c in &spec.companions {
+        let file = file_of(c, &install.path);
+        let role = c.role.clone().unwrap_or_default();
+        let companion = if file.is_file() {
+            let (bytes, sha256) = classify::hash_file(&file)?;
+            let a = classify::assess(c, &bytes, &sha256);
+            Companion {
+                role,
+                file,
+                sha256,
+                state: a.state,
+                revision: a.revision,
+                note: a.note,
+            }
+        } else {
+            Companion {
+                role,
+                note: Some(format!("{} is missing", file.display())),
+                file,
+                sha256: String::new(),
+                state: State::Unsupported,
+                revision: None,
+            }
+        };
+        install.companions.push(companion);
+    }
+    fold(spec, install);
+    Ok(())
+}
+
+/// The state of the install as a whole: the one state all its files share;
+/// else unsupported when one is, affected when each is affected or patched
+/// (apply patches the rest), and modified otherwise.
+fn fold(spec: &PatchSpec, install: &mut Install) {
+    let first = install.state;
+    if install.companions.iter().all(|c| c.state == first) {
+        if install.note.is_none() {
+            install.note = install.companions.iter().find_map(|c| c.note.clone());
+        }
+        return;
+    }
+    let role = install.role.clone().unwrap_or_default();
+    let each: Vec<String> = std::iter::once(format!("the {role} build is {}", first.as_str()))
+        .chain(
+            install
+                .companions
+                .iter()
+                .map(|c| format!("the {} build is {}", c.role, c.state.as_str())),
+        )
+        .collect();
+    let states: Vec<State> = std::iter::once(first)
+        .chain(install.companions.iter().map(|c| c.state))
+        .collect();
+    let (state, why) = if let Some(c) = install
+        .companions
+        .iter()
+        .find(|c| c.state == State::Unsupported)
+    {
+        (
+            State::Unsupported,
+            format!(
+                "the {} build: {}",
+                c.role,
+                c.note.clone().unwrap_or_default()
+            ),
+        )
+    } else if states
+        .iter()
+        .all(|s| matches!(s, State::Affected | State::Patched))
+    {
+        (
+            State::Affected,
+            format!("{}; `mcpatch apply` patches the rest", each.join(", ")),
+        )
+    } else {
+        (State::Modified, each.join(", "))
+    };
+    install.state = state;
+    install.revision = None;
+    install.note = Some(why);
+    install.next_step = match state {
+        State::Modified => spec.texts.reinstall_step,
+        s => s.next_step(spec),
+    };
+}

@@ -1,0 +1,165 @@
+//! `verify` of an MCP TypeScript SDK install (the `sdk-client` driver): the
+//! target's host script (`verify.host_script`, embedded) is written to a
+//! private scratch folder and run as a stdio bridge,
+//! `node <scratch>/<host script> <package-dir> esm|cjs <url>`, once per build
+//! of the install (the file and each companion), so the install's own
+//! `Client` and `StreamableHTTPClientTransport` (the very files patched) meet
+//! the scenarios through the bridge machinery. A file that is not the
+//! installed one (a backup's saved original, apply's patched copy of a
+//! release mcpatch has not recorded) is run in place: the folder of that
+//! build's file is copied beside it with the file to check in it
+//! (mirror.rs), and the host loads the build from the copy (a fourth
+//! argument).
+
+use std::path::{Path, PathBuf};
+
+use super::mirror;
+use super::scenario::Scenario;
+use super::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
+use crate::classify::{Install, State};
+use crate::error::{Error, Result};
+use crate::node::Node;
+use crate::registry::PatchSpec;
+
+/// Verify every build of one SDK install on `target.load` (for the build
+/// `target.file` is; the others as installed), each held to seamless recovery.
+pub(in crate::verify) async fn verify_install(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    target: &Target,
+    scenarios: &[Scenario],
+    progress: bool,
+) -> Result<InstallResult> {
+    let script = spec
+        .verify_host_script
+        .as_deref()
+        .ok_or(Error::BridgeNoEntry {
+            target: spec.target,
+            file: install.file.clone(),
+        })?;
+    // Removed when dropped, a signal included.
+    let scratch = crate::stage::scratch_dir("mcpatch-sdk-")?;
+    let host = scratch.write("sdk-host.mjs", script.as_bytes())?;
+    let mut builds: Vec<(String, PathBuf)> = vec![(
+        install.role.clone().unwrap_or_else(|| "esm".into()),
+        install.file.clone(),
+    )];
+    builds.extend(
+        install
+            .companions
+            .iter()
+            .map(|c| (c.role.clone(), c.file.clone())),
+    );
+    // A gate or a control checks one file: only its build runs.
+    let checking_copy = target.load != target.file || target.backup.is_some();
+    if checking_copy {
+        builds.retain(|(_, f)| *f == target.file);
+    }
+    for path in [&install.path, &host] {
+        loadable(path)?;
+    }
+    let mut all = Vec::new();
+    let mut left_out = Vec::new();
+    let mut overall = "SEAMLESS";
+    for (build, file) in &builds {
+        let mirror = if target.load != *file && *file == target.file {
+            Some(mirror::build(file, file, &target.load, COPY_PREFIX)?)
+        } else {
+            None
+        };
+        // Kept as OS strings: a path goes in as it is, `{url}` only where this
+        // code puts it.
+        let mirror_dir = mirror
+            .as_ref()
+            .map(|m| m.entry.parent().unwrap_or(Path::new("/")).to_path_buf());
+        let launch = |url: &str| {
+            let mut argv: Vec<std::ffi::OsString> = vec![
+                node.path.clone().into_os_string(),
+                host.clone().into_os_string(),
+                install.path.clone().into_os_string(),
+                build.into(),
+                url.into(),
+            ];
+            if let Some(dir) = &mirror_dir {
+                argv.push(dir.clone().into_os_string());
+            }
+            (argv, Vec::new())
+        };
+        if progress {
+            crate::errln!(
+                "{}: the {build} build of {} ({}) as a client",
+                crate::output::path(&install.path),
+                install.package,
+                match (&target.backup, &mirror) {
+                    (Some(id), _) => format!("backup {}, the control", crate::output::clean(id)),
+                    (None, Some(_)) => "a copy to check".into(),
+                    (None, None) => "installed".into(),
+                }
+            );
+        }
+        let opts = super::bridge::BridgeOptions {
+            command: String::new(),
+            scenarios: scenarios.iter().map(|s| s.name).collect(),
+            json: !progress,
+            startup: super::bridge::DEFAULT_STARTUP,
+            verbose: false,
+            // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
+            environment: super::bridge::child::Environment::Cleared(scratch.path().to_path_buf()),
+        };
+        let (runs, this, out) = super::bridge::run_launch(&opts, &launch, progress).await?;
+        if rank(this) > rank(overall) {
+            overall = this;
+        }
+        if left_out.is_empty() {
+            left_out = out;
+        }
+        all.extend(runs.into_iter().map(|r| ScenarioResult {
+            build: Some(build.clone()),
+            name: r.name,
+            policy: "bridge",
+            expected: r.expected,
+            judgement: r.judgement,
+            node_version: node.version.clone(),
+        }));
+    }
+    let note = if target.backup.is_some() {
+        Some("the saved original, run as the control: it is expected to be STUCK".to_string())
+    } else if target.state == State::Affected {
+        Some("not patched: run `mcpatch apply`".to_string())
+    } else {
+        None
+    };
+    let mut result = InstallResult::checked(
+        install,
+        target,
+        node.version.clone(),
+        Expectations::of(target.is_current_patch(), true),
+        all,
+    );
+    result.overall = overall;
+    result.note = note;
+    result.left_out = left_out;
+    Ok(result)
+}
+
+/// The worse of two overall words ranks higher.
+fn rank(overall: &str) -> u8 {
+    match overall {
+        "SEAMLESS" => 0,
+        "RECOVERED" => 1,
+        "STUCK" => 2,
+        _ => 3,
+    }
+}
+
+/// Node reads its argv as UTF-8: a path that is not would name another file.
+fn loadable(p: &Path) -> Result<()> {
+    match p.to_str() {
+        Some(_) => Ok(()),
+        None => Err(Error::PathNotLoadable {
+            path: p.to_path_buf(),
+            url: crate::stage::file_url(p),
+        }),
+    }
+}

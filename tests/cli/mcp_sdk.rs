@@ -1,0 +1,457 @@
+//! mcp-sdk, the target over the MCP TypeScript SDK itself
+//! (`@modelcontextprotocol/sdk` 1.x and `@modelcontextprotocol/client` 2.x),
+//! on copies of real npm projects (test-fixtures/mcp-sdk/fetch.sh puts them in
+//! .cache/mcp-sdk/projects/ and the bare releases in .cache/mcp-sdk/packs/):
+//! every copy in a project's node_modules tree is found once, with the
+//! package that pulled it in; its ESM and CJS builds are patched and reverted
+//! together; a release mcpatch has no record of that the anchors fit is
+//! `affected`, with a note that apply verifies it first.
+
+use serde_json::Value;
+
+use super::*;
+
+const SDK: &str = "@modelcontextprotocol/sdk";
+const ESM: &str = "dist/esm/client/streamableHttp.js";
+const CJS: &str = "dist/cjs/client/streamableHttp.js";
+
+/// A real project fetched by test-fixtures/mcp-sdk/fetch.sh.
+fn fetched_project(name: &str) -> PathBuf {
+    let p = cache().join("mcp-sdk/projects").join(name);
+    assert!(
+        p.join(".done").is_file(),
+        "the real npm project {name} is missing from {}: run test-fixtures/mcp-sdk/fetch.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p
+}
+
+/// A real release of `package` (`npm pack`, unpacked) from test-fixtures/mcp-sdk/fetch.sh.
+fn fetched_pack(package: &str, version: &str) -> PathBuf {
+    let p = cache()
+        .join("mcp-sdk/packs")
+        .join(format!("{package}@{version}"));
+    assert!(
+        p.join(".done").is_file(),
+        "the real package {package}@{version} is missing from {}: run test-fixtures/mcp-sdk/fetch.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p.join("package")
+}
+
+fn cp(args: &[&str], from: &Path, to: &Path) {
+    std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+    let st = std::process::Command::new("cp")
+        .args(args)
+        .arg(from)
+        .arg(to)
+        .status()
+        .unwrap();
+    assert!(
+        st.success(),
+        "cp {args:?} {} {}",
+        from.display(),
+        to.display()
+    );
+}
+
+/// Copy a fetched project into the sandbox (hard links), each SDK copy's two
+/// builds real copies of their own; returns the project folder, canonical.
+fn project_copy(sb: &Sandbox, name: &str) -> PathBuf {
+    let dest = sb.root().join(name);
+    cp(&["-al"], &fetched_project(name), &dest);
+    own_builds(&dest.join("node_modules").join(SDK));
+    dest.canonicalize().unwrap()
+}
+
+/// Make `pkg`'s two builds files of their own (not hard links into the cache).
+fn own_builds(pkg: &Path) {
+    for rel in [ESM, CJS] {
+        let f = pkg.join(rel);
+        let bytes = std::fs::read(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        std::fs::write(&f, bytes).unwrap();
+    }
+}
+
+fn sdk_installs(v: &Value) -> Vec<&Value> {
+    v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["target"] == "mcp-sdk")
+        .collect()
+}
+
+/// How many backups the mcp-sdk target keeps.
+fn sdk_backups(sb: &Sandbox) -> usize {
+    let root = sb.dsh_home().join("backups/mcp-sdk-session-loss");
+    std::fs::read_dir(root)
+        .map(|d| {
+            d.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+fn hashes(pkg: &Path) -> [String; 2] {
+    [sha256_file(&pkg.join(ESM)), sha256_file(&pkg.join(CJS))]
+}
+
+#[test]
+fn a_project_sdk_copy_is_affected_then_both_builds_are_patched_once_and_reverted_byte_for_byte() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+    let before = hashes(&sdk);
+
+    let o = sb.run(&["status", "--json", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found = sdk_installs(&v);
+    assert_eq!(found.len(), 1, "{v:#}");
+    let i = found[0];
+    assert_eq!(i["state"], "affected");
+    assert_eq!(i["role"], "esm");
+    assert_eq!(i["file"], sdk.join(ESM).to_str().unwrap());
+    assert_eq!(i["sha256"], before[0].as_str());
+    assert_eq!(i["companions"][0]["role"], "cjs");
+    assert_eq!(i["companions"][0]["file"], sdk.join(CJS).to_str().unwrap());
+    assert_eq!(i["companions"][0]["state"], "affected");
+    assert_eq!(
+        i["via"],
+        serde_json::json!(["mcpatch-fixture (the project)"])
+    );
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sdk_backups(&sb), 2, "one backup per build");
+    let after = hashes(&sdk);
+    assert_ne!(after[0], before[0], "the ESM build was not patched");
+    assert_ne!(after[1], before[1], "the CJS build was not patched");
+    let v = status_json(&sb, &["--path", p]);
+    let i = sdk_installs(&v)[0];
+    assert_eq!(i["state"], "patched", "{i:#}");
+    assert_eq!(i["companions"][0]["state"], "patched", "{i:#}");
+
+    let o = sb.run(&["apply", "--yes", "--json", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["changed"], false,
+        "a second apply changed something: {v:#}"
+    );
+    assert_eq!(hashes(&sdk), after);
+
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(hashes(&sdk), before, "revert did not restore both builds");
+}
+
+#[test]
+fn a_failure_after_the_first_build_is_replaced_puts_it_back_and_keeps_no_backup() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let sdk = project.join("node_modules").join(SDK);
+    let before = hashes(&sdk);
+    let o = sb
+        .cmd(&["apply", "--yes", "--path", project.to_str().unwrap()])
+        .env("MCPATCH_TEST_FAIL_AT", "first-of-several-replaced")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stderr(&o).contains("fault injected at step first-of-several-replaced"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(hashes(&sdk), before, "one build was left patched");
+    assert_eq!(
+        sdk_backups(&sb),
+        0,
+        "a backup of an unpatched file was kept"
+    );
+    // Nothing half-written is left beside either build.
+    for rel in [ESM, CJS] {
+        let dir = sdk.join(rel);
+        let dir = dir.parent().unwrap();
+        let left: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with('.'))
+            .collect();
+        assert!(left.is_empty(), "left in {}: {left:?}", dir.display());
+    }
+}
+
+#[test]
+fn every_copy_in_a_project_tree_is_found_once_with_the_package_that_pulled_it_in() {
+    let sb = Sandbox::new();
+    // langchain's project: the SDK hoisted, wanted by the adapters and the project.
+    let project = project_copy(&sb, "langchain-1.1.4");
+    // A nested older copy inside a dependent's own node_modules.
+    let adapters = project.join("node_modules/@langchain/mcp-adapters");
+    let nested = adapters.join("node_modules").join(SDK);
+    cp(&["-a"], &fetched_pack(SDK, "1.17.0"), &nested);
+    let v = status_json(&sb, &["--path", project.to_str().unwrap()]);
+    let mut found: Vec<(String, String, Value)> = sdk_installs(&v)
+        .iter()
+        .map(|i| {
+            (
+                i["path"].as_str().unwrap().to_string(),
+                i["version"].as_str().unwrap().to_string(),
+                i["via"].clone(),
+            )
+        })
+        .collect();
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    let hoisted = project.join("node_modules").join(SDK);
+    assert_eq!(
+        found,
+        vec![
+            (
+                nested.to_str().unwrap().to_string(),
+                "1.17.0".to_string(),
+                serde_json::json!(["@langchain/mcp-adapters"])
+            ),
+            (
+                hoisted.to_str().unwrap().to_string(),
+                "1.32.2".to_string(),
+                serde_json::json!(["mcpatch-fixture (the project)"])
+            ),
+        ],
+        "{v:#}"
+    );
+    let o = sb.run(&["status", "--path", project.to_str().unwrap()]);
+    let text = sb.normalize(&o.stdout);
+    assert!(text.contains("\n  via @langchain/mcp-adapters\n"), "{text}");
+}
+
+/// A project in pnpm's layout, built from the real packages: each package in
+/// `.pnpm/<name>@<version>/node_modules/<name>`, its dependencies links beside
+/// it, the project's direct dependencies links in `node_modules`.
+fn pnpm_project(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let project = sb.root().join("pnpm-project");
+    let store = project.join("node_modules/.pnpm");
+    let sdk_slot = store.join("@modelcontextprotocol+sdk@1.32.2/node_modules");
+    let sdk = sdk_slot.join(SDK);
+    cp(&["-al"], &fetched_pack(SDK, "1.32.2"), &sdk);
+    own_builds(&sdk);
+    let adapters_slot =
+        store.join("@langchain+mcp-adapters@1.1.4_@langchain+core@1.0.0/node_modules");
+    let langchain = fetched_project("langchain-1.1.4");
+    cp(
+        &["-al"],
+        &langchain.join("node_modules/@langchain/mcp-adapters"),
+        &adapters_slot.join("@langchain/mcp-adapters"),
+    );
+    std::fs::create_dir_all(adapters_slot.join("@modelcontextprotocol")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../@modelcontextprotocol+sdk@1.32.2/node_modules/@modelcontextprotocol/sdk",
+        adapters_slot.join(SDK),
+    )
+    .unwrap();
+    std::fs::create_dir_all(project.join("node_modules/@langchain")).unwrap();
+    std::os::unix::fs::symlink(
+        "../.pnpm/@langchain+mcp-adapters@1.1.4_@langchain+core@1.0.0/node_modules/@langchain/mcp-adapters",
+        project.join("node_modules/@langchain/mcp-adapters"),
+    )
+    .unwrap();
+    std::fs::write(
+        project.join("package.json"),
+        r#"{"name":"pnpm-app","private":true,"dependencies":{"@langchain/mcp-adapters":"1.1.4"}}"#,
+    )
+    .unwrap();
+    (project.canonicalize().unwrap(), sdk.canonicalize().unwrap())
+}
+
+#[test]
+fn a_pnpm_project_has_one_real_sdk_copy_pulled_in_by_its_dependent() {
+    let sb = Sandbox::new();
+    let (project, sdk) = pnpm_project(&sb);
+    let v = status_json(&sb, &["--path", project.to_str().unwrap()]);
+    let found = sdk_installs(&v);
+    assert_eq!(found.len(), 1, "{v:#}");
+    assert_eq!(found[0]["path"], sdk.to_str().unwrap());
+    assert_eq!(found[0]["state"], "affected");
+    assert_eq!(
+        found[0]["via"],
+        serde_json::json!(["@langchain/mcp-adapters"])
+    );
+}
+
+#[test]
+fn a_plain_status_inside_a_project_finds_the_project_copy() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let inside = project.join("src/agents");
+    std::fs::create_dir_all(&inside).unwrap();
+    let o = sb
+        .cmd(&["status", "--json", "--target", "mcp-sdk"])
+        .current_dir(&inside)
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found = sdk_installs(&v);
+    assert_eq!(found.len(), 1, "{v:#}");
+    assert_eq!(
+        found[0]["path"],
+        project.join("node_modules").join(SDK).to_str().unwrap()
+    );
+    let nm = project.join("node_modules");
+    assert_eq!(
+        found[0]["found_via"],
+        serde_json::json!([format!(
+            "the project of the current folder ({})",
+            nm.display()
+        )])
+    );
+}
+
+#[test]
+fn a_release_mcpatch_has_not_recorded_that_the_anchors_fit_is_affected_with_the_note() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let sdk = project.join("node_modules").join(SDK);
+    // A build no release of the registry has: same code, one more line.
+    for rel in [ESM, CJS] {
+        edit_file(&sdk.join(rel), |t| format!("{t}// a local build\n"));
+    }
+    let o = sb.run(&["status", "--json", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let i = sdk_installs(&v)[0];
+    assert_eq!(i["state"], "affected", "{i:#}");
+    assert_eq!(i["revision"], Value::Null);
+    assert_eq!(
+        i["note"],
+        "a release mcpatch has no record of; the patch's content anchors fit it, and `mcpatch apply` verifies the patched copy before writing it"
+    );
+    assert_eq!(i["next_step"], "run `mcpatch apply`");
+    assert_eq!(i["companions"][0]["state"], "affected");
+}
+
+#[test]
+fn an_unrecorded_release_written_without_verify_is_reverted_by_the_command_status_suggests() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+    for rel in [ESM, CJS] {
+        edit_file(&sdk.join(rel), |t| format!("{t}// a local build\n"));
+    }
+    let before = hashes(&sdk);
+    let o = sb.run(&["apply", "--no-verify", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_ne!(hashes(&sdk), before);
+    let v = status_json(&sb, &["--path", p]);
+    let i = sdk_installs(&v)[0];
+    assert_eq!(i["state"], "patched", "{i:#}");
+    assert_eq!(
+        i["next_step"],
+        "none (`mcpatch verify` to check, `mcpatch revert` to undo)"
+    );
+    // The command status names works as written: no --yes.
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(hashes(&sdk), before);
+}
+
+/// `verify --json --target mcp-sdk` of a project on the three lost-session
+/// answers: (exit code, each run as (build, scenario, verdict)).
+fn verify_runs(sb: &Sandbox, project: &Path) -> (i32, Vec<(String, String, String)>) {
+    let o = output_within(
+        sb.command(&[
+            "verify",
+            "--json",
+            "--target",
+            "mcp-sdk",
+            "--scenario",
+            "expired-404",
+            "--scenario",
+            "expired-400",
+            "--scenario",
+            "expired-401",
+            "--path",
+            project.to_str().unwrap(),
+        ]),
+        std::time::Duration::from_secs(180),
+        "verify of the project's SDK",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let runs = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
+        .iter()
+        .map(|s| {
+            (
+                s["build"].as_str().unwrap().to_string(),
+                s["name"].as_str().unwrap().to_string(),
+                s["verdict"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (code(&o), runs)
+}
+
+fn each_build(verdict: &str) -> Vec<(String, String, String)> {
+    ["esm", "cjs"]
+        .iter()
+        .flat_map(|b| {
+            ["expired-404", "expired-400", "expired-401"]
+                .iter()
+                .map(move |s| (b.to_string(), s.to_string(), verdict.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn verify_drives_both_builds_of_the_installed_sdk_stuck_before_apply_and_seamless_after() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    assert_eq!(verify_runs(&sb, &project), (1, each_build("STUCK")));
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(verify_runs(&sb, &project), (0, each_build("SEAMLESS")));
+}
+
+#[test]
+fn an_unrecorded_release_is_written_without_yes_once_both_patched_builds_pass_verify() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.24.0");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+    for rel in [ESM, CJS] {
+        edit_file(&sdk.join(rel), |t| format!("{t}// a local build\n"));
+    }
+    let o = output_within(
+        sb.command(&["apply", "--json", "--path", p]),
+        std::time::Duration::from_secs(240),
+        "apply with the verify gate",
+    );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["changed"], true, "{v:#}");
+    assert_eq!(v["installs"][0]["verify"]["passed"], true, "{v:#}");
+    for rel in [ESM, CJS] {
+        let text = std::fs::read_to_string(sdk.join(rel)).unwrap();
+        assert!(
+            text.contains("(mcpatch: mcp-sdk-session-loss)"),
+            "{rel} not patched"
+        );
+        assert!(text.ends_with("// a local build\n"));
+    }
+    // Nothing of the gate's copies is left in the install.
+    let left: Vec<String> = ["dist/esm", "dist/cjs", "dist/esm/client", "dist/cjs/client"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(sdk.join(d)).unwrap().flatten())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".mcpatch"))
+        .collect();
+    assert_eq!(left, Vec::<String>::new());
+}
