@@ -424,6 +424,7 @@ mod locate;
 mod look;
 mod mcp_remote;
 mod mcp_sdk;
+mod mcp_sdk_clients;
 mod next_steps;
 mod probe;
 mod reach_budget;
