@@ -13,6 +13,9 @@
 //
 // argv: --package <installed mcp-remote folder> --sdk <TS SDK prefix> --answer <404|400|401>
 //       [--node PATH] [--call-timeout-ms N] [--log FILE]
+//       [--bridge JSON]  another stdio bridge to drive instead of mcp-remote: a JSON array
+//                        [program, args...] where "{url}" is the server's URL (the ai-sdk-mcp
+//                        target's host: test-fixtures/ai-sdk-mcp/prove.mjs); --package is then unused
 // stdout: one JSON object: { answer, failed, hung, calls, sessions_after_restart,
 //         not_session_loss: { kind: { answered, arrivals } }, ... }
 // exit: 0 when the run completed (whatever it counted), 2 on bad arguments,
@@ -35,7 +38,8 @@ const answer = opt("--answer");
 const node = opt("--node", process.execPath);
 const callTimeoutMs = Number(opt("--call-timeout-ms", "8000"));
 const logFile = opt("--log");
-if (!pkg || !sdkPrefix || !["404", "400", "401"].includes(answer)) {
+const bridgeCommand = opt("--bridge") ? JSON.parse(opt("--bridge")) : undefined;
+if ((!pkg && !bridgeCommand) || !sdkPrefix || !["404", "400", "401"].includes(answer)) {
   console.error("usage: drive.mjs --package DIR --sdk PREFIX --answer 404|400|401 [--node PATH] [--call-timeout-ms N] [--log FILE]");
   process.exit(2);
 }
@@ -112,7 +116,10 @@ const waiting = new Map();
 let nextId = 1;
 let bridgeStderr = "";
 function startBridge(url) {
-  bridge = spawn(node, [join(pkg, "dist", "proxy.js"), url, "--transport", "http-only"], {
+  const [program, ...programArgs] = bridgeCommand
+    ? bridgeCommand.map((a) => a.replaceAll("{url}", url))
+    : [node, join(pkg, "dist", "proxy.js"), url, "--transport", "http-only"];
+  bridge = spawn(program, programArgs, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, MCP_REMOTE_CONFIG_DIR: join(scratch, "mcp-auth"), HOME: scratch, BROWSER: "false" },
   });

@@ -29,7 +29,7 @@ let response = await this.fetchFn(this.url.href, init);
           const lost = carried || (transport.sessionId ? void 0 : transport.mcpatchLastSession);
           if (!lost) return response;
           if (response.status === 404) {
-            if (!carried) return response;
+            // a 404 without the id counts only when this transport dropped the id itself
           } else if (response.status === 400 || response.status === 401) {
             const words = await response.clone().text().catch(() => "");
             if (!named.test(words)) return response;
