@@ -84,7 +84,9 @@ async function handle(request) {
   if (method === "ping") return {};
   const c = await connect();
   if (method === "tools/list") return c.listTools({ params: params?.cursor ? { cursor: params.cursor } : undefined });
-  if (method === "tools/call") return c.callTool({ name: params?.name, arguments: params?.arguments ?? {} });
+  // The arguments go by both names: 1.x's callTool takes `args`, 2.x's `arguments`.
+  const args = params?.arguments ?? {};
+  if (method === "tools/call") return c.callTool({ name: params?.name, args, arguments: args });
   throw Object.assign(new Error(`method not found: ${method}`), { code: -32601, id });
 }
 
