@@ -70,7 +70,7 @@ for (const v of (opt("--survey") ?? "").split(",").filter(Boolean)) {
     rmSync(dir, { recursive: true, force: true });
     mkdirSync(dir, { recursive: true });
     const tgz = execFileSync("npm", ["pack", "--silent", "--loglevel=error", `@ai-sdk/mcp@${v}`], { cwd: dir, encoding: "utf8" }).trim().split("\n").pop();
-    execFileSync("tar", ["xzf", tgz, "-C", dir]);
+    execFileSync("tar", ["xzf", join(dir, tgz), "-C", dir]);
     rmSync(join(dir, tgz));
     writeFileSync(join(dir, ".done"), "");
   }
