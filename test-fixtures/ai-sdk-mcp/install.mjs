@@ -60,3 +60,14 @@ export function buildFiles(pkg) {
 export function patchText(entry, text) {
   return applyAnchors(text, anchorsOf(entry)).text;
 }
+
+/** `text` with a mutant's replacements (test-fixtures/patch-mutants/ai-sdk-mcp/*.json), each
+ * search string matching exactly once; throws naming the string otherwise. */
+export function mutate(text, mutant, where) {
+  for (const { search, with: by } of mutant.replace) {
+    const count = text.split(search).length - 1;
+    if (count !== 1) throw new Error(`a search string of the mutant matches ${count} times in ${where} (expected exactly once): ${JSON.stringify(search.slice(0, 80))}`);
+    text = text.replace(search, () => by);
+  }
+  return text;
+}

@@ -21,7 +21,7 @@ import { spawnSync } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { buildFiles, manifest, patchText, repo, sha256, targetDir } from "./install.mjs";
+import { buildFiles, manifest, mutate, patchText, repo, sha256, targetDir } from "./install.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name, fallback) => {
@@ -60,22 +60,19 @@ function patchedCopy(version) {
     const rev = manifest.revisions.find((r) => r.sha256 === sha256(original) && r.kind === "original");
     if (rev && rev.patched_sha256 !== sha256(patched))
       throw new Error(`${version} ${f.rel}: the patched file has sha256 ${sha256(patched)}, the manifest says ${rev.patched_sha256}`);
-    writeFileSync(f.path, mutant ? mutate(patched, `${version} ${f.rel}`) : patched);
+    writeFileSync(f.path, mutant ? mutateOrExit(patched, `${version} ${f.rel}`) : patched);
   }
   return pkg;
 }
 
-/** The patched text with the mutant's replacements, each search matching exactly once. */
-function mutate(text, where) {
-  for (const { search, with: by } of mutant.replace) {
-    const count = text.split(search).length - 1;
-    if (count !== 1) {
-      console.error(`prove.mjs: ${mutantFile}: a search string matches ${count} times in ${where} (expected exactly once): ${JSON.stringify(search.slice(0, 80))}`);
-      process.exit(2);
-    }
-    text = text.replace(search, () => by);
+/** The patched text with the mutant's replacements; exit 2 when it does not apply. */
+function mutateOrExit(text, where) {
+  try {
+    return mutate(text, mutant, where);
+  } catch (error) {
+    console.error(`prove.mjs: ${mutantFile}: ${error.message}`);
+    process.exit(2);
   }
-  return text;
 }
 
 const runs = [];
