@@ -3,7 +3,9 @@
 // drives the real createMCPClient through patches/ai-sdk-mcp/ai-sdk-host.mjs with
 // test-fixtures/mcp-remote/drive.mjs against the real TypeScript SDK stateful server
 // (test-fixtures/mcp-remote/session-server.cjs, the SDK's documented pattern) restarted twice
-// mid-session, once per way a server answers a lost session (404, 400, 401): unpatched (the
+// mid-session (after the first restart the client waits 2.5 s, so its GET stream meets the new
+// server first: 2.0.x then drops the session id itself; after the second it calls at once),
+// once per way a server answers a lost session (404, 400, 401): unpatched (the
 // installed files) and patched (a copy of the install with the manifest's anchors applied and
 // checked against the manifest's recorded patched_sha256 when the release is recorded).
 // A run is STUCK when a call after a restart fails; SEAMLESS when every call passes, each
@@ -80,7 +82,7 @@ let bad = 0;
 function drive(version, pkg, build, patched, answer) {
   const logFile = join(tmpdir(), `mcpatch-ai-sdk-${version}-${build}-${patched ? "patched" : "unpatched"}-${answer}.log`);
   const bridge = JSON.stringify([node, join(targetDir, "ai-sdk-host.mjs"), pkg, build, "{url}"]);
-  const r = spawnSync(node, [join(repo, "test-fixtures", "mcp-remote", "drive.mjs"), "--sdk", sdk, "--answer", answer, "--node", node, "--log", logFile, "--bridge", bridge], {
+  const r = spawnSync(node, [join(repo, "test-fixtures", "mcp-remote", "drive.mjs"), "--sdk", sdk, "--answer", answer, "--node", node, "--log", logFile, "--bridge", bridge, "--settle-ms", "2500"], {
     encoding: "utf8",
     timeout: 180_000,
   });

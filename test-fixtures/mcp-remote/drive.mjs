@@ -16,6 +16,8 @@
 //       [--bridge JSON]  another stdio bridge to drive instead of mcp-remote: a JSON array
 //                        [program, args...] where "{url}" is the server's URL (the ai-sdk-mcp
 //                        target's host: test-fixtures/ai-sdk-mcp/prove.mjs); --package is then unused
+//       [--settle-ms N]  wait N ms after the first restart before the one-by-one calls, so a
+//                        client's GET stream meets the restarted server first (default 0)
 // stdout: one JSON object: { answer, failed, hung, calls, sessions_after_restart,
 //         not_session_loss: { kind: { answered, arrivals } }, ... }
 // exit: 0 when the run completed (whatever it counted), 2 on bad arguments,
@@ -39,6 +41,7 @@ const node = opt("--node", process.execPath);
 const callTimeoutMs = Number(opt("--call-timeout-ms", "8000"));
 const logFile = opt("--log");
 const bridgeCommand = opt("--bridge") ? JSON.parse(opt("--bridge")) : undefined;
+const settleMs = Number(opt("--settle-ms", "0"));
 if ((!pkg && !bridgeCommand) || !sdkPrefix || !["404", "400", "401"].includes(answer)) {
   console.error("usage: drive.mjs --package DIR --sdk PREFIX --answer 404|400|401 [--node PATH] [--call-timeout-ms N] [--log FILE]");
   process.exit(2);
@@ -199,6 +202,7 @@ try {
 
   await stopServer();
   await startServer(port);
+  if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
   const firstSessions = sessions.length;
   for (let i = 0; i < 3; i++) await call("after restart, one by one", `after-${i}`);
   const sessionsAfterFirst = sessions.length - firstSessions;
