@@ -1,6 +1,6 @@
 // The ai-sdk-mcp target's files and anchors as the fixtures see them: which build files of an
 // installed @ai-sdk/mcp mcpatch patches (resolved through the package's own package.json
-// "exports", as the manifest's `find: { package_export, condition }` says) and the anchors of
+// "exports", as the manifest's `find: { export, condition }` says) and the anchors of
 // patches/ai-sdk-mcp/manifest.json applied with the reference applier
 // (test-fixtures/gemini-cli/apply-anchors.mjs). Shared by prove.mjs and record.mjs.
 import { createHash } from "node:crypto";
@@ -22,9 +22,16 @@ function entryFor(name) {
   return entry;
 }
 
-/** The anchors of a package entry, loaded as apply-anchors.mjs's loadAnchors does. */
-export function anchorsOf(entry) {
-  const anchors = entry.anchors.map((a) => {
+/** The anchor set a file entry names (`anchors`: a key of the manifest's `anchor_sets`). */
+function anchorSet(file) {
+  const set = manifest.anchor_sets?.[file.anchors];
+  if (!Array.isArray(set) || set.length === 0) throw new Error(`patches/ai-sdk-mcp/manifest.json: file role ${file.role} names anchor set \`${file.anchors}\`, which anchor_sets lacks`);
+  return set;
+}
+
+/** The anchors of a file entry, loaded as apply-anchors.mjs's loadAnchors does. */
+export function anchorsOf(file) {
+  const anchors = anchorSet(file).map((a) => {
     const fragPath = join(targetDir, a.replace);
     const raw = readFileSync(fragPath);
     if (sha256(raw) !== a.replace_sha256) throw new Error(`${fragPath}: sha256 ${sha256(raw)}, the manifest expects ${a.replace_sha256}`);
@@ -43,22 +50,23 @@ export function buildFiles(pkg) {
   const pick = (e) => (typeof e === "string" ? e : typeof e?.default === "string" ? e.default : undefined);
   const files = [];
   for (const f of entry.files) {
-    const exp = meta.exports?.[f.find.package_export];
+    const exp = meta.exports?.[f.find.export];
     const rel = pick(exp?.[f.find.condition]);
     if (!rel) {
       if (f.optional) continue;
-      throw new Error(`${pkg}: package.json exports["${f.find.package_export}"] has no "${f.find.condition}" build`);
+      throw new Error(`${pkg}: package.json exports["${f.find.export}"] has no "${f.find.condition}" build`);
     }
     const path = join(pkg, rel);
     if (!existsSync(path)) throw new Error(`${path} is named by package.json but missing`);
-    files.push({ role: f.role, rel: rel.replace(/^\.\//, ""), path });
+    files.push({ role: f.role, rel: rel.replace(/^\.\//, ""), path, spec: f });
   }
   return { version: meta.version, name: meta.name, entry, files };
 }
 
-/** The patched text of one build file (throws naming the anchor that does not fit). */
-export function patchText(entry, text) {
-  return applyAnchors(text, anchorsOf(entry)).text;
+/** The patched text of one build file (`file`: an entry of buildFiles' files, or a manifest
+ * file entry); throws naming the anchor that does not fit. */
+export function patchText(file, text) {
+  return applyAnchors(text, anchorsOf(file.spec ?? file)).text;
 }
 
 /** `text` with a mutant's replacements (test-fixtures/patch-mutants/ai-sdk-mcp/*.json), each

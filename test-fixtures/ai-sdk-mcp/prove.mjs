@@ -55,10 +55,10 @@ function patchedCopy(version) {
   const to = join(scratch, version, "node_modules");
   cpSync(join(cache, version, "node_modules"), to, { recursive: true });
   const pkg = join(to, "@ai-sdk", "mcp");
-  const { entry, files } = buildFiles(pkg);
+  const { files } = buildFiles(pkg);
   for (const f of files) {
     const original = readFileSync(f.path);
-    const patched = patchText(entry, original.toString("utf8"));
+    const patched = patchText(f, original.toString("utf8"));
     const rev = manifest.revisions.find((r) => r.sha256 === sha256(original) && r.kind === "original");
     if (rev && rev.patched_sha256 !== sha256(patched))
       throw new Error(`${version} ${f.rel}: the patched file has sha256 ${sha256(patched)}, the manifest says ${rev.patched_sha256}`);

@@ -42,7 +42,7 @@ const cmp = (a, b) => a.localeCompare(b, "en", { numeric: true });
 const revisions = new Map();
 for (const v of proven.sort(cmp)) {
   const pkg = join(repo, ".cache", "ai-sdk-mcp", v, "node_modules", "@ai-sdk", "mcp");
-  const { entry, files } = buildFiles(pkg);
+  const { files } = buildFiles(pkg);
   const builds = new Set(runs.filter((r) => r.version === v && r.patched).map((r) => r.build));
   for (const f of files) {
     if (!builds.has(f.role)) {
@@ -50,7 +50,7 @@ for (const v of proven.sort(cmp)) {
       continue;
     }
     const original = readFileSync(f.path);
-    const patched = Buffer.from(patchText(entry, original.toString("utf8")));
+    const patched = Buffer.from(patchText(f, original.toString("utf8")));
     const o = sha256(original);
     const p = sha256(patched);
     console.log(`${v} ${f.role} ${f.rel}: ${o} -> ${p}`);
@@ -85,7 +85,7 @@ for (const v of (opt("--survey") ?? "").split(",").filter(Boolean)) {
     const text = readFileSync(f.path, "utf8");
     let verdict;
     try {
-      patchText(manifest.packages[0], text);
+      patchText(f, text);
       verdict = "anchors fit";
     } catch (error) {
       const lacking = manifest.unsupported_reasons.find((u) => !text.includes(u.lacks));

@@ -44,13 +44,13 @@ const scratch = mkdtempSync(join(tmpdir(), "mcpatch-rules-ai-sdk-"));
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
 cpSync(join(installed, "node_modules"), join(scratch, "node_modules"), { recursive: true });
 const pkg = join(scratch, "node_modules", "@ai-sdk", "mcp");
-const { entry, files } = buildFiles(pkg);
+const { files } = buildFiles(pkg);
 const file = files.find((f) => f.role === build);
 if (!file) {
   console.error(`rules.mjs: @ai-sdk/mcp ${version} has no ${build} build`);
   process.exit(2);
 }
-let text = patchText(entry, readFileSync(file.path, "utf8"));
+let text = patchText(file, readFileSync(file.path, "utf8"));
 if (mutantFile) {
   try {
     text = mutate(text, JSON.parse(readFileSync(mutantFile, "utf8")), `${version} ${file.rel}`);
