@@ -73,6 +73,7 @@ function startServer() {
     posts: new Map(), // tools/call text -> count of POSTs, on any session or none
     refuseNextInitialize: undefined, // body text of a 500 answer to the next initialize
     holdInitializeMs: 0,
+    delayNoSessionMs: 0, // how long the 400 to a request without a session id is held
     abandoned: [], // texts of held calls whose client closed the connection before the answer
   };
   const http = createServer(async (req, res) => {
@@ -99,7 +100,10 @@ function startServer() {
       state.sessions.set(id, ["initialize"]);
       return json(200, { jsonrpc: "2.0", id: message.id, result: { protocolVersion: message.params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: "rules", version: "1" } } }, { "mcp-session-id": id });
     }
-    if (!sid) return json(400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" }, id: null });
+    if (!sid) {
+      if (state.delayNoSessionMs) await new Promise((r) => setTimeout(r, state.delayNoSessionMs));
+      return json(400, { jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" }, id: null });
+    }
     const seen = state.sessions.get(sid);
     if (!seen) return json(404, { jsonrpc: "2.0", error: { code: -32001, message: "Session not found" }, id: null });
     seen.push(message.method);
@@ -247,6 +251,23 @@ await scenario("same-initialize", "the new initialize repeats the app's own para
   const newest = [...srv.state.sessions.values()].at(-1) ?? [];
   if (!isDeepStrictEqual(newest.slice(0, 3), ["initialize", "notifications/initialized", "tools/call"]))
     f.push(`the new session saw ${JSON.stringify(newest)} (expected initialize, notifications/initialized, tools/call)`);
+  return f;
+});
+
+await scenario("call-during-renewal", "a call sent while the new session starts (without an id) is sent once more on it, even when its refusal comes after the new session is up", async (client, srv) => {
+  const f = [];
+  srv.forgetAll();
+  srv.state.holdInitializeMs = 300;
+  srv.state.delayNoSessionMs = 800;
+  const first = call(client, "renewing-1");
+  await sleep(100);
+  const second = call(client, "renewing-2");
+  const [a, b] = await Promise.all([ok(first), ok(second)]);
+  if (a.ok !== "renewing-1") f.push(`the call that met the loss failed: ${a.error}`);
+  if (b.ok !== "renewing-2") f.push(`the call sent while the new session started failed: ${b.error}`);
+  if (srv.state.initializes.length !== 2) f.push(`${srv.state.initializes.length - 1} new initializes for one loss (expected 1)`);
+  srv.state.holdInitializeMs = 0;
+  srv.state.delayNoSessionMs = 0;
   return f;
 });
 

@@ -26,10 +26,12 @@ let response = await this.fetchFn(this.url.href, init);
           const carried = new Headers(init.headers).get("mcp-session-id");
           if (carried) transport.mcpatchLastSession = carried;
           if (!("id" in message) || transport.mcpatchInitialize === void 0) return response;
-          const lost = carried || (transport.sessionId ? void 0 : transport.mcpatchLastSession);
+          // Sent without an id: the transport had dropped it (2.0.x, on a 404), or a new session
+          // was starting when it was sent; either way the session it belonged to is the last one.
+          const lost = carried || transport.mcpatchLastSession;
           if (!lost) return response;
           if (response.status === 404) {
-            // a 404 without the id counts only when this transport dropped the id itself
+            // a 404 to a request without an id counts too: this transport had a session there
           } else if (response.status === 400 || response.status === 401) {
             const words = await response.clone().text().catch(() => "");
             if (!named.test(words)) return response;
@@ -101,6 +103,7 @@ let response = await this.fetchFn(this.url.href, init);
             if (result.error) throw new Error(`MCP HTTP Transport Error: the server lost the session (HTTP ${response.status}) and refused a new one: initialize answered: ${result.error.message ?? JSON.stringify(result.error)}`);
             if (!session) throw new Error(`MCP HTTP Transport Error: the server lost the session (HTTP ${response.status}) and its new initialize gave no session id`);
             setSession(session);
+            transport.mcpatchLastSession = session;
             const version = result.result?.protocolVersion;
             if (typeof version === "string" && "protocolVersion" in transport) transport.protocolVersion = version;
             headers.set("mcp-session-id", session);
@@ -116,7 +119,9 @@ let response = await this.fetchFn(this.url.href, init);
           let renewal = transport.mcpatchRenewal;
           if (renewal === void 0 || renewal.from !== lost) {
             renewal = void 0;
-            if (!transport.sessionId || transport.sessionId === lost) {
+            // A live session other than the one the request carried (or, for a request sent
+            // without an id, any live session) is already the new one: only the repeat is left.
+            if (!transport.sessionId || transport.sessionId === carried) {
               const done = renew();
               const entry = { from: lost, done };
               transport.mcpatchRenewal = renewal = entry;
