@@ -101,6 +101,8 @@ process.stdout.on("error", () => {}); // the parent went away: stdin's end follo
 const errorOf = (e) => {
   let message = String(e?.message ?? e);
   if (typeof e?.responseBody === "string" && e.responseBody && !message.includes(e.responseBody)) message += `: ${e.responseBody}`;
+  const cause = e?.cause?.code ?? e?.cause?.message; // fetch's "fetch failed" says why only here
+  if (typeof cause === "string" && cause && !message.includes(cause)) message += ` (${cause})`;
   return { code: Number.isInteger(e?.code) && e.code < 0 ? e.code : -32603, message };
 };
 

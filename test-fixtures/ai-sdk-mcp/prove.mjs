@@ -15,7 +15,9 @@
 // With --mutant FILE (a test-fixtures/patch-mutants/ai-sdk-mcp/*.json: its `replace` search
 // strings must each match exactly once in the patched file), only patched runs are made, on
 // the mutated patch; the mutant is CAUGHT when some run is not SEAMLESS.
-// argv: [--versions a,b] [--answers 404,400,401] [--node PATH] [--sdk PREFIX] [--mutant FILE]
+// Patched files are held to the manifest's recorded patched_sha256, except with --unrecorded (after
+// a change of the fragment, before record.mjs writes the revisions from this proof).
+// argv: [--versions a,b] [--answers 404,400,401] [--node PATH] [--sdk PREFIX] [--mutant FILE] [--unrecorded]
 // exit: 0 when every unpatched run was STUCK and every patched run SEAMLESS (with --mutant:
 //       when the mutant was caught); 1 otherwise; 2 when a fixture is missing (naming the
 //       script that fetches it) or a mutant does not apply.
@@ -60,8 +62,8 @@ function patchedCopy(version) {
     const original = readFileSync(f.path);
     const patched = patchText(f, original.toString("utf8"));
     const rev = manifest.revisions.find((r) => r.sha256 === sha256(original) && r.kind === "original");
-    if (rev && rev.patched_sha256 !== sha256(patched))
-      throw new Error(`${version} ${f.rel}: the patched file has sha256 ${sha256(patched)}, the manifest says ${rev.patched_sha256}`);
+    if (rev && rev.patched_sha256 !== sha256(patched) && !args.includes("--unrecorded"))
+      throw new Error(`${version} ${f.rel}: the patched file has sha256 ${sha256(patched)}, the manifest says ${rev.patched_sha256}; after a change of the fragment run with --unrecorded, then record.mjs --write`);
     writeFileSync(f.path, mutant ? mutateOrExit(patched, `${version} ${f.rel}`) : patched);
   }
   return pkg;
