@@ -401,7 +401,7 @@ fn apply_file(
         .chain(
             spec.companions
                 .iter()
-                .map(|c| (c, crate::companions::file_of(c, package_dir))),
+                .filter_map(|c| Some((c, crate::companions::file_of(c, package_dir, file)?))),
         )
         .collect();
     // Held until the change is committed or rolled back: runs with another

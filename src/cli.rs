@@ -31,7 +31,7 @@ pub struct Cli {
     )]
     pub color: ColorChoice,
     /// Work on this target only (a target under patches/: dsh-mcp-client,
-    /// mcp-remote, gemini-cli, mcp-sdk); default: every target.
+    /// mcp-remote, gemini-cli, mcp-sdk, ai-sdk-mcp); default: every target.
     #[arg(long, global = true, value_name = "NAME", display_order = 901)]
     pub target: Option<String>,
     #[command(subcommand)]

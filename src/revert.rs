@@ -329,7 +329,9 @@ fn revert_install(
         Step::Done(other) => return Ok(other),
     }
     for c in &spec.companions {
-        let path = crate::companions::file_of(c, package_dir);
+        let Some(path) = crate::companions::file_of(c, package_dir, file) else {
+            continue;
+        };
         let Some(newest) = backup::pick(backups, &path, None) else {
             continue;
         };
