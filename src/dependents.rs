@@ -143,12 +143,7 @@ fn hoisted(nm: &Path, project: &Path, name: &str) -> Vec<String> {
         return dedup(out);
     }
     // No npm lockfile (yarn, bun): ask each package beside it.
-    let mut read = 0;
-    for dir in packages_in(nm) {
-        if read >= MAX_SIBLINGS {
-            break;
-        }
-        read += 1;
+    for dir in packages_in(nm).into_iter().take(MAX_SIBLINGS) {
         if dir.ends_with(name) || dir.join("node_modules").join(name).is_dir() {
             continue;
         }

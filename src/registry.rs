@@ -1092,7 +1092,13 @@ mod tests {
     #[test]
     fn mcp_sdk_is_one_target_over_two_packages_each_with_its_esm_and_cjs_files() {
         let specs = select(Some("mcp-sdk")).unwrap();
-        let shape: Vec<(&str, Option<&str>, FileFind, Vec<(Option<&str>, FileFind)>)> = specs
+        type Shape<'a> = (
+            &'a str,
+            Option<&'a str>,
+            FileFind,
+            Vec<(Option<&'a str>, FileFind)>,
+        );
+        let shape: Vec<Shape> = specs
             .iter()
             .map(|s| {
                 (

@@ -84,6 +84,8 @@ const write = (msg) => {
   );
 };
 process.stdout.on("error", () => {}); // the parent went away: stdin's end follows.
+process.stderr.on("error", () => {});
+process.on("unhandledRejection", (e) => log(`unhandled rejection: ${e?.message ?? e}`));
 
 const errorOf = (e) => ({ code: Number.isInteger(e?.code) && e.code < 0 ? e.code : -32603, message: String(e?.message ?? e) });
 

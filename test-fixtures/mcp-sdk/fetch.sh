@@ -12,9 +12,15 @@ CACHE="$PWD/.cache/mcp-sdk"
 mkdir -p "$CACHE/packs" "$CACHE/projects"
 command -v npm >/dev/null || { echo "error: npm is not on PATH; install Node.js and npm (apt-get install nodejs npm)" >&2; exit 2; }
 
-# Releases the patch is proven on (the tests name some of them; releases.sh hashes all of them).
-SDK1_VERSIONS=(1.10.0 1.10.2 1.12.0 1.13.0 1.15.0 1.17.0 1.17.5 1.20.0 1.22.0 1.24.0 1.25.0 1.27.0 1.29.0 1.31.0 1.32.2)
-CLIENT2_VERSIONS=(2.0.0 2.1.0 2.2.0 2.3.0 2.4.0)
+# Every stable release the patch is for (releases.sh hashes all of them; the proofs name some).
+SDK1_VERSIONS=(
+  1.10.0 1.10.1 1.10.2 1.11.0 1.11.1 1.11.2 1.11.3 1.11.4 1.11.5 1.12.0 1.12.1 1.12.2 1.12.3
+  1.13.0 1.13.1 1.13.2 1.13.3 1.14.0 1.15.0 1.15.1 1.16.0 1.17.0 1.17.1 1.17.2 1.17.3 1.17.4 1.17.5
+  1.18.0 1.18.1 1.18.2 1.19.1 1.20.0 1.20.1 1.20.2 1.21.0 1.21.1 1.21.2 1.22.0 1.23.0 1.23.1
+  1.24.0 1.24.1 1.24.2 1.24.3 1.25.0 1.25.1 1.25.2 1.25.3 1.26.0 1.27.0 1.27.1 1.28.0 1.29.0
+  1.30.0 1.30.1 1.31.0 1.32.0 1.32.1 1.32.2
+)
+CLIENT2_VERSIONS=(2.0.0 2.1.0 2.2.0 2.3.0 2.3.1 2.4.0)
 
 pack() { # <package> <version>
   local dest="$CACHE/packs/$1@$2"

@@ -1,6 +1,7 @@
 // Proves the mcp-sdk patch with a real client library from a real project (fetch.sh's
 // .cache/mcp-sdk/projects/<name>) against the real TypeScript SDK stateful server
-// (test-fixtures/mcp-remote/session-server.cjs), restarted mid-session as a new process on the same port.
+// (session-server.cjs here: mcp-remote's, with requests that carry no session id answered 400),
+// restarted mid-session as a new process on the same port.
 // With --patched the project is copied (hard links) and every copy of @modelcontextprotocol/sdk and
 // @modelcontextprotocol/client in its node_modules is patched with apply-anchors.mjs (the manifest's
 // anchor sets), the way `mcpatch apply` patches them; without it the project runs as installed.
@@ -94,7 +95,12 @@ if (patched) {
   const copies = sdkCopies(path.join(runProject, "node_modules"));
   if (copies.length === 0) fail(`no @modelcontextprotocol/sdk or client in ${project}/node_modules`);
   for (const pkg of copies) {
-    const r = patchPackage(manifest, pkg, undefined, mutant);
+    let r;
+    try {
+      r = patchPackage(manifest, pkg, undefined, mutant);
+    } catch (e) {
+      fail(`cannot patch ${pkg}: ${e.message}`);
+    }
     patchedFiles.push(...r.files.map((f) => ({ package: `${r.package}@${r.version}`, at: path.relative(runProject, pkg), ...f })));
   }
 }
@@ -105,7 +111,7 @@ let server;
 const servers = [];
 function startServer() {
   return new Promise((resolve, reject) => {
-    const child = spawn(node, [path.join(repo, "test-fixtures", "mcp-remote", "session-server.cjs"), sdk, String(port), answer], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(node, [path.join(here, "session-server.cjs"), sdk, String(port), answer], { stdio: ["ignore", "pipe", "pipe"] });
     children.add(child);
     const stats = { sessions: 0, initWithSession: 0, arrivals: {} };
     servers.push(stats);

@@ -2,13 +2,15 @@
 // a real SDK release driven as a real Client + StreamableHTTPClientTransport, against a small stateful
 // HTTP server written here (it counts initializes, GETs and arrivals and answers as each scenario says).
 // Scenarios (each prints {scenario, ok, why, counts}):
+//   bare-404           the lost session answered with a bare 404 "Not Found" (no words): recovered, and
+//                      the new initialize's answer never reaches the Client
 //   get-always-404     every GET answered 404, the session never lost: no new initialize at all
 //   get-reopen         the server forgets the session while only the GET stream is open: one new
 //                      initialize and a GET on the new session, with no call made
 //   auth-401-session   with an OAuth authProvider, 401 "Unauthorized: Session not found": session loss,
 //                      the auth flow never starts, the call answered
 //   auth-401-token     with an authProvider, 401 "invalid token" (no session words): the SDK's auth
-//                      flow starts, no new initialize
+//                      flow starts (the provider's redirectToAuthorization is called), no new initialize
 //   abort-during-wait  the new initialize is slow; the call's timeout fires first: it is not sent again
 //   call-during-recovery  a call made while the new initialize is under way waits for it and is answered
 //   reinit-refused     the new initialize is answered 500 with words: the call fails at once with them;
@@ -17,7 +19,8 @@
 // argv: --package DIR (an installed @modelcontextprotocol/sdk or /client) --build esm|cjs [--patched]
 //       [--only NAME,...] [--mutant FILE: patched, then this mutant applied]
 // stdout: one JSON line per scenario; exit 1 when a scenario's expectation fails (unpatched runs
-// are expected to fail several: they show what the patch changes).
+// are expected to fail several: they show what the patch changes); 2 on bad arguments; 3 when the
+// patch or the mutant could not be applied.
 import { createServer } from "node:http";
 import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -43,7 +46,12 @@ if (args.includes("--patched") || args.includes("--mutant")) {
   // The package alone is copied (its dependencies resolve from the original's node_modules via a symlink).
   const copy = path.join(scratch, "node_modules", "@modelcontextprotocol", path.basename(pkg));
   cpSync(path.dirname(path.dirname(pkg)), path.join(scratch, "node_modules"), { recursive: true, dereference: false, verbatimSymlinks: true });
-  patchPackage(path.join(repo, "patches", "mcp-sdk", "manifest.json"), copy, undefined, opt("--mutant") && path.resolve(opt("--mutant")));
+  try {
+    patchPackage(path.join(repo, "patches", "mcp-sdk", "manifest.json"), copy, undefined, opt("--mutant") && path.resolve(opt("--mutant")));
+  } catch (e) {
+    console.error(`rules.mjs: cannot patch ${copy}: ${e.message}`);
+    process.exit(3);
+  }
   pkg = copy;
 }
 const pj = JSON.parse((await import("node:fs")).readFileSync(path.join(pkg, "package.json"), "utf8"));
@@ -110,7 +118,9 @@ const call = (client, text, timeout) => (pj.name === "@modelcontextprotocol/clie
   .then((r) => ({ ok: JSON.stringify(r).includes(text) && !r.isError }), (e) => ({ ok: false, error: String(e?.message ?? e) }));
 async function connect(url, opts = {}) {
   const client = new Client({ name: "rules", version: "1" }, { capabilities: {} });
-  client.onerror = () => {};
+  // What the Client reports (an answer to a request it never sent shows here as an unknown message id).
+  client.errors = [];
+  client.onerror = (e) => client.errors.push(String(e?.message ?? e));
   await client.connect(new StreamableHTTPClientTransport(new URL(url), { reconnectionOptions: { initialReconnectionDelay: 100, maxReconnectionDelay: 200, reconnectionDelayGrowFactor: 1, maxRetries: 3 }, ...opts }));
   return client;
 }
@@ -127,6 +137,15 @@ const authProvider = (log) => ({
 });
 
 const scenarios = {
+  async "bare-404"() {
+    const s = await server({ lost: { status: 404, text: "Not Found" } });
+    const c = await connect(s.url);
+    s.st.forget();
+    const r = await call(c, "bare");
+    await c.close(); s.close();
+    const leaked = c.errors.filter((e) => /unknown message id|mcpatch-reinitialize/i.test(e));
+    return { ok: r.ok && s.st.inits === 2 && leaked.length === 0, why: `call ${JSON.stringify(r)} (want answered), initializes ${s.st.inits} (want 2), answers the Client got for requests it never sent: ${JSON.stringify(leaked)} (want none)`, counts: { inits: s.st.inits } };
+  },
   async "get-always-404"() {
     const s = await server({ getAlways404: true });
     const c = await connect(s.url);
@@ -161,7 +180,7 @@ const scenarios = {
     const c = await connect(s.url, { authProvider: authProvider(log), fetch: (u, i) => (String(u).includes("/mcp") ? fetch(u, i) : Promise.resolve(new Response("no", { status: 404 }))) });
     const r = await call(c, "b");
     await c.close(); s.close();
-    return { ok: !r.ok && s.st.inits === 1 && s.st.arrivals.b === 1, why: `call ${JSON.stringify(r)} (want the SDK's auth error), initializes ${s.st.inits} (want 1), arrivals ${s.st.arrivals.b} (want 1)`, counts: { inits: s.st.inits, auth: log } };
+    return { ok: !r.ok && s.st.inits === 1 && s.st.arrivals.b === 1 && log.includes("redirectToAuthorization"), why: `call ${JSON.stringify(r)} (want the SDK's auth error), initializes ${s.st.inits} (want 1), arrivals ${s.st.arrivals.b} (want 1), auth steps ${JSON.stringify(log)} (want redirectToAuthorization)`, counts: { inits: s.st.inits, auth: log } };
   },
   async "abort-during-wait"() {
     const s = await server({ onInit: (st) => (st.inits > 1 ? { delay: 1500 } : undefined) });

@@ -60,9 +60,7 @@ fn cp(args: &[&str], from: &Path, to: &Path) {
 fn project_copy(sb: &Sandbox, name: &str) -> PathBuf {
     let dest = sb.root().join(name);
     cp(&["-al"], &fetched_project(name), &dest);
-    for sdk in [dest.join("node_modules").join(SDK)] {
-        own_builds(&sdk);
-    }
+    own_builds(&dest.join("node_modules").join(SDK));
     dest.canonicalize().unwrap()
 }
 

@@ -114,6 +114,7 @@ async send(message, options) {
         const deliver = this.onmessage;
         let settle;
         const answered = new Promise((resolve, reject) => { settle = { resolve, reject }; });
+        answered.catch(() => {}); // awaited below; settled early (timeout, close) while the POST is still out, it must not go unhandled
         const intercept = (msg, extra) => {
             if (msg !== null && typeof msg === "object" && msg.id === id && !("method" in msg)) return settle.resolve(msg);
             return deliver?.call(this, msg, extra);
