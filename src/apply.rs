@@ -397,13 +397,21 @@ fn apply_file(
     file: &Path,
     opts: &ApplyOptions,
 ) -> Result<FileResult> {
-    let parts: Vec<(&PatchSpec, PathBuf)> = std::iter::once((spec, file.to_path_buf()))
-        .chain(
-            spec.companions
-                .iter()
-                .filter_map(|c| Some((c, crate::companions::file_of(c, package_dir, file)?))),
-        )
-        .collect();
+    let mut parts: Vec<(&PatchSpec, PathBuf)> = vec![(spec, file.to_path_buf())];
+    for c in &spec.companions {
+        match crate::companions::resolve(c, package_dir) {
+            Ok(Some(path)) if path != file => parts.push((c, path)),
+            Ok(_) => {}
+            // package.json names a companion mcpatch refuses: no file of
+            // this install is written.
+            Err(why) => {
+                return Ok(FileResult::Refused(format!(
+                    "the {} build: {why}",
+                    c.role.as_deref().unwrap_or_default()
+                )))
+            }
+        }
+    }
     // Held until the change is committed or rolled back: runs with another
     // DSH_HOME take turns on this install too.
     let mut locks = Vec::new();

@@ -49,16 +49,16 @@ pub fn classify_with(spec: &PatchSpec, install: &mut Install) -> Result<()> {
             Ok(Some(file)) if file != install.file => file,
             // Not part of this install (or the same file as its own).
             Ok(_) => continue,
+            // package.json names a file mcpatch refuses (outside the
+            // package, a symlink) or cannot read: not the package as
+            // released, so the whole install is modified; nothing is patched.
             Err(why) => {
-                install.companions.push(Companion {
-                    role,
-                    file: install.path.join("package.json"),
-                    sha256: String::new(),
-                    state: State::Unsupported,
-                    revision: None,
-                    note: Some(why),
-                });
-                continue;
+                install.state = State::Modified;
+                install.revision = None;
+                install.note = Some(format!("the {role} build: {why}"));
+                install.next_step = spec.texts.reinstall_step;
+                install.companions.clear();
+                return Ok(());
             }
         };
         let companion = if file.is_file() {
