@@ -498,9 +498,13 @@ fn prepare_file(
     opts: &ApplyOptions,
     locks: &mut Vec<lock::InstallLock>,
 ) -> Result<Prepared> {
-    locks.push(lock::lock_install(file)?);
+    let lock = lock::lock_install(file)?;
+    let fresh = lock.fresh;
+    locks.push(lock);
     kill_point::reached("install-locked")?;
-    replace::remove_stale_temps(file);
+    if fresh {
+        replace::remove_stale_temps(file);
+    }
     // Re-read under the lock: another mcpatch may have patched it meanwhile.
     let snapshot = identity::read(file)?;
     let before = snapshot.sha256.clone();

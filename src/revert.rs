@@ -391,7 +391,9 @@ fn revert_file<'a>(
     // Held until the restore is committed or rolled back.
     let install_lock = lock::lock_install(file)?;
     kill_point::reached("install-locked")?;
-    replace::remove_stale_temps(file);
+    if install_lock.fresh {
+        replace::remove_stale_temps(file);
+    }
     let snapshot = identity::read(file)?;
     let current = snapshot.sha256.clone();
     if current == saved_hash {
