@@ -480,7 +480,7 @@ fn npm_root_is_said_to_be_skipped_when_nothing_gives_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install found; looked in:
   - `dsh` on PATH (not found)
   - `gemini` on PATH (not found)
   - the project of the current folder (no node_modules above it)

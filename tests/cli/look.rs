@@ -437,7 +437,7 @@ fn errors_show_error_and_help_in_colour() {
     assert_eq!(stdout(&o), "");
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("{E}[1;31merror:{E}[0m no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install under the --path given; looked in:
+        format!("{E}[1;31merror:{E}[0m no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install under the --path given; looked in:
   - --path [SANDBOX]/empty
 {E}[1;36mhelp:{E}[0m pass the package folder (the one holding package.json and lib/index.js), its lib/index.js, or a folder to search below
 ")
