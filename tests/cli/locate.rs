@@ -488,7 +488,7 @@ fn npm_root_is_said_to_be_skipped_when_nothing_gives_it() {
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
   - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
   - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
-help: if DSH, mcp-remote, gemini-cli or the MCP TypeScript SDK is installed elsewhere, pass its folder with --path
+help: if DSH, mcp-remote, gemini-cli, the MCP TypeScript SDK or the app that uses @ai-sdk/mcp is installed elsewhere, pass its folder with --path
 "
     );
 }

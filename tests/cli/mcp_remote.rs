@@ -379,7 +379,7 @@ fn target_limits_every_command_to_one_target() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli\nhelp: pass one of those to --target, or leave --target out for all of them\n"
+        "error: unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk, ai-sdk-mcp\nhelp: pass one of those to --target, or leave --target out for all of them\n"
     );
 }
 

@@ -256,7 +256,7 @@ fn nothing_found() -> String {
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
   - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
   - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
-help: if DSH, mcp-remote, gemini-cli or the MCP TypeScript SDK is installed elsewhere, pass its folder with --path
+help: if DSH, mcp-remote, gemini-cli, the MCP TypeScript SDK or the app that uses @ai-sdk/mcp is installed elsewhere, pass its folder with --path
 ",
         prefix.display(),
         node.display()
