@@ -14,6 +14,8 @@
 #                             tests run that fix's `npm pack` offline
 #   .cache/mcp-remote/<v>/    mcp-remote@<v> (a stdio bridge from the npm registry), for
 #                             `verify --command`: node_modules/mcp-remote/dist/proxy.js
+#   .cache/ai-sdk-mcp/<v>/    @ai-sdk/mcp@<v> and zod@4 as a project installs them
+#                             (test-fixtures/ai-sdk-mcp/fetch.sh): node_modules/@ai-sdk/mcp
 # Idempotent: a finished fetch leaves a .done marker and is not repeated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -95,4 +97,7 @@ echo "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56  $client"
 # mcpatch's third target (tests/cli/gemini.rs): five real gemini-cli releases, global
 # installs in .cache/gemini-cli/<v> (idempotent, fails loudly).
 "$PWD/test-fixtures/gemini-cli/fetch.sh"
+# The ai-sdk-mcp target (docs/ai-sdk-mcp.md): seven @ai-sdk/mcp releases (1.0.50 to 2.0.99) as a
+# project installs them, in .cache/ai-sdk-mcp/<v> (idempotent, fails loudly).
+"$PWD/test-fixtures/ai-sdk-mcp/fetch.sh"
 echo "fixtures ready in $CACHE (node $("$node22" --version))" >&2

@@ -427,13 +427,21 @@ fn apply_file(
     file: &Path,
     opts: &ApplyOptions,
 ) -> Result<FileResult> {
-    let parts: Vec<(&PatchSpec, PathBuf)> = std::iter::once((spec, file.to_path_buf()))
-        .chain(
-            spec.companions
-                .iter()
-                .map(|c| (c, crate::companions::file_of(c, package_dir))),
-        )
-        .collect();
+    let mut parts: Vec<(&PatchSpec, PathBuf)> = vec![(spec, file.to_path_buf())];
+    for c in &spec.companions {
+        match crate::companions::resolve(c, package_dir) {
+            Ok(Some(path)) if path != file => parts.push((c, path)),
+            Ok(_) => {}
+            // package.json names a companion mcpatch refuses: no file of
+            // this install is written.
+            Err(why) => {
+                return Ok(FileResult::Refused(format!(
+                    "the {} build: {why}",
+                    c.role.as_deref().unwrap_or_default()
+                )))
+            }
+        }
+    }
     // Held until the change is committed or rolled back: runs with another
     // DSH_HOME take turns on this install too.
     let mut locks = Vec::new();
@@ -520,9 +528,13 @@ fn prepare_file(
     opts: &ApplyOptions,
     locks: &mut Vec<lock::InstallLock>,
 ) -> Result<Prepared> {
-    locks.push(lock::lock_install(file)?);
+    let lock = lock::lock_install(file)?;
+    let fresh = lock.fresh;
+    locks.push(lock);
     kill_point::reached("install-locked")?;
-    replace::remove_stale_temps(file);
+    if fresh {
+        replace::remove_stale_temps(file);
+    }
     // Re-read under the lock: another mcpatch may have patched it meanwhile.
     let snapshot = identity::read(file)?;
     let before = snapshot.sha256.clone();

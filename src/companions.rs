@@ -3,19 +3,39 @@
 //! first and says what the install as a whole is. Apply and revert change
 //! all of them in one transaction (see [`crate::apply`], [`crate::revert`]).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::classify::{self, Companion, Install, State};
 use crate::error::Result;
 use crate::registry::{FileFind, PatchSpec};
 
-/// The path of a companion's file in the package folder `dir`.
-pub fn file_of(companion: &PatchSpec, dir: &std::path::Path) -> PathBuf {
-    match &companion.find {
+/// The path of a companion's file in the package folder `dir`; None when
+/// this install has no such file (an optional build its package.json does
+/// not export, see [`resolve`]) or the file is `first`, the install's own.
+pub fn file_of(companion: &PatchSpec, dir: &std::path::Path, first: &Path) -> Option<PathBuf> {
+    resolve(companion, dir)
+        .ok()
+        .flatten()
+        .filter(|f| f.as_path() != first)
+}
+
+/// The path of a companion's file in `dir`: `Ok(None)` for an optional file
+/// found through exports that this package does not export; `Err` (why)
+/// when a file found through exports cannot be.
+pub fn resolve(companion: &PatchSpec, dir: &Path) -> std::result::Result<Option<PathBuf>, String> {
+    Ok(Some(match &companion.find {
         FileFind::Path(rel) => dir.join(rel),
         FileFind::Content { glob, .. } => dir.join(glob),
         FileFind::Reachable { from, .. } => dir.join(from),
-    }
+        FileFind::Export {
+            export,
+            condition,
+            optional: true,
+        } => return crate::exports::resolve(dir, export, condition),
+        FileFind::Export {
+            export, condition, ..
+        } => crate::exports::find(dir, export, condition)?,
+    }))
 }
 
 /// Classify each companion file of `install` and fold their states into it.
@@ -24,8 +44,23 @@ pub fn classify_with(spec: &PatchSpec, install: &mut Install) -> Result<()> {
         return Ok(());
     }
     for c in &spec.companions {
-        let file = file_of(c, &install.path);
         let role = c.role.clone().unwrap_or_default();
+        let file = match resolve(c, &install.path) {
+            Ok(Some(file)) if file != install.file => file,
+            // Not part of this install (or the same file as its own).
+            Ok(_) => continue,
+            // package.json names a file mcpatch refuses (outside the
+            // package, a symlink) or cannot read: not the package as
+            // released, so the whole install is modified; nothing is patched.
+            Err(why) => {
+                install.state = State::Modified;
+                install.revision = None;
+                install.note = Some(format!("the {role} build: {why}"));
+                install.next_step = spec.texts.reinstall_step;
+                install.companions.clear();
+                return Ok(());
+            }
+        };
         let companion = if file.is_file() {
             let (bytes, sha256) = classify::hash_file(&file)?;
             let a = classify::assess(c, &bytes, &sha256);

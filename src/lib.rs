@@ -15,6 +15,7 @@ pub mod dependents;
 pub mod diff;
 pub mod error;
 pub mod exit_code;
+pub mod exports;
 pub mod host_check;
 pub mod identity;
 pub mod kill_point;

@@ -348,7 +348,9 @@ impl Search {
                     p.ends_with(rel)
                         .then(|| (w.target, w.package.clone(), dir.to_path_buf()))
                 }
-                FileFind::Content { .. } | FileFind::Reachable { .. } => None,
+                FileFind::Content { .. } | FileFind::Reachable { .. } | FileFind::Export { .. } => {
+                    None
+                }
             });
             let pkg = p.ancestors().skip(1).take(4).find_map(|d| {
                 let w = self.wanted_at(d)?;
@@ -816,7 +818,9 @@ impl Search {
             w.package == name
                 && match &w.find {
                     FileFind::Path(rel) => dir.join(rel).is_file(),
-                    FileFind::Content { .. } | FileFind::Reachable { .. } => true,
+                    FileFind::Content { .. }
+                    | FileFind::Reachable { .. }
+                    | FileFind::Export { .. } => true,
                 }
         })
     }
@@ -827,6 +831,9 @@ impl Search {
             FileFind::Path(rel) => Ok(dir.join(rel)),
             FileFind::Content { glob, contains } => find_by_content(dir, glob, contains),
             FileFind::Reachable { from, declares } => crate::reachable::find(dir, from, declares),
+            FileFind::Export {
+                export, condition, ..
+            } => crate::exports::find(dir, export, condition),
         };
         use std::os::unix::fs::MetadataExt;
         let key = std::fs::metadata(dir)
@@ -852,6 +859,7 @@ impl Search {
             (Err(why), FileFind::Content { glob, .. }) => (dir.join(glob), Some(why)),
             (Err(why), FileFind::Reachable { from, .. }) => (dir.join(from), Some(why)),
             (Err(why), FileFind::Path(rel)) => (dir.join(rel), Some(why)),
+            (Err(why), FileFind::Export { .. }) => (dir.join("package.json"), Some(why)),
         };
         self.found.push(Found {
             target: w.target,

@@ -20,9 +20,22 @@ pub struct WriteLock {
 /// One install's lock: held while its file is read, checked and replaced.
 #[derive(Debug)]
 pub struct InstallLock {
-    _dir: File,
+    /// Shared by every lock this process holds on the same folder (see
+    /// [`lock_install`]).
+    _dir: std::sync::Arc<File>,
     pub dir: PathBuf,
+    /// Whether this call took the lock (false: shared with a lock this
+    /// process already held): only a fresh lock may clear stale temporary
+    /// files, never the ones staged beside it in this transaction.
+    pub fresh: bool,
 }
+
+/// The install folders this process holds locked: a second file of an
+/// install in the same folder (ai-sdk-mcp 1.x's `dist/index.mjs` and
+/// `dist/index.js`, patched in one transaction) shares the lock instead of
+/// waiting forever on its own (a lock is per open folder, even in one process).
+static HELD: std::sync::Mutex<Vec<(PathBuf, std::sync::Weak<File>)>> =
+    std::sync::Mutex::new(Vec::new());
 
 const LOCK_HELP: &str = "remove the lock file only if no mcpatch is running";
 
@@ -76,6 +89,21 @@ pub fn acquire(dir: &Path) -> Result<WriteLock> {
 /// without following a symbolic link.
 pub fn lock_install(file: &Path) -> Result<InstallLock> {
     let dir = file.parent().unwrap_or(Path::new(".")).to_path_buf();
+    {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        held.retain(|(_, h)| h.strong_count() > 0);
+        if let Some(h) = held
+            .iter()
+            .find(|(d, _)| *d == dir)
+            .and_then(|(_, h)| h.upgrade())
+        {
+            return Ok(InstallLock {
+                _dir: h,
+                dir,
+                fresh: false,
+            });
+        }
+    }
     let mut options = std::fs::OpenOptions::new();
     options.read(true);
     #[cfg(unix)]
@@ -92,7 +120,15 @@ pub fn lock_install(file: &Path) -> Result<InstallLock> {
         )
     })?;
     wait_for(&handle, &dir, &format!("working on {}", dir.display()))?;
-    Ok(InstallLock { _dir: handle, dir })
+    let handle = std::sync::Arc::new(handle);
+    HELD.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((dir.clone(), std::sync::Arc::downgrade(&handle)));
+    Ok(InstallLock {
+        _dir: handle,
+        dir,
+        fresh: true,
+    })
 }
 
 fn wait_for(file: &File, path: &Path, what: &str) -> Result<()> {

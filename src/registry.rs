@@ -79,6 +79,14 @@ pub enum FileFind {
     /// The one file reachable from the entry file `from` (following relative
     /// imports, see [`crate::reachable`]) that holds `declares`.
     Reachable { from: String, declares: String },
+    /// The file package.json `exports[export][condition]` names (see
+    /// [`crate::exports`]); `optional`: a package without that condition
+    /// simply has no such file (`@ai-sdk/mcp` 2.x has no `require` build).
+    Export {
+        export: String,
+        condition: String,
+        optional: bool,
+    },
 }
 
 /// Where installs of a target live (each true entry is a search place).
@@ -245,6 +253,8 @@ struct ManifestFile {
 struct FileEntry {
     find: FindEntry,
     exports: String,
+    #[serde(default)]
+    optional: bool,
 }
 
 #[derive(Deserialize)]
@@ -259,6 +269,10 @@ struct FindEntry {
     reachable_from: Option<String>,
     #[serde(default)]
     declares: Option<String>,
+    #[serde(default)]
+    export: Option<String>,
+    #[serde(default)]
+    condition: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -396,6 +410,23 @@ const EMBEDDED: &[Folder] = &[
             ),
         ],
     ),
+    (
+        "ai-sdk-mcp",
+        &[
+            (
+                "manifest.json",
+                include_str!("../patches/ai-sdk-mcp/manifest.json"),
+            ),
+            (
+                "ai-sdk-host.mjs",
+                include_str!("../patches/ai-sdk-mcp/ai-sdk-host.mjs"),
+            ),
+            (
+                "fragments/http-post-session-loss.js",
+                include_str!("../patches/ai-sdk-mcp/fragments/http-post-session-loss.js"),
+            ),
+        ],
+    ),
 ];
 
 /// A string that lives as long as mcpatch (targets are loaded once).
@@ -429,7 +460,16 @@ pub fn load(
         )));
     };
     let f = &file.find;
-    let find =
+    let by_export = (f.export.is_some() || f.condition.is_some())
+        .then(|| find_by_export(f, file.optional))
+        .transpose()
+        .map_err(bad)?;
+    if file.optional && by_export.is_none() {
+        return Err(bad(
+            "files[0].optional is only for a file found through exports (find: {export, condition})".into(),
+        ));
+    }
+    let find = match by_export { Some(find) => find, None =>
         match (&f.path, &f.glob) {
             (None, None) if f.contains.is_empty() && f.reachable_from.is_some() && f.declares.is_some() => {
                 FileFind::Reachable {
@@ -445,10 +485,10 @@ pub fn load(
                 }
             }
             _ => return Err(bad(
-                "files[0].find needs either path, or glob (one `*`, in its last part) and contains, or reachable_from and declares"
+                "files[0].find needs either path, or glob (one `*`, in its last part) and contains, or reachable_from and declares, or export and condition"
                     .into(),
             )),
-        };
+        }};
     let driver = Driver::from_name(&parsed.verify.driver).ok_or_else(|| {
         bad(format!(
             "verify.driver {:?} is not plugin-api, stdio-bridge, gemini-cli or sdk-client",
@@ -607,6 +647,9 @@ pub fn load(
         FileFind::Path(p) => p.clone(),
         FileFind::Content { glob, .. } => glob.clone(),
         FileFind::Reachable { declares, .. } => format!("the file declaring `{declares}`"),
+        FileFind::Export {
+            export, condition, ..
+        } => format!("the file package.json exports[{export:?}] names for `{condition}`"),
     };
     // What `mcpatch diff` shows with no install: the first diff, or each
     // anchor's text against its replacement.
@@ -681,12 +724,19 @@ pub fn load_all(
     for package in &packages {
         let mut files = Vec::new();
         for f in &package.files {
-            let Some(path) = f.find.get("path").and_then(|p| p.as_str()) else {
+            let path = f.find.get("path").and_then(|p| p.as_str());
+            if path.is_none() && f.find.get("export").is_none() {
                 return Err(bad(format!(
-                    "{} ({}): find needs a path",
+                    "{} ({}): find needs a path, or export and condition",
                     package.package, f.role
                 )));
-            };
+            }
+            if f.optional && files.is_empty() {
+                return Err(bad(format!(
+                    "{} ({}): the first file of a package cannot be optional",
+                    package.package, f.role
+                )));
+            }
             let anchors = sets.get(&f.anchors).cloned().ok_or_else(|| {
                 bad(format!(
                     "{} ({}) names anchor set {:?}, which anchor_sets does not have",
@@ -695,10 +745,16 @@ pub fn load_all(
             })?;
             let own: Vec<serde_json::Value> = revisions
                 .iter()
-                .filter(|r| {
-                    r.get("file").and_then(|v| v.as_str()) == Some(path)
-                        && r.get("package").and_then(|v| v.as_str())
-                            == Some(package.package.as_str())
+                .filter(|r| match path {
+                    Some(path) => {
+                        r.get("file").and_then(|v| v.as_str()) == Some(path)
+                            && r.get("package").and_then(|v| v.as_str())
+                                == Some(package.package.as_str())
+                    }
+                    // A file found through exports has no fixed path: its
+                    // revisions are those of its build (role), of this
+                    // package when they name one.
+                    None => crate::exports::revision_of(r, &f.role, &package.package),
                 })
                 .cloned()
                 .collect();
@@ -709,7 +765,7 @@ pub fn load_all(
             obj.insert("package".into(), package.package.clone().into());
             obj.insert(
                 "files".into(),
-                serde_json::json!([{ "find": f.find, "exports": f.exports }]),
+                serde_json::json!([{ "find": f.find, "exports": f.exports, "optional": f.optional }]),
             );
             obj.insert("anchors".into(), anchors);
             obj.insert("revisions".into(), own.into());
@@ -748,6 +804,27 @@ struct PackageFile {
     anchors: String,
     #[serde(default = "default_exports")]
     exports: String,
+    #[serde(default)]
+    optional: bool,
+}
+
+/// A `find: {export, condition}` as a [`FileFind::Export`].
+fn find_by_export(f: &FindEntry, optional: bool) -> std::result::Result<FileFind, String> {
+    match (&f.export, &f.condition, &f.path, &f.glob, &f.reachable_from) {
+        (Some(export), Some(condition), None, None, None)
+            if f.contains.is_empty() && f.declares.is_none() && export.starts_with('.') =>
+        {
+            Ok(FileFind::Export {
+                export: export.clone(),
+                condition: condition.clone(),
+                optional,
+            })
+        }
+        _ => Err(
+            "files[0].find with export needs export (a subpath such as \".\") and condition, and nothing else"
+                .into(),
+        ),
+    }
 }
 
 fn default_exports() -> String {
@@ -954,7 +1031,8 @@ mod tests {
                 "mcp-remote",
                 "gemini-cli",
                 "mcp-sdk",
-                "mcp-sdk"
+                "mcp-sdk",
+                "ai-sdk-mcp"
             ]
         );
     }
@@ -1015,10 +1093,10 @@ mod tests {
         let err = select(Some("nope")).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk\nhelp: pass one of those to --target, or leave --target out for all of them"
+            "unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk, ai-sdk-mcp\nhelp: pass one of those to --target, or leave --target out for all of them"
         );
         assert_eq!(select(Some("mcp-remote")).unwrap()[0].package, "mcp-remote");
-        assert_eq!(select(None).unwrap().len(), 5);
+        assert_eq!(select(None).unwrap().len(), 6);
     }
 
     #[test]

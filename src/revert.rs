@@ -331,7 +331,9 @@ fn revert_install(
         Step::Done(other) => return Ok(other),
     }
     for c in &spec.companions {
-        let path = crate::companions::file_of(c, package_dir);
+        let Some(path) = crate::companions::file_of(c, package_dir, file) else {
+            continue;
+        };
         let Some(newest) = backup::pick(backups, &path, None) else {
             continue;
         };
@@ -391,7 +393,9 @@ fn revert_file<'a>(
     // Held until the restore is committed or rolled back.
     let install_lock = lock::lock_install(file)?;
     kill_point::reached("install-locked")?;
-    replace::remove_stale_temps(file);
+    if install_lock.fresh {
+        replace::remove_stale_temps(file);
+    }
     let snapshot = identity::read(file)?;
     let current = snapshot.sha256.clone();
     if current == saved_hash {

@@ -13,6 +13,11 @@
 //
 // argv: --package <installed mcp-remote folder> --sdk <TS SDK prefix> --answer <404|400|401>
 //       [--node PATH] [--call-timeout-ms N] [--log FILE]
+//       [--bridge JSON]  another stdio bridge to drive instead of mcp-remote: a JSON array
+//                        [program, args...] where "{url}" is the server's URL (the ai-sdk-mcp
+//                        target's host: test-fixtures/ai-sdk-mcp/prove.mjs); --package is then unused
+//       [--settle-ms N]  wait N ms after the first restart before the one-by-one calls, so a
+//                        client's GET stream meets the restarted server first (default 0)
 // stdout: one JSON object: { answer, failed, hung, calls, sessions_after_restart,
 //         not_session_loss: { kind: { answered, arrivals } }, ... }
 // exit: 0 when the run completed (whatever it counted), 2 on bad arguments,
@@ -35,7 +40,9 @@ const answer = opt("--answer");
 const node = opt("--node", process.execPath);
 const callTimeoutMs = Number(opt("--call-timeout-ms", "8000"));
 const logFile = opt("--log");
-if (!pkg || !sdkPrefix || !["404", "400", "401"].includes(answer)) {
+const bridgeCommand = opt("--bridge") ? JSON.parse(opt("--bridge")) : undefined;
+const settleMs = Number(opt("--settle-ms", "0"));
+if ((!pkg && !bridgeCommand) || !sdkPrefix || !["404", "400", "401"].includes(answer)) {
   console.error("usage: drive.mjs --package DIR --sdk PREFIX --answer 404|400|401 [--node PATH] [--call-timeout-ms N] [--log FILE]");
   process.exit(2);
 }
@@ -112,7 +119,10 @@ const waiting = new Map();
 let nextId = 1;
 let bridgeStderr = "";
 function startBridge(url) {
-  bridge = spawn(node, [join(pkg, "dist", "proxy.js"), url, "--transport", "http-only"], {
+  const [program, ...programArgs] = bridgeCommand
+    ? bridgeCommand.map((a) => a.replaceAll("{url}", url))
+    : [node, join(pkg, "dist", "proxy.js"), url, "--transport", "http-only"];
+  bridge = spawn(program, programArgs, {
     stdio: ["pipe", "pipe", "pipe"],
     env: { ...process.env, MCP_REMOTE_CONFIG_DIR: join(scratch, "mcp-auth"), HOME: scratch, BROWSER: "false" },
   });
@@ -192,6 +202,7 @@ try {
 
   await stopServer();
   await startServer(port);
+  if (settleMs > 0) await new Promise((resolve) => setTimeout(resolve, settleMs));
   const firstSessions = sessions.length;
   for (let i = 0; i < 3; i++) await call("after restart, one by one", `after-${i}`);
   const sessionsAfterFirst = sessions.length - firstSessions;
@@ -206,11 +217,13 @@ try {
   const notLost = {};
   for (const kind of ["fail-500", "fail-400", "fail-jsonrpc", "fail-cut"]) {
     const reply = await request("tools/call", { name: "echo", arguments: { text: kind } });
-    notLost[kind] = {
-      answered: reply.hung ? "hung" : reply.error || reply.result?.isError ? "error" : "ok",
-      arrivals: arrivals.get(kind) ?? 0,
-    };
+    notLost[kind] = { answered: reply.hung ? "hung" : reply.error || reply.result?.isError ? "error" : "ok" };
   }
+  // The server logs an arrival on its stdout and the bridge answers on another pipe: under load
+  // the answer can come first (seen with fail-cut), so the arrivals are read once the server's
+  // output has caught up.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  for (const kind of Object.keys(notLost)) notLost[kind].arrivals = arrivals.get(kind) ?? 0;
 
   result = {
     answer: Number(answer),

@@ -59,6 +59,7 @@ fn backups_lists_under_a_header_row_and_a_manifest_writes_the_mode_in_octal() {
             {"target": "mcp-remote", "root": "[SANDBOX]/home/.dsh/backups/mcp-remote-session-loss"},
             {"target": "gemini-cli", "root": "[SANDBOX]/home/.dsh/backups/gemini-cli-session-loss"},
             {"target": "mcp-sdk", "root": "[SANDBOX]/home/.dsh/backups/mcp-sdk-session-loss"},
+            {"target": "ai-sdk-mcp", "root": "[SANDBOX]/home/.dsh/backups/ai-sdk-mcp-session-loss"},
         ],
         "backups": [{
             "target": "dsh-mcp-client",

@@ -964,7 +964,7 @@ fn an_explicit_path_without_an_install_is_an_error_naming_where_it_looked() {
         assert_eq!(code(&o), 2, "{command}: {}", stdout(&o));
         assert_eq!(
             sb.normalize(&o.stderr),
-            "error: no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install under the --path given; looked in:
+            "error: no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install under the --path given; looked in:
   - --path [SANDBOX]/empty
 help: pass the package folder (the one holding package.json and lib/index.js), its lib/index.js, or a folder to search below
 ",

@@ -480,7 +480,7 @@ fn npm_root_is_said_to_be_skipped_when_nothing_gives_it() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         sb.normalize(&o.stdout),
-        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install found; looked in:
   - `dsh` on PATH (not found)
   - `gemini` on PATH (not found)
   - the project of the current folder (no node_modules above it)
@@ -488,7 +488,7 @@ fn npm_root_is_said_to_be_skipped_when_nothing_gives_it() {
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
   - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
   - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
-help: if DSH, mcp-remote, gemini-cli or the MCP TypeScript SDK is installed elsewhere, pass its folder with --path
+help: if DSH, mcp-remote, gemini-cli, the MCP TypeScript SDK or the app that uses @ai-sdk/mcp is installed elsewhere, pass its folder with --path
 "
     );
 }

@@ -287,7 +287,7 @@ Options:
       --startup-timeout <SECS>  With --command: how long the bridge may take to answer its first initialize (npx may download it first) [default: 60]
   -v, --verbose                 With --command: print the bridge's stderr of each scenario (to stderr)
       --color <WHEN>            When to colour the output; auto colours a terminal unless NO_COLOR, CLICOLOR=0 or TERM=dumb is set, and CLICOLOR_FORCE colours a pipe too [default: auto] [possible values: auto, always, never]
-      --target <NAME>           Work on this target only (a target under patches/: dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk); default: every target
+      --target <NAME>           Work on this target only (a target under patches/: dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk, ai-sdk-mcp); default: every target
   -h, --help                    Print help
 
 Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did not (STUCK, RECYCLED, BROKEN, ...), or an install was skipped as unsupported; 2 error: bad input, node missing, or an install could not be checked (any others were checked as reported); verify changes no install. 2 wins over 1.
@@ -444,7 +444,7 @@ fn errors_show_error_and_help_in_colour() {
     assert_eq!(stdout(&o), "");
     assert_eq!(
         sb.normalize(&o.stderr),
-        format!("{E}[1;31merror:{E}[0m no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install under the --path given; looked in:
+        format!("{E}[1;31merror:{E}[0m no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install under the --path given; looked in:
   - --path [SANDBOX]/empty
 {E}[1;36mhelp:{E}[0m pass the package folder (the one holding package.json and lib/index.js), its lib/index.js, or a folder to search below
 ")

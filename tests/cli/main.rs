@@ -403,6 +403,7 @@ fn backup_count(sb: &Sandbox) -> usize {
         .unwrap_or(0)
 }
 
+mod ai_sdk_mcp;
 mod apply;
 mod automation;
 mod backups;

@@ -379,7 +379,7 @@ fn target_limits_every_command_to_one_target() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli\nhelp: pass one of those to --target, or leave --target out for all of them\n"
+        "error: unknown target nope; mcpatch knows dsh-mcp-client, mcp-remote, gemini-cli, mcp-sdk, ai-sdk-mcp\nhelp: pass one of those to --target, or leave --target out for all of them\n"
     );
 }
 
@@ -574,7 +574,7 @@ fn a_file_given_with_path_that_no_target_patches_is_an_error_naming_every_packag
     assert_eq!(code(&o), 2);
     assert_eq!(
         sb.normalize(&o.stderr),
-        "error: [SANDBOX]/notes.txt is not an install of @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client, a file one patches, or a folder\nhelp: pass --path the package folder (the one holding package.json) or a folder to search below\n"
+        "error: [SANDBOX]/notes.txt is not an install of @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp, a file one patches, or a folder\nhelp: pass --path the package folder (the one holding package.json) or a folder to search below\n"
     );
     // A chunk of mcp-remote given as the file: its package is found above it.
     let dir = project(&sb, "0.1.44", "p");

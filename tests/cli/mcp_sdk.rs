@@ -39,7 +39,7 @@ fn fetched_pack(package: &str, version: &str) -> PathBuf {
     p.join("package")
 }
 
-fn cp(args: &[&str], from: &Path, to: &Path) {
+pub(super) fn cp(args: &[&str], from: &Path, to: &Path) {
     std::fs::create_dir_all(to.parent().unwrap()).unwrap();
     let st = std::process::Command::new("cp")
         .args(args)
@@ -364,12 +364,22 @@ fn an_unrecorded_release_written_without_verify_is_reverted_by_the_command_statu
 /// `verify --json --target mcp-sdk` of a project on the three lost-session
 /// answers: (exit code, each run as (build, scenario, verdict)).
 fn verify_runs(sb: &Sandbox, project: &Path) -> (i32, Vec<(String, String, String)>) {
+    verify_target_runs(sb, "mcp-sdk", project)
+}
+
+/// `verify --json --target TARGET` of a project on the three lost-session
+/// answers: (exit code, each run as (build, scenario, verdict)).
+pub(super) fn verify_target_runs(
+    sb: &Sandbox,
+    target: &str,
+    project: &Path,
+) -> (i32, Vec<(String, String, String)>) {
     let o = output_within(
         sb.command(&[
             "verify",
             "--json",
             "--target",
-            "mcp-sdk",
+            target,
             "--scenario",
             "expired-404",
             "--scenario",
@@ -400,7 +410,12 @@ fn verify_runs(sb: &Sandbox, project: &Path) -> (i32, Vec<(String, String, Strin
 }
 
 fn each_build(verdict: &str) -> Vec<(String, String, String)> {
-    ["esm", "cjs"]
+    builds_runs(&["esm", "cjs"], verdict)
+}
+
+/// Each of `builds` on the three lost-session answers, each run `verdict`.
+pub(super) fn builds_runs(builds: &[&str], verdict: &str) -> Vec<(String, String, String)> {
+    builds
         .iter()
         .flat_map(|b| {
             ["expired-404", "expired-400", "expired-401"]

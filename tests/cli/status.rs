@@ -248,7 +248,7 @@ fn nothing_found() -> String {
     let node = node22_dir().join("node").canonicalize().unwrap();
     let prefix = node.parent().unwrap().parent().unwrap();
     format!(
-        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install found; looked in:
+        "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install found; looked in:
   - `dsh` on PATH (not found)
   - `gemini` on PATH (not found)
   - the project of the current folder (no node_modules above it)
@@ -256,7 +256,7 @@ fn nothing_found() -> String {
   - DSH_HOME profiles ([SANDBOX]/home/.dsh/profiles)
   - npx cache ([SANDBOX]/home/.npm/_npx, default cache)
   - pnpm dlx cache ([SANDBOX]/home/.cache/pnpm/dlx)
-help: if DSH, mcp-remote, gemini-cli or the MCP TypeScript SDK is installed elsewhere, pass its folder with --path
+help: if DSH, mcp-remote, gemini-cli, the MCP TypeScript SDK or the app that uses @ai-sdk/mcp is installed elsewhere, pass its folder with --path
 ",
         prefix.display(),
         node.display()
@@ -399,7 +399,7 @@ fn status_json_on_an_error_is_one_json_object_naming_the_error_and_where_it_look
     );
     assert!(
         v["error"].as_str().unwrap().starts_with(
-            "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk or @modelcontextprotocol/client install under the --path given"
+            "no @deepseek-ai/dsh-mcp-client, mcp-remote, @google/gemini-cli, @modelcontextprotocol/sdk, @modelcontextprotocol/client or @ai-sdk/mcp install under the --path given"
         ),
         "{v:#}"
     );

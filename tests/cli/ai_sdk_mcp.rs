@@ -1,0 +1,231 @@
+//! ai-sdk-mcp, the target over the Vercel AI SDK's own MCP client
+//! (`@ai-sdk/mcp`), on copies of real npm projects
+//! (test-fixtures/ai-sdk-mcp/fetch.sh puts them in .cache/ai-sdk-mcp/<version>):
+//! its builds are found through package.json `exports` (2.x: one ESM build,
+//! `dist/index.js`; 1.x: ESM `dist/index.mjs` and CJS `dist/index.js`, patched
+//! and reverted together), and a package.json naming a file outside the
+//! package is refused.
+
+use serde_json::Value;
+
+use super::mcp_sdk::{builds_runs, cp, verify_target_runs};
+use super::*;
+
+const PKG: &str = "node_modules/@ai-sdk/mcp";
+
+/// A real project with `@ai-sdk/mcp@version` fetched by test-fixtures/ai-sdk-mcp/fetch.sh.
+fn fetched(version: &str) -> PathBuf {
+    let p = cache().join("ai-sdk-mcp").join(version);
+    assert!(
+        p.join(".done").is_file(),
+        "the real npm project with @ai-sdk/mcp@{version} is missing from {}: run test-fixtures/ai-sdk-mcp/fetch.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p
+}
+
+/// Copy the project into the sandbox (hard links), the builds `rels` of
+/// `@ai-sdk/mcp` and its package.json files of their own; returns the
+/// project folder, canonical.
+fn project_copy(sb: &Sandbox, version: &str, rels: &[&str]) -> PathBuf {
+    let dest = sb.root().join(format!("ai-{version}"));
+    cp(&["-al"], &fetched(version), &dest);
+    for rel in rels.iter().chain(&["package.json"]) {
+        let f = dest.join(PKG).join(rel);
+        let bytes = std::fs::read(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        std::fs::write(&f, bytes).unwrap();
+    }
+    dest.canonicalize().unwrap()
+}
+
+fn installs(v: &Value) -> Vec<&Value> {
+    v["installs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["target"] == "ai-sdk-mcp")
+        .collect()
+}
+
+fn hashes(pkg: &Path, rels: &[&str]) -> Vec<String> {
+    rels.iter().map(|r| sha256_file(&pkg.join(r))).collect()
+}
+
+/// How many backups the ai-sdk-mcp target keeps.
+fn backups(sb: &Sandbox) -> usize {
+    std::fs::read_dir(sb.dsh_home().join("backups/ai-sdk-mcp-session-loss"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_2x_project_is_affected_then_its_one_esm_build_is_patched_once_and_reverted_byte_for_byte() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
+    let p = project.to_str().unwrap();
+    let pkg = project.join(PKG);
+    let before = sha256_file(&pkg.join("dist/index.js"));
+    let spec = target_spec("ai-sdk-mcp");
+
+    let o = sb.run(&["status", "--json", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found = installs(&v);
+    assert_eq!(found.len(), 1, "{v:#}");
+    let i = found[0];
+    assert_eq!(i["state"], "affected", "{i:#}");
+    assert_eq!(i["version"], "2.0.99");
+    assert_eq!(i["role"], "esm");
+    // 2.x exports `import` only: its dist/index.js is the ESM build, no CJS companion.
+    assert_eq!(i["file"], pkg.join("dist/index.js").to_str().unwrap());
+    assert_eq!(i["companions"], Value::Null, "{i:#}");
+    assert!(spec.is_original(&before), "2.0.99 is a recorded original");
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let after = sha256_file(&pkg.join("dist/index.js"));
+    assert_eq!(Some(after.as_str()), spec.patched_for(&before));
+    assert_eq!(backups(&sb), 1);
+    let v = status_json(&sb, &["--path", p]);
+    assert_eq!(installs(&v)[0]["state"], "patched", "{v:#}");
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "already patched: {} (2.0.99); nothing to do\n",
+            pkg.display()
+        )
+    );
+    assert_eq!(sha256_file(&pkg.join("dist/index.js")), after);
+    assert_eq!(backups(&sb), 1, "a second apply makes no backup");
+
+    let o = sb.run(&["revert", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&pkg.join("dist/index.js")), before);
+}
+
+#[test]
+fn a_1x_project_has_its_esm_and_cjs_builds_patched_together_and_reverted_byte_for_byte() {
+    let sb = Sandbox::new();
+    let rels = ["dist/index.mjs", "dist/index.js"];
+    let project = project_copy(&sb, "1.0.102", &rels);
+    let p = project.to_str().unwrap();
+    let pkg = project.join(PKG);
+    let before = hashes(&pkg, &rels);
+
+    let o = sb.run(&["status", "--json", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stdout(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found = installs(&v);
+    assert_eq!(found.len(), 1, "{v:#}");
+    let i = found[0];
+    assert_eq!(i["state"], "affected", "{i:#}");
+    assert_eq!(
+        (&i["role"], &i["file"]),
+        (&"esm".into(), &pkg.join(rels[0]).to_str().unwrap().into())
+    );
+    let c = &i["companions"][0];
+    assert_eq!(
+        (&c["role"], &c["file"]),
+        (&"cjs".into(), &pkg.join(rels[1]).to_str().unwrap().into())
+    );
+    assert_eq!(c["state"], "affected", "{i:#}");
+    assert_eq!(c["sha256"], before[1].as_str());
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(backups(&sb), 2, "one backup per build");
+    let after = hashes(&pkg, &rels);
+    assert_ne!(after[0], before[0], "the ESM build was not patched");
+    assert_ne!(after[1], before[1], "the CJS build was not patched");
+    let v = status_json(&sb, &["--path", p]);
+    let i = installs(&v)[0];
+    assert_eq!(i["state"], "patched", "{i:#}");
+    assert_eq!(i["companions"][0]["state"], "patched", "{i:#}");
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(hashes(&pkg, &rels), after, "a second apply changed a file");
+
+    let o = sb.run(&["revert", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(hashes(&pkg, &rels), before);
+}
+
+#[test]
+fn a_package_json_naming_a_build_outside_the_package_is_refused_and_nothing_is_written() {
+    let sb = Sandbox::new();
+    let rels = ["dist/index.mjs", "dist/index.js"];
+    let project = project_copy(&sb, "1.0.102", &rels);
+    let p = project.to_str().unwrap();
+    let pkg = project.join(PKG);
+    std::fs::write(project.join("evil.js"), "module.exports = {};\n").unwrap();
+    edit_file(&pkg.join("package.json"), |t| {
+        t.replace(
+            r#""require": "./dist/index.js""#,
+            r#""require": "./../../../evil.js""#,
+        )
+    });
+    let before = hashes(&pkg, &rels);
+    let why = format!(
+        "the cjs build: {}: exports[\".\"][\"require\"] is \"./../../../evil.js\", not a path inside the package (`./...`)",
+        pkg.join("package.json").display()
+    );
+
+    let v = status_json(&sb, &["--path", p]);
+    let i = installs(&v)[0];
+    assert_eq!(i["state"], "modified", "{i:#}");
+    assert_eq!(i["note"], why.as_str());
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!("refused: {} (1.0.102)\n    {why}\n", pkg.display())
+    );
+    assert_eq!(hashes(&pkg, &rels), before);
+    assert_eq!(
+        std::fs::read_to_string(project.join("evil.js")).unwrap(),
+        "module.exports = {};\n"
+    );
+    assert_eq!(backups(&sb), 0);
+}
+
+#[test]
+fn verify_drives_the_installed_create_mcp_client_stuck_before_apply_and_seamless_after() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
+    assert_eq!(
+        verify_target_runs(&sb, "ai-sdk-mcp", &project),
+        (1, builds_runs(&["esm"], "STUCK"))
+    );
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        verify_target_runs(&sb, "ai-sdk-mcp", &project),
+        (0, builds_runs(&["esm"], "SEAMLESS"))
+    );
+}
+
+#[test]
+fn verify_drives_both_builds_of_a_1x_release_stuck_before_apply_and_seamless_after() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "1.0.102", &["dist/index.mjs", "dist/index.js"]);
+    assert_eq!(
+        verify_target_runs(&sb, "ai-sdk-mcp", &project),
+        (1, builds_runs(&["esm", "cjs"], "STUCK"))
+    );
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        verify_target_runs(&sb, "ai-sdk-mcp", &project),
+        (0, builds_runs(&["esm", "cjs"], "SEAMLESS"))
+    );
+}
