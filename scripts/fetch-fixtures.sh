@@ -97,6 +97,10 @@ echo "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56  $client"
 # mcpatch's third target (tests/cli/gemini.rs): five real gemini-cli releases, global
 # installs in .cache/gemini-cli/<v> (idempotent, fails loudly).
 "$PWD/test-fixtures/gemini-cli/fetch.sh"
+# The mcp-sdk target (docs/mcp-sdk.md): every stable release of @modelcontextprotocol/sdk 1.x and
+# @modelcontextprotocol/client 2.x (npm pack) and real projects of the libraries built on them
+# (LangChain, Mastra, OpenAI agents, plain SDK clients), in .cache/mcp-sdk/ (idempotent, fails loudly).
+"$PWD/test-fixtures/mcp-sdk/fetch.sh"
 # The ai-sdk-mcp target (docs/ai-sdk-mcp.md): seven @ai-sdk/mcp releases (1.0.50 to 2.0.99) as a
 # project installs them, in .cache/ai-sdk-mcp/<v> (idempotent, fails loudly).
 "$PWD/test-fixtures/ai-sdk-mcp/fetch.sh"

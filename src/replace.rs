@@ -95,13 +95,25 @@ impl PendingFile {
     }
 }
 
-/// An empty `<prefix>*.js` temp file in `target`'s folder (a `.js` name, so
-/// node loads it as a module of the install), removed on drop.
+/// The extension a temp copy of `target` takes so node loads it as the same
+/// kind of module: `.cjs` and `.mjs` kept (a `.cjs` build in a package of
+/// `"type": "module"` is CommonJS only by its name), else `.js`.
+fn module_suffix(target: &Path) -> &'static str {
+    match target.extension().and_then(|e| e.to_str()) {
+        Some("cjs") => ".cjs",
+        Some("mjs") => ".mjs",
+        _ => ".js",
+    }
+}
+
+/// An empty `<prefix>*.js` temp file in `target`'s folder (`.cjs` or `.mjs`
+/// when the target has that name, so node loads it as the same kind of module
+/// of the install), removed on drop.
 pub fn temp_beside(target: &Path, prefix: &str) -> Result<tempfile::NamedTempFile> {
     let dir = target.parent().unwrap_or(Path::new("."));
     tempfile::Builder::new()
         .prefix(prefix)
-        .suffix(".js")
+        .suffix(module_suffix(target))
         .tempfile_in(dir)
         .map_err(|source| Error::ReadOnlyInstall {
             dir: dir.to_path_buf(),
@@ -131,7 +143,9 @@ pub fn remove_stale_temps(target: &Path) {
         for e in entries.flatten() {
             let name = e.file_name();
             let name = name.to_string_lossy();
-            if name.starts_with(".mcpatch-staged-") && name.ends_with(".js") {
+            if name.starts_with(".mcpatch-staged-")
+                && [".js", ".cjs", ".mjs"].iter().any(|x| name.ends_with(x))
+            {
                 let _ = std::fs::remove_file(e.path());
             }
         }

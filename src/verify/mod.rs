@@ -500,7 +500,9 @@ fn remove_dead_copies(dir: &std::path::Path) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        if !(name.starts_with(COPY_PREFIX) && name.ends_with(".js")) {
+        if !(name.starts_with(COPY_PREFIX)
+            && [".js", ".cjs", ".mjs"].iter().any(|x| name.ends_with(x)))
+        {
             continue;
         }
         let path = entry.path();

@@ -86,7 +86,8 @@ fn stuck_before_apply_and_seamless_after(name: &str, kind: &str, answers: &[&str
     for answer in answers {
         let v = prove(&project, kind, answer);
         assert_eq!(
-            v["verdict"], "STUCK",
+            v["verdict"],
+            "STUCK",
             "{kind} of {name}, unpatched, on {answer}: {}\n{v:#}",
             summary(&v)
         );
