@@ -229,3 +229,43 @@ fn verify_drives_both_builds_of_a_1x_release_stuck_before_apply_and_seamless_aft
         (0, builds_runs(&["esm", "cjs"], "SEAMLESS"))
     );
 }
+
+#[test]
+fn after_apply_the_whole_default_verify_passes_and_a_get_stream_answered_404_keeps_the_session() {
+    // A server without a GET stream that answers its GET 404 (sse-404): the
+    // transport drops the session id itself; the patched client carries it
+    // again, so a live session is kept (HELD), not thrown away each request.
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
+    let p = project.to_str().unwrap();
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = output_within(
+        sb.command(&["verify", "--json", "--target", "ai-sdk-mcp", "--path", p]),
+        std::time::Duration::from_secs(300),
+        "the default verify of the patched @ai-sdk/mcp",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let failed: Vec<String> = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
+        .iter()
+        .filter(|s| s["ok"] != true)
+        .map(|s| format!("{}: {} ({})", s["name"], s["verdict"], s["note"]))
+        .collect();
+    assert_eq!(
+        (code(&o), failed, v["installs"][0]["overall"].as_str()),
+        (0, Vec::<String>::new(), Some("SEAMLESS"))
+    );
+    let sse = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "sse-404")
+        .unwrap_or_else(|| panic!("sse-404 did not run: {v:#}"));
+    assert_eq!(
+        (&sse["verdict"], &sse["initialize_count"]),
+        (&Value::from("HELD"), &Value::from(1))
+    );
+}

@@ -1,4 +1,24 @@
-let response = await this.fetchFn(this.url.href, init);
+/*
+         * (mcpatch: ai-sdk-mcp-session-loss) A GET stream answered 404 made this transport drop a
+         * session no POST has found lost (a server without a GET stream may answer its GET so):
+         * the request carries that session again, and only a POST answered 404 (or 400/401
+         * naming the session) shows a loss, below.
+         */
+        if (this.sessionId === void 0 && this.mcpatchLastSession && this.mcpatchInitialize !== void 0 && (this.mcpatchRenewal === void 0 || this.mcpatchRenewal.from !== this.mcpatchLastSession)) {
+          let sent;
+          try {
+            sent = typeof init.body === "string" ? JSON.parse(init.body) : void 0;
+          } catch {
+          }
+          if (sent !== null && typeof sent === "object" && !Array.isArray(sent) && sent.method !== "initialize") {
+            const restored = new Headers(init.headers);
+            restored.set("mcp-session-id", this.mcpatchLastSession);
+            init.headers = Object.fromEntries(restored.entries());
+            if (typeof this.setSessionId === "function") this.setSessionId(this.mcpatchLastSession);
+            else this.sessionId = this.mcpatchLastSession;
+          }
+        }
+        let response = await this.fetchFn(this.url.href, init);
         /*
          * Session-loss recovery (mcpatch: ai-sdk-mcp-session-loss). A stateful Streamable HTTP
          * server that no longer knows this client's session (restart, idle timeout) answers 404,
