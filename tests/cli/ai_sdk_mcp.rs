@@ -269,3 +269,39 @@ fn after_apply_the_whole_default_verify_passes_and_a_get_stream_answered_404_kee
         (&Value::from("HELD"), &Value::from(1))
     );
 }
+
+#[test]
+fn the_real_create_mcp_client_is_stuck_across_a_real_server_restart_and_seamless_patched() {
+    // test-fixtures/ai-sdk-mcp/prove.mjs: the real createMCPClient of 2.0.99 and
+    // of 1.0.102 (ESM and CJS) against the real TypeScript SDK server restarted
+    // twice mid-session, on 404, 400 and 401; unpatched, then patched with the
+    // bytes `mcpatch apply` writes (held to the manifest's patched_sha256, which
+    // the apply tests above check mcpatch gives).
+    let node = node22_dir().join("node");
+    let mut cmd = std::process::Command::new(&node);
+    cmd.arg("test-fixtures/ai-sdk-mcp/prove.mjs")
+        .args(["--versions", "2.0.99,1.0.102", "--node"])
+        .arg(&node)
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    let o = output_within(
+        cmd,
+        std::time::Duration::from_secs(600),
+        "prove.mjs of ai-sdk-mcp",
+    );
+    let out = stdout(&o);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" unpatched ") || l.contains(" patched "))
+        .collect();
+    assert_eq!(code(&o), 0, "{out}{}", stderr(&o));
+    // 2.0.99 (esm) and 1.0.102 (esm, cjs), 3 answers, unpatched and patched.
+    assert_eq!(lines.len(), 18, "{out}");
+    for l in lines {
+        let want = if l.contains(" unpatched ") {
+            ": STUCK "
+        } else {
+            ": SEAMLESS 0/8 failed, new sessions per restart 1,1;"
+        };
+        assert!(l.contains(want), "{l}\n{out}");
+    }
+}
