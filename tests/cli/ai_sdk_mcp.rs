@@ -305,3 +305,39 @@ fn the_real_create_mcp_client_is_stuck_across_a_real_server_restart_and_seamless
         assert!(l.contains(want), "{l}\n{out}");
     }
 }
+
+#[test]
+fn the_patched_create_mcp_client_answers_every_call_of_a_server_reloading_every_2_s() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
+    let p = project.to_str().unwrap();
+    let o = sb.run(&["apply", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let o = output_within(
+        sb.command(&[
+            "verify",
+            "--json",
+            "--target",
+            "ai-sdk-mcp",
+            "--scenario",
+            "reload",
+            "--path",
+            p,
+        ]),
+        std::time::Duration::from_secs(180),
+        "verify --scenario reload of the patched @ai-sdk/mcp",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(
+        (code(&o), &s["name"], &s["verdict"], &s["failed_calls"]),
+        (
+            0,
+            &Value::from("reload"),
+            &Value::from("RELOADED"),
+            &Value::from(0)
+        ),
+        "{v:#}"
+    );
+}
