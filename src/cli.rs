@@ -150,7 +150,7 @@ pub enum Command {
         trust_owner: bool,
         /// Also drive the client through N plans generated from a seed, each judged
         /// by the rules every run keeps (default: 3 for a file judged by the current
-        /// revision's expectations; 0: none).
+        /// revision's expectations when no --scenario is named; 0: none).
         #[arg(long, value_name = "N")]
         explore: Option<u32>,
         /// The seed of the explored plans (default 2026); a failing run prints the

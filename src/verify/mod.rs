@@ -828,11 +828,16 @@ async fn verify_install(
         })
         .collect();
     let mut result = InstallResult::checked(install, target, node_version, expectations, results);
-    let explore_runs = opts.explore.unwrap_or(if seamless || opts.explore_only {
-        explore::DEFAULT_RUNS
-    } else {
-        0
-    });
+    // By default the short exploration goes with the whole table, not with
+    // scenarios the user picked by name.
+    let whole_table = opts.scenarios.is_empty();
+    let explore_runs = opts
+        .explore
+        .unwrap_or(if (seamless && whole_table) || opts.explore_only {
+            explore::DEFAULT_RUNS
+        } else {
+            0
+        });
     if explore_runs > 0 {
         let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
         let jobs = jobs.unwrap_or(explore_runs as usize).max(1);

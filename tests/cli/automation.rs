@@ -288,7 +288,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
             "error": no_backup,
             "node_version": node, "node_shim": false, "expectations": "relaxed",
             "overall": "FAILED", "note": null,
-            "scenarios": [], "left_out": [],
+            "scenarios": [], "left_out": [], "exploration": null,
         })
     );
     assert_eq!(
@@ -309,6 +309,7 @@ fn verify_json_carries_the_automation_fields_and_goes_on_past_an_install_it_cann
                 ["expired-404", "default", "recover", "STUCK", false],
             ],
             "left_out": [],
+            "exploration": null,
         })
     );
     assert_eq!(v["error"], Value::Null);

@@ -281,6 +281,9 @@ Options:
   -j, --jobs <N>                Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --trust-owner             As root: run an install's code (the load check, verify) even when another user owns it or can write it or a folder on the way to it
+      --explore <N>             Also drive the client through N plans generated from a seed, each judged by the rules every run keeps (default: 3 for a file judged by the current revision's expectations when no --scenario is named; 0: none)
+      --seed <S>                The seed of the explored plans (default 2026); a failing run prints the seed that replays it with `--explore 1`
+      --explore-only            Run only the explored plans, not the fixed table of scenarios
       --node <PATH>             The node binary to use (default: `node` on PATH)
       --json                    Print JSON instead of a table
       --command <CMD>           Verify a stdio MCP bridge instead (e.g. 'npx -y mcp-remote@0.15.1'), quoted as for a shell: the fake server's URL replaces {{url}} in an argument, else comes last

@@ -149,7 +149,16 @@ fn the_status_verify_and_probe_json_examples_have_the_shape_of_real_runs() {
     );
 
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
-    let o = sb.run(&["verify", "--json", "--path", p, "--scenario", "expired-404"]);
+    let o = sb.run(&[
+        "verify",
+        "--json",
+        "--path",
+        p,
+        "--scenario",
+        "expired-404",
+        "--explore",
+        "1",
+    ]);
     let real: Value = serde_json::from_slice(&o.stdout).unwrap();
     let example = json_example("`verify --json`:");
     assert_eq!(

@@ -317,7 +317,7 @@ async fn a_request_without_a_loopback_host_is_refused_over_raw_http() {
             )
         )
         .await,
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 16\r\nconnection: close\r\n\r\n{\"generation\":1}"
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 28\r\nconnection: close\r\n\r\n{\"generation\":1,\"reloads\":0}"
     );
 }
 
@@ -345,7 +345,7 @@ async fn loopback_hosts_and_origins_pass() {
         .await;
         assert_eq!(
             (status, body.as_str()),
-            (200, r#"{"generation":1}"#),
+            (200, r#"{"generation":1,"reloads":0}"#),
             "{host}"
         );
     }
@@ -552,7 +552,7 @@ async fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
     );
     conn.write_all(ready.repeat(2).as_bytes()).await.unwrap();
     let answers = read_to_close(&mut conn, BOUND).await;
-    let one_answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 16\r\n\r\n{\"generation\":1}";
+    let one_answer = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 28\r\n\r\n{\"generation\":1,\"reloads\":0}";
     assert_eq!(
         without_date(&String::from_utf8_lossy(&answers)),
         one_answer.repeat(2)
@@ -587,7 +587,10 @@ async fn many_idle_connections_are_closed_and_a_normal_client_is_still_answered(
     )
     .await
     .unwrap_or_else(|_| panic!("a normal client was not answered within {bound:?}"));
-    assert_eq!((status, body.as_str()), (200, r#"{"generation":1}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"generation":1,"reloads":0}"#)
+    );
     let waited = asked.elapsed();
     // It was accepted only once all but max_connections - 1 of the idle ones were closed.
     let closed = idle.iter().filter(|s| closed_by_server(s)).count();
@@ -877,7 +880,10 @@ async fn a_client_that_stops_reading_its_answers_is_cut_off_and_frees_its_slot()
     let (status, body) = tokio::time::timeout(BOUND, answer(ready))
         .await
         .unwrap_or_else(|_| panic!("a normal client was not answered within {BOUND:?}"));
-    assert_eq!((status, body.as_str()), (200, r#"{"generation":1}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"generation":1,"reloads":0}"#)
+    );
     let got = read_to_close(&mut stuck_read, BOUND).await;
     assert!(got.len() < 8 * 900_000, "the stuck client got every answer");
     writer.abort();
@@ -1001,7 +1007,10 @@ async fn serve_out_of_descriptors_neither_spins_nor_stops_answering() {
             .header("authorization", format!("Bearer {}", serve.token)),
     )
     .await;
-    assert_eq!((status, body.as_str()), (200, r#"{"generation":1}"#));
+    assert_eq!(
+        (status, body.as_str()),
+        (200, r#"{"generation":1,"reloads":0}"#)
+    );
     // More idle connections than the server has descriptors for: it accepts
     // until none is left, the rest wait in the backlog and accept fails.
     let mut idle = Vec::new();
@@ -1044,6 +1053,6 @@ async fn serve_out_of_descriptors_neither_spins_nor_stops_answering() {
     let answered = read_to_close(&mut waiting, BOUND).await;
     assert_eq!(
         without_date(&String::from_utf8_lossy(&answered)),
-        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 16\r\nconnection: close\r\n\r\n{\"generation\":1}"
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 28\r\nconnection: close\r\n\r\n{\"generation\":1,\"reloads\":0}"
     );
 }
