@@ -20,7 +20,12 @@ fn an_unrecorded_gemini_release_the_anchors_fit_is_affected_and_its_revert_needs
     let o = sb.run(&["status", "--path", path]);
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     let out = sb.normalize(&o.stdout);
-    assert!(out.contains("  affected  run `mcpatch apply`\n"), "{out}");
+    assert!(
+        out.contains(
+            "  affected  run `mcpatch apply --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli`\n"
+        ),
+        "{out}"
+    );
     assert!(!out.contains("patch anyway"), "{out}");
     let v = json(&sb.run(&["status", "--json", "--path", path]));
     assert_eq!(v["installs"][0]["state"], "affected", "{v:#}");
