@@ -7,7 +7,12 @@
 //        JSON-RPC -32000 "Bad Request: No valid session ID provided"
 //   401  rmcp < 0.17: text "Unauthorized: Session not found"
 // Restarting the process loses every session, as a real restart does.
-// argv: <prefix the SDK is installed in> <port, 0 = any free> <404|400|401>
+// argv: <prefix the SDK is installed in> <port, 0 = any free> <404|400|401> [--no-id-400]
+// With --no-id-400 only a request that NAMES a session the server does not hold gets the chosen
+// answer; one with no session id at all gets the SDK examples' 400 "Bad Request: No valid session
+// ID provided", whatever the mode (the mcp-sdk proofs: SDK 2.x clients such as @mastra/mcp and
+// @openai/agents first probe with `server/discover` and no session id, and would read a 401 there
+// as "the server requires authorization", which is not what a server that lost a session does).
 // stdout: "listening <url>", "session issued <id>", "arrival <text>", "initialize with session <id>"
 // when a client sends initialize while naming a session (a strict server refuses that).
 "use strict";
@@ -16,6 +21,7 @@ const { randomUUID } = require("node:crypto");
 const path = require("node:path");
 
 const [prefix, portArg, answer] = process.argv.slice(2);
+const noId400 = process.argv.slice(5).includes("--no-id-400");
 if (!prefix || portArg === undefined || !["404", "400", "401"].includes(answer)) {
   console.error("usage: session-server.cjs <sdk prefix> <port> <404|400|401>");
   process.exit(2);
@@ -86,6 +92,9 @@ app.post("/mcp", async (req, res) => {
         if (transport.sessionId) transports.delete(transport.sessionId);
       };
       await getServer().connect(transport);
+    } else if (!transport && !sessionId && noId400) {
+      res.status(400).json({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: No valid session ID provided" }, id: null });
+      return;
     } else if (!transport) {
       lost(res);
       return;
@@ -99,6 +108,10 @@ app.post("/mcp", async (req, res) => {
   }
 });
 const sessionRoute = async (req, res) => {
+  if (noId400 && !req.headers["mcp-session-id"]) {
+    res.status(400).json({ jsonrpc: "2.0", error: { code: -32000, message: "Bad Request: Mcp-Session-Id header is required" }, id: null });
+    return;
+  }
   const transport = transports.get(req.headers["mcp-session-id"]);
   if (!transport) {
     lost(res);

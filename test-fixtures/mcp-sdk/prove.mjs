@@ -1,6 +1,6 @@
 // Proves the mcp-sdk patch with a real client library from a real project (fetch.sh's
 // .cache/mcp-sdk/projects/<name>) against the real TypeScript SDK stateful server
-// (session-server.cjs here: mcp-remote's, with requests that carry no session id answered 400),
+// (test-fixtures/mcp-remote/session-server.cjs with --no-id-400: requests that carry no session id answered 400),
 // restarted mid-session as a new process on the same port.
 // With --patched the project is copied (hard links) and every copy of @modelcontextprotocol/sdk and
 // @modelcontextprotocol/client in its node_modules is patched with apply-anchors.mjs (the manifest's
@@ -111,7 +111,7 @@ let server;
 const servers = [];
 function startServer() {
   return new Promise((resolve, reject) => {
-    const child = spawn(node, [path.join(here, "session-server.cjs"), sdk, String(port), answer], { stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(node, [path.join(repo, "test-fixtures", "mcp-remote", "session-server.cjs"), sdk, String(port), answer, "--no-id-400"], { stdio: ["ignore", "pipe", "pipe"] });
     children.add(child);
     const stats = { sessions: 0, initWithSession: 0, arrivals: {} };
     servers.push(stats);
