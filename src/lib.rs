@@ -37,7 +37,7 @@ pub mod small_file;
 pub mod stage;
 pub mod status;
 pub mod table;
-pub mod target;
+pub mod targets;
 pub mod transaction;
 pub mod trust;
 pub mod verify;
@@ -218,7 +218,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             verbose,
             ..
         } => probe::run(
-            target::probed(&targets)?,
+            targets::probed(&targets)?,
             &probe::ProbeOptions {
                 url,
                 headers,

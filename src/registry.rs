@@ -1,7 +1,7 @@
 //! The targets: each folder under `patches/` (a `manifest.json` in format 2
 //! and the diffs it names, see patches/README.md), embedded in the binary at
 //! build time so an installed mcpatch is self-contained. Everything about a
-//! target that is data lives there; what is code lives in [`crate::target`].
+//! target that is data lives there; what is code lives in [`crate::targets`].
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::anchors::{AnchorEntry, Anchors};
 use crate::error::{Error, Result};
-use crate::target::Driver;
+use crate::targets::Driver;
 
 /// One target: an npm package mcpatch finds, classifies, patches, reverts
 /// and verifies, as its folder under `patches/` describes it.

@@ -1,7 +1,7 @@
 //! `mcpatch status`: find and classify every install, print a table or JSON.
 
-use crate::target::gemini_cli::{self, AutoUpdate};
-use crate::target::Driver;
+use crate::targets::gemini_cli::{self, AutoUpdate};
+use crate::targets::Driver;
 use std::path::PathBuf;
 
 use serde::Serialize;

@@ -35,7 +35,7 @@ use crate::node::{self, Node};
 use crate::registry::PatchSpec;
 use crate::status;
 use crate::table::{hanging, shorten_middle, Align, Table};
-use crate::target::Driver;
+use crate::targets::Driver;
 use harness::{Policy, RunSpec};
 use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
 use server::FakeServer;

@@ -40,7 +40,7 @@ pub(in crate::verify) async fn verify_install(
     let mirror = if target.load == install.file {
         None
     } else {
-        let entry = crate::target::stdio_bridge::entry(spec, &install.path).ok_or_else(|| {
+        let entry = crate::targets::stdio_bridge::entry(spec, &install.path).ok_or_else(|| {
             Error::BridgeNoEntry {
                 target: spec.target,
                 file: install.file.clone(),
@@ -60,7 +60,7 @@ pub(in crate::verify) async fn verify_install(
     // pass: a path (not UTF-8, or holding `{url}`) goes in as it is.
     let run = mirror.as_ref().map(|m| m.entry.as_path());
     let launch = |url: &str| {
-        crate::target::stdio_bridge::command(
+        crate::targets::stdio_bridge::command(
             spec,
             &node.path,
             &install.path,
