@@ -63,6 +63,54 @@ pub struct HostDefect {
     /// One shell command line that fixes it (ending in words, after `; then`,
     /// when a file must be edited by hand).
     pub fix: String,
+    /// What the user sees, in a few words (the human note's first line).
+    #[serde(skip)]
+    pub headline: String,
+    /// Why, in a few words (the human note's second line).
+    #[serde(skip)]
+    pub short_why: String,
+    /// The fix, step by step: each command on a line of its own.
+    #[serde(skip)]
+    pub steps: Vec<FixStep>,
+}
+
+/// One step of a host's fix.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FixStep {
+    /// Commands to run in order, each one shell command line.
+    Run(Vec<String>),
+    /// Words for a file mcpatch cannot safely write: edit it by hand.
+    ByHand(String),
+}
+
+impl HostDefect {
+    /// The fix as a POSIX shell script (`mcpatch status --host-fix | sh`): it
+    /// stops at the first command that fails; a step to do by hand is a
+    /// comment. Text from the install is in comments only after
+    /// [`crate::output::clean`] and with no line break, so it cannot run.
+    pub fn script(&self) -> String {
+        // `clean` shows a line break as `\n`, so nothing planted leaves its comment.
+        let one_line = |s: &str| crate::output::clean(s).replace(['\n', '\r'], " ");
+        let mut s = format!(
+            "# the DSH host at {}\n# {}\n",
+            one_line(&self.host.display().to_string()),
+            one_line(&self.headline)
+        );
+        for step in &self.steps {
+            match step {
+                FixStep::Run(commands) => {
+                    for c in commands {
+                        s.push_str(c);
+                        s.push('\n');
+                    }
+                }
+                FixStep::ByHand(words) => {
+                    s.push_str(&format!("# then, by hand: {}\n", one_line(words)));
+                }
+            }
+        }
+        s
+    }
 }
 
 /// The known start-up defect of the host that `install` (a client package
@@ -111,6 +159,7 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
     };
     let mut steps = Vec::new();
     let mut why = Vec::new();
+    let mut short_why = Vec::new();
     // With the row on, the service is there at the boot's call, but lacks the method.
     let row_on = matches!(home, Some(Home::Enabled)) || row_off_in.is_empty();
     let dies_with = if !hmr_has_it && row_on {
@@ -119,7 +168,11 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
         NO_HMR_SERVICE
     };
     if !hmr_has_it {
-        steps.push(replace_hmr_command(&hmr));
+        steps.push(FixStep::Run(replace_hmr_commands(&hmr)));
+        short_why.push(format!(
+            "its {} {hmr_version} has no registerConfig()",
+            HMR_PACKAGE.trim_start_matches("@deepseek-ai/")
+        ));
         why.push(format!(
             "its {BOOT_PACKAGE} calls registerConfig() on the Cordis HMR service, and the {HMR_PACKAGE} {hmr_version} that npm installed{range} ({}) has no registerConfig() (1.0.16 and {HMR_FIX_VERSION} have it)",
             hmr.display()
@@ -137,6 +190,15 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
             home_dir.join(HOME_PATCH).display()
         ));
         steps.push(home.switch_row_on(home_dir));
+        short_why.push(format!(
+            "its {} profile{} switch the `hmr` row off",
+            row_off_in
+                .iter()
+                .map(|c| c.trim_start_matches("dsh ").trim_start_matches("--profile "))
+                .collect::<Vec<_>>()
+                .join(" and "),
+            if row_off_in.len() > 1 { "s" } else { "" },
+        ));
     }
     Some(HostDefect {
         host,
@@ -146,18 +208,25 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
         ),
         why: why.join("; and "),
         fix: join_steps(&steps),
+        headline: format!(
+            "DSH {host_version} cannot start; DSH's own defect, NOT the mcpatch patch"
+        ),
+        short_why: short_why.join("; "),
+        steps,
     })
 }
 
 /// Commands joined with `&&`; words for a file to edit by hand come last, after `; then`.
-fn join_steps(steps: &[String]) -> String {
-    let (words, commands): (Vec<&String>, Vec<&String>) =
-        steps.iter().partition(|s| s.starts_with(BY_HAND));
-    let mut fix = commands
-        .iter()
-        .map(|s| s.as_str())
-        .collect::<Vec<_>>()
-        .join(" && ");
+fn join_steps(steps: &[FixStep]) -> String {
+    let mut commands = Vec::new();
+    let mut words = Vec::new();
+    for step in steps {
+        match step {
+            FixStep::Run(c) => commands.extend(c.iter().map(String::as_str)),
+            FixStep::ByHand(w) => words.push(w),
+        }
+    }
+    let mut fix = commands.join(" && ");
     for w in words {
         if !fix.is_empty() {
             fix.push_str("; then ");
@@ -315,43 +384,49 @@ impl Home {
         }
     }
 
-    /// The command (or, for a file mcpatch cannot safely write, the words) that switches the row on.
-    fn switch_row_on(&self, dsh_home: &Path) -> String {
+    /// The commands (or, for a file mcpatch cannot safely write, the words) that switch the row on.
+    fn switch_row_on(&self, dsh_home: &Path) -> FixStep {
         let file = dsh_home.join(HOME_PATCH);
         match self {
-            Home::Enabled => String::new(),
-            Home::Append => format!(
-                "mkdir -p {} && printf '\\n- id: hmr\\n  disabled: false\\n' >> {}",
-                shell_quote(dsh_home),
-                shell_quote(&file)
-            ),
-            Home::Replace => format!(
+            Home::Enabled => FixStep::Run(Vec::new()),
+            Home::Append => FixStep::Run(vec![
+                format!("mkdir -p {}", shell_quote(dsh_home)),
+                format!(
+                    "printf '\\n- id: hmr\\n  disabled: false\\n' >> {}",
+                    shell_quote(&file)
+                ),
+            ]),
+            Home::Replace => FixStep::Run(vec![format!(
                 "printf -- '- id: hmr\\n  disabled: false\\n' > {}",
                 shell_quote(&file)
-            ),
-            Home::ByHand => format!(
+            )]),
+            Home::ByHand => FixStep::ByHand(format!(
                 "{BY_HAND} the entry `{{id: hmr, disabled: false}}` to the list in {} by hand",
                 file.display()
-            ),
+            )),
         }
     }
 }
 
-/// The command that puts the HMR plugin release with `registerConfig()` in place
-/// of the folder `hmr`: fetched first, so a failed download changes nothing; a
-/// symlinked folder is replaced, never written through.
-fn replace_hmr_command(hmr: &Path) -> String {
+/// The commands that put the HMR plugin release with `registerConfig()` in
+/// place of the folder `hmr`: fetched first, so a failed download changes
+/// nothing; a symlinked folder is replaced, never written through.
+fn replace_hmr_commands(hmr: &Path) -> Vec<String> {
     let scope = hmr.parent().unwrap_or(hmr);
     let folder = hmr
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
+    let folder = shell_quote(Path::new(&folder));
     let tarball = format!("deepseek-ai-cordis-plugin-hmr-{HMR_FIX_VERSION}.tgz");
-    format!(
-        "cd {scope} && npm pack --silent {HMR_PACKAGE}@{HMR_FIX_VERSION} && rm -rf {folder} && mkdir {folder} && tar xzf {tarball} -C {folder} --strip-components=1 && rm {tarball}",
-        scope = shell_quote(scope),
-        folder = shell_quote(Path::new(&folder)),
-    )
+    vec![
+        format!("cd {}", shell_quote(scope)),
+        format!("npm pack --silent {HMR_PACKAGE}@{HMR_FIX_VERSION}"),
+        format!("rm -rf {folder}"),
+        format!("mkdir {folder}"),
+        format!("tar xzf {tarball} -C {folder} --strip-components=1"),
+        format!("rm {tarball}"),
+    ]
 }
 
 /// A path as one POSIX shell word.
@@ -525,6 +600,50 @@ mod tests {
                 fake.home().display(),
                 fake.home().display()
             )
+        );
+    }
+
+    #[test]
+    fn the_fix_script_runs_one_command_a_line_and_keeps_planted_text_in_comments() {
+        let fake = Fake::new(HMR_LACKS);
+        let mut d = fake.check().expect("a defect");
+        assert_eq!(
+            d.headline,
+            "DSH 0.1.0-rc.8 cannot start; DSH's own defect, NOT the mcpatch patch"
+        );
+        assert_eq!(
+            d.short_why,
+            "its cordis-plugin-hmr 1.0.19 has no registerConfig(); its web and headless profiles switch the `hmr` row off"
+        );
+        let host = std::fs::canonicalize(fake.host()).unwrap();
+        let home = fake.home();
+        assert_eq!(
+            d.script(),
+            format!(
+                "# the DSH host at {}\n\
+                 # DSH 0.1.0-rc.8 cannot start; DSH's own defect, NOT the mcpatch patch\n\
+                 cd {}/node_modules/@deepseek-ai\n\
+                 npm pack --silent @deepseek-ai/cordis-plugin-hmr@1.0.17\n\
+                 rm -rf cordis-plugin-hmr\n\
+                 mkdir cordis-plugin-hmr\n\
+                 tar xzf deepseek-ai-cordis-plugin-hmr-1.0.17.tgz -C cordis-plugin-hmr --strip-components=1\n\
+                 rm deepseek-ai-cordis-plugin-hmr-1.0.17.tgz\n\
+                 mkdir -p {}\n\
+                 printf '\\n- id: hmr\\n  disabled: false\\n' >> {}/cordis.patch.yml\n",
+                host.display(),
+                host.display(),
+                home.display(),
+                home.display()
+            )
+        );
+        // A planted host path with a line break stays inside its comment.
+        d.host = PathBuf::from("/x\nrm -rf /tmp/victim\n#");
+        d.steps = vec![FixStep::ByHand("add it\ntouch /tmp/planted".into())];
+        assert_eq!(
+            d.script(),
+            "# the DSH host at /x\\nrm -rf /tmp/victim\\n#\n\
+             # DSH 0.1.0-rc.8 cannot start; DSH's own defect, NOT the mcpatch patch\n\
+             # then, by hand: add it\\ntouch /tmp/planted\n"
         );
     }
 
