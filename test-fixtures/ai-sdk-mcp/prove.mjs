@@ -17,11 +17,13 @@
 // the mutated patch; the mutant is CAUGHT when some run is not SEAMLESS.
 // Patched files are held to the manifest's recorded patched_sha256, except with --unrecorded (after
 // a change of the fragment, before record.mjs writes the revisions from this proof).
-// argv: [--versions a,b] [--answers 404,400,401] [--node PATH] [--sdk PREFIX] [--mutant FILE] [--unrecorded]
+// Runs are made --jobs at a time (default 6: each is a server and a client waiting on
+// restarts, not on the CPU); their lines are printed in a fixed order.
+// argv: [--versions a,b] [--answers 404,400,401] [--node PATH] [--sdk PREFIX] [--mutant FILE] [--unrecorded] [--jobs N]
 // exit: 0 when every unpatched run was STUCK and every patched run SEAMLESS (with --mutant:
 //       when the mutant was caught); 1 otherwise; 2 when a fixture is missing (naming the
 //       script that fetches it) or a mutant does not apply.
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -37,6 +39,7 @@ const node = opt("--node", join(repo, ".cache", "node22", "node_modules", "node-
 const sdk = opt("--sdk", join(repo, ".cache", "mcp-servers", "ts-sdk-1.32.2"));
 const answers = opt("--answers", "404,400,401").split(",").filter(Boolean);
 const mutantFile = opt("--mutant");
+const jobs = Math.max(1, Number(opt("--jobs", "6")) || 1);
 const mutant = mutantFile ? JSON.parse(readFileSync(mutantFile, "utf8")) : undefined;
 const missing = (what, how) => {
   console.error(`prove.mjs: ${what} is missing; ${how}`);
@@ -50,6 +53,10 @@ for (const v of versions) if (!existsSync(join(cache, v, ".done"))) missing(`@ai
 
 const scratch = mkdtempSync(join(tmpdir(), "mcpatch-prove-ai-sdk-"));
 process.on("exit", () => rmSync(scratch, { recursive: true, force: true }));
+const children = new Set();
+process.on("exit", () => {
+  for (const c of children) c.kill("SIGKILL");
+});
 for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"]) process.on(signal, () => process.exit(130));
 
 /** A copy of the release's install with every build file patched; its package folder. */
@@ -79,15 +86,31 @@ function mutateOrExit(text, where) {
   }
 }
 
+/** Run `node argv` to its end within `ms`: { status, signal, stdout, stderr }. */
+function run(argv, ms) {
+  return new Promise((resolve) => {
+    const child = spawn(node, argv, { stdio: ["ignore", "pipe", "pipe"] });
+    children.add(child);
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => (stdout += d));
+    child.stderr.setEncoding("utf8").on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => child.kill("SIGKILL"), ms);
+    child.on("close", (status, signal) => {
+      clearTimeout(timer);
+      children.delete(child);
+      resolve({ status, signal, stdout, stderr });
+    });
+  });
+}
+
 const runs = [];
 let bad = 0;
-function drive(version, pkg, build, patched, answer) {
+/** One drive of `pkg`'s `build` against a server answering `answer`: its line and run record. */
+async function drive(version, pkg, build, patched, answer) {
   const logFile = join(tmpdir(), `mcpatch-ai-sdk-${version}-${build}-${patched ? "patched" : "unpatched"}-${answer}.log`);
   const bridge = JSON.stringify([node, join(targetDir, "ai-sdk-host.mjs"), pkg, build, "{url}"]);
-  const r = spawnSync(node, [join(repo, "test-fixtures", "mcp-remote", "drive.mjs"), "--sdk", sdk, "--answer", answer, "--node", node, "--log", logFile, "--bridge", bridge, "--settle-ms", "2500"], {
-    encoding: "utf8",
-    timeout: 180_000,
-  });
+  const r = await run([join(repo, "test-fixtures", "mcp-remote", "drive.mjs"), "--sdk", sdk, "--answer", answer, "--node", node, "--log", logFile, "--bridge", bridge, "--settle-ms", "2500"], 180_000);
   if (r.status !== 0) {
     console.error(r.stderr);
     throw new Error(`drive.mjs exited ${r.status ?? r.signal} for ${version} ${build} ${answer} (log ${logFile})`);
@@ -99,23 +122,40 @@ function drive(version, pkg, build, patched, answer) {
   const seamless = !out.failed && out.sessions_after_restart.every((n) => n === 1) && !out.initialize_with_session && otherOk;
   const verdict = seamless ? "SEAMLESS" : stuck ? "STUCK" : "BROKEN";
   const ok = mutant ? true : patched ? seamless : stuck;
-  if (!ok) bad++;
   const others = Object.entries(out.not_session_loss).map(([k, v]) => `${k.slice(5)} ${v.answered}/${v.arrivals}x`).join(" ");
-  console.log(
-    `${version.padEnd(8)} ${build} ${patched ? "patched  " : "unpatched"} ${answer}: ${verdict.padEnd(8)} ${out.failed}/${out.calls} failed, ` +
+  return {
+    ok,
+    line:
+      `${version.padEnd(8)} ${build} ${patched ? "patched  " : "unpatched"} ${answer}: ${verdict.padEnd(8)} ${out.failed}/${out.calls} failed, ` +
       `new sessions per restart ${out.sessions_after_restart.join(",")}; not session loss: ${others}${ok ? "" : "  <- NOT AS EXPECTED"}`,
-  );
-  runs.push({ version, build, patched, answer: Number(answer), verdict, failed: out.failed, calls: out.calls, sessions_after_restart: out.sessions_after_restart, not_session_loss: out.not_session_loss });
+    record: { version, build, patched, answer: Number(answer), verdict, failed: out.failed, calls: out.calls, sessions_after_restart: out.sessions_after_restart, not_session_loss: out.not_session_loss },
+  };
 }
 
+const planned = [];
 for (const v of versions) {
   const original = join(cache, v, "node_modules", "@ai-sdk", "mcp");
   const builds = buildFiles(original).files.map((f) => f.role);
   const patched = patchedCopy(v);
   for (const build of builds) {
-    if (!mutant) for (const a of answers) drive(v, original, build, false, a);
-    for (const a of answers) drive(v, patched, build, true, a);
+    if (!mutant) for (const a of answers) planned.push([v, original, build, false, a]);
+    for (const a of answers) planned.push([v, patched, build, true, a]);
   }
+}
+const results = new Array(planned.length);
+let next = 0;
+await Promise.all(
+  Array.from({ length: Math.min(jobs, planned.length) }, async () => {
+    while (next < planned.length) {
+      const i = next++;
+      results[i] = await drive(...planned[i]);
+    }
+  }),
+);
+for (const r of results) {
+  if (!r.ok) bad++;
+  console.log(r.line);
+  runs.push(r.record);
 }
 console.log(JSON.stringify({ runs }));
 if (mutant) {

@@ -64,6 +64,20 @@ fn prove(project: &Path, kind: &str, answer: &str) -> Value {
     })
 }
 
+/// prove.mjs on each of `answers` side by side (each run waits on its server's
+/// restarts, not on the CPU); the verdicts in the order of `answers`.
+fn prove_each(project: &Path, kind: &str, answers: &[&str]) -> Vec<Value> {
+    std::thread::scope(|s| {
+        let runs: Vec<_> = answers
+            .iter()
+            .map(|answer| s.spawn(move || prove(project, kind, answer)))
+            .collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
+            .collect()
+    })
+}
+
 /// What a run showed, in one line a failure can print whole.
 fn summary(v: &Value) -> String {
     format!(
@@ -83,8 +97,7 @@ fn stuck_before_apply_and_seamless_after(name: &str, kind: &str, answers: &[&str
     let sb = Sandbox::new();
     let project = project_copy(&sb, name);
     let p = project.to_str().unwrap();
-    for answer in answers {
-        let v = prove(&project, kind, answer);
+    for (answer, v) in answers.iter().zip(prove_each(&project, kind, answers)) {
         assert_eq!(
             v["verdict"],
             "STUCK",
@@ -94,8 +107,7 @@ fn stuck_before_apply_and_seamless_after(name: &str, kind: &str, answers: &[&str
     }
     let o = sb.run(&["apply", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    for answer in answers {
-        let v = prove(&project, kind, answer);
+    for (answer, v) in answers.iter().zip(prove_each(&project, kind, answers)) {
         assert_eq!(
             (
                 v["verdict"].as_str(),
@@ -113,6 +125,22 @@ fn stuck_before_apply_and_seamless_after(name: &str, kind: &str, answers: &[&str
             summary(&v)
         );
     }
+}
+
+/// [`stuck_before_apply_and_seamless_after`] for each (project, kind,
+/// answers), each in a sandbox of its own, side by side.
+fn side_by_side(runs: &[(&str, &str, &[&str])]) {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = runs
+            .iter()
+            .map(|&(name, kind, answers)| {
+                s.spawn(move || stuck_before_apply_and_seamless_after(name, kind, answers))
+            })
+            .collect();
+        for h in handles {
+            h.join().unwrap_or_else(|e| std::panic::resume_unwind(e));
+        }
+    });
 }
 
 const ALL: &[&str] = &["404", "400", "401"];
@@ -139,19 +167,22 @@ fn openai_agents_on_client_2_4_0_is_stuck_before_apply_and_seamless_after_on_404
 
 #[test]
 fn the_plain_sdk_client_of_1_32_2_esm_and_cjs_is_stuck_before_apply_and_seamless_after() {
-    stuck_before_apply_and_seamless_after("sdk-1.32.2", "sdk1-esm", ALL);
-    stuck_before_apply_and_seamless_after("sdk-1.32.2", "sdk1-cjs", ALL);
+    side_by_side(&[("sdk-1.32.2", "sdk1-esm", ALL), ("sdk-1.32.2", "sdk1-cjs", ALL)]);
 }
 
 #[test]
 fn older_sdk_releases_1_10_1_17_and_1_24_are_stuck_before_apply_and_seamless_after() {
-    stuck_before_apply_and_seamless_after("sdk-1.10.0", "sdk1-cjs", &["400"]);
-    stuck_before_apply_and_seamless_after("sdk-1.17.0", "sdk1-esm", &["401"]);
-    stuck_before_apply_and_seamless_after("sdk-1.24.0", "sdk1-cjs", &["404"]);
+    side_by_side(&[
+        ("sdk-1.10.0", "sdk1-cjs", &["400"]),
+        ("sdk-1.17.0", "sdk1-esm", &["401"]),
+        ("sdk-1.24.0", "sdk1-cjs", &["404"]),
+    ]);
 }
 
 #[test]
 fn the_plain_client_2_x_is_stuck_before_apply_and_seamless_after() {
-    stuck_before_apply_and_seamless_after("client-2.4.0", "client2-cjs", &["401"]);
-    stuck_before_apply_and_seamless_after("client-2.0.0", "client2-esm", &["400"]);
+    side_by_side(&[
+        ("client-2.4.0", "client2-cjs", &["401"]),
+        ("client-2.0.0", "client2-esm", &["400"]),
+    ]);
 }
