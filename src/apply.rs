@@ -353,10 +353,18 @@ fn apply_all(
             if !told.contains(&&d.host) {
                 told.push(&d.host);
                 let host = registry::find(targets, i.target, &i.package).texts.host;
+                let columns = crate::width::stdout_columns();
                 say(format_args!(
-                    "but the {host} host at {} cannot start, and that is NOT the patch: fix it first\n{}",
-                    d.host.display(),
-                    status::render_host_defect(d, None).trim_end()
+                    "{}{}",
+                    crate::table::hanging(
+                        "",
+                        &format!(
+                            "but the {host} host at {} cannot start, and that is NOT the patch: fix it first",
+                            crate::output::path(&d.host)
+                        ),
+                        columns
+                    ),
+                    status::render_host_defect(d, columns).trim_end()
                 ));
             }
         }

@@ -52,6 +52,10 @@ pub enum Command {
         /// Print one JSON object instead of a table.
         #[arg(long)]
         json: bool,
+        /// Print the fix of each host found that cannot start as a shell
+        /// script, to read or to pipe to `sh`.
+        #[arg(long, conflicts_with = "json")]
+        host_fix: bool,
     },
     /// Patch every affected install: staged, checked, backed up, replaced atomically.
     #[command(after_help = crate::exit_code::APPLY_HELP)]

@@ -81,6 +81,11 @@ pub fn run(cli: Cli) -> Result<Outcome> {
         output::changes_installs();
     }
     match cli.command {
+        Command::Status {
+            paths,
+            host_fix: true,
+            ..
+        } => status::print_host_fix(&targets, &paths.paths, &env),
         Command::Status { paths, json, .. } => status::run(&targets, &paths.paths, json, &env),
         Command::Completions { shell } => {
             // Made whole first: clap_complete panics on a stream it cannot write.

@@ -442,13 +442,44 @@ pub fn run(
     }
 }
 
-/// A host that cannot start, under its install: what and why wrapped, the
-/// fix on one line of its own (a command is copied whole).
+/// The command that prints the fix of every host that cannot start as a
+/// shell script (the run's `--path`/`--target` are added where it is printed).
+pub const HOST_FIX_COMMAND: &str = "mcpatch status --host-fix | sh";
+
+/// A host that cannot start, under its install, in three lines: what and why
+/// in a few words (wrapped), and the short command that fixes it (the whole
+/// story is in `status --json` and in the script that command prints).
 pub fn render_host_defect(defect: &host_check::HostDefect, columns: Option<usize>) -> String {
-    let mut s = hanging("    host: ", &defect.what, columns);
-    s.push_str(&hanging("    why: ", &defect.why, columns));
-    s.push_str(&format!("    fix: {}\n", defect.fix));
+    let mut s = hanging("    host: ", &defect.headline, columns);
+    s.push_str(&hanging("    why: ", &defect.short_why, columns));
+    s.push_str(&format!(
+        "    fix: {}\n",
+        crate::scope::commands(HOST_FIX_COMMAND)
+    ));
     s
+}
+
+/// `status --host-fix`: the fix of each host (once each) of the installs
+/// found, as one shell script on stdout; nothing there when no host needs one.
+pub fn print_host_fix(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
+    let Collected { report, .. } = collect_all(targets, paths, env)?;
+    let mut seen = Vec::new();
+    let mut script = String::new();
+    for d in report.installs.iter().filter_map(|i| i.host_defect.as_ref()) {
+        if !seen.contains(&&d.host) {
+            seen.push(&d.host);
+            if script.is_empty() {
+                script.push_str("set -eu\n");
+            }
+            script.push_str(&d.script());
+        }
+    }
+    if script.is_empty() {
+        crate::errln!("no host of the installs found has a known start-up defect: nothing to fix");
+    } else {
+        crate::out!("{script}");
+    }
+    Ok(Outcome::Clean)
 }
 
 /// Short form of a sha256 for tables.

@@ -161,6 +161,10 @@ fn host_dir() -> &'static str {
     "[SANDBOX]/prefix/lib/node_modules/@deepseek-ai/dsh"
 }
 
+/// What status and apply say of the host, in a few words.
+const HEADLINE: &str = "DSH 0.1.0-rc.8 cannot start; DSH's own defect, NOT the mcpatch patch";
+const SHORT_WHY: &str = "its cordis-plugin-hmr 1.0.19 has no registerConfig(); its web and headless profiles switch the `hmr` row off";
+
 fn expected_what() -> String {
     "DSH 0.1.0-rc.8 cannot start: `dsh web` and `dsh --profile headless` die at start-up with `dsh: user patch-layer watching requires the Cordis HMR service`; this is DSH's own defect, NOT the mcpatch patch".to_string()
 }
@@ -203,14 +207,11 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
              {client}  0.1.0-rc.8  affected  run `mcpatch apply --path [SANDBOX]/prefix`\n\
              \x20 sha256 {} (original)\n\
              \x20 note: affected: the patch targets this revision\n\
-             \x20 host: {}\n\
-             \x20 why: {}\n\
-             \x20 fix: {}\n\
+             \x20 host: {HEADLINE}\n\
+             \x20 why: {SHORT_WHY}\n\
+             \x20 fix: mcpatch status --path [SANDBOX]/prefix --host-fix | sh\n\
              1 install(s): 1 affected, 0 patched, 0 outdated, 0 upstream-fixed, 0 modified, 0 unsupported\n",
             short(ORIGINAL),
-            expected_what(),
-            expected_why(),
-            expected_fix()
         )
     );
     assert_eq!(
@@ -231,13 +232,10 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
     let advice = format!(
         "restart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/prefix`\n\
          but the DSH host at {} cannot start, and that is NOT the patch: fix it first\n\
-         \x20 host: {}\n\
-         \x20 why: {}\n\
-         \x20 fix: {}\n",
+         \x20 host: {HEADLINE}\n\
+         \x20 why: {SHORT_WHY}\n\
+         \x20 fix: mcpatch status --path [SANDBOX]/prefix --host-fix | sh\n",
         host_dir(),
-        expected_what(),
-        expected_why(),
-        expected_fix()
     );
     assert!(out.ends_with(&advice), "{out}");
     // Patched, the install needs nothing; its host still needs the fix.
@@ -245,7 +243,7 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
     assert_eq!(code(&o), 1, "{}", stdout(&o));
     assert!(
         sb.normalize(&o.stdout)
-            .contains(&format!("  host: {}\n", expected_what())),
+            .contains(&format!("  host: {HEADLINE}\n")),
         "{}",
         stdout(&o)
     );
@@ -273,11 +271,17 @@ fn status_and_apply_say_a_fresh_dsh_0_1_0_rc_8_cannot_start_why_and_that_it_is_n
 fn after_the_printed_fix_dsh_starts_headless_on_node_22_answers_and_the_note_is_gone() {
     let sb = Sandbox::new();
     let prefix = copy_host(&sb);
-    let fix = status_json(&sb, &["--path", prefix.to_str().unwrap()])["installs"][0]["host_defect"]
-        ["fix"]
-        .as_str()
-        .expect("a fix")
+    // The fix line status prints, run as printed (mcpatch on PATH, as a user has it).
+    let o = sb.run(&["status", "--path", prefix.to_str().unwrap()]);
+    let fix = stdout(&o)
+        .lines()
+        .find_map(|l| l.strip_prefix("    fix: "))
+        .unwrap_or_else(|| panic!("no fix line: {}", stdout(&o)))
         .to_string();
+    assert_eq!(
+        fix,
+        format!("mcpatch status --path {} --host-fix | sh", prefix.display())
+    );
     // The fix as printed; its one download comes from a copy of a cache that holds it.
     let npm_cache = sb.root().join("npm-cache");
     let st = std::process::Command::new("cp")
@@ -287,12 +291,23 @@ fn after_the_printed_fix_dsh_starts_headless_on_node_22_answers_and_the_note_is_
         .status()
         .unwrap();
     assert!(st.success());
-    let path =
-        std::env::join_paths([node22_dir(), PathBuf::from("/usr/bin"), "/bin".into()]).unwrap();
+    let mcpatch_dir = assert_cmd::cargo::cargo_bin("mcpatch")
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths([
+        mcpatch_dir,
+        node22_dir(),
+        PathBuf::from("/usr/bin"),
+        "/bin".into(),
+    ])
+    .unwrap();
     let o = std::process::Command::new("sh")
         .args(["-c", &fix])
         .env("PATH", path)
         .env("HOME", sb.root().join("home"))
+        .env("DSH_HOME", sb.dsh_home())
+        .env("MCPATCH_SYSTEM_ROOTS", "")
         .env("npm_config_cache", &npm_cache)
         .env("npm_config_offline", "true")
         .output()
