@@ -68,7 +68,7 @@ if [[ -t 1 ]]; then
   [[ "$DEMO_COLUMNS" =~ ^[1-9][0-9]*$ ]] || DEMO_COLUMNS=80
 fi
 
-step() { # <expected exit> <must contain> <args...>: run mcpatch, its output shown as it comes
+step() { # <expected exit> <a line must match this ERE> <args...>: run mcpatch, its output shown as it comes
   local want="$1" needle="$2"; shift 2
   echo
   echo "\$ mcpatch $*"
@@ -80,7 +80,7 @@ step() { # <expected exit> <must contain> <args...>: run mcpatch, its output sho
   set -e
   echo "(exit $rc)"
   [[ $rc -eq $want ]] || die "mcpatch $* exited $rc, expected $want"
-  grep -qF -- "$needle" "$SANDBOX/step.out" || die "mcpatch $* did not say: $needle"
+  grep -qE -- "$needle" "$SANDBOX/step.out" || die "mcpatch $* did not say: $needle"
 }
 
 SCENARIO=()
@@ -88,10 +88,10 @@ SCENARIO=()
 
 step 1 "affected" status
 step 1 "STUCK" verify "${SCENARIO[@]}"
-step 0 "patched " apply
+step 0 "^patched( |$)" apply
 step 0 "SEAMLESS" verify "${SCENARIO[@]}"
 step 1 "STUCK" verify --backup --scenario expired-404
-step 0 "restored " revert
+step 0 "^restored( |$)" revert
 step 1 "affected" status
 
 echo

@@ -894,3 +894,49 @@ fn verify_fits_80_and_60_columns_and_keeps_a_row_per_scenario_into_a_pipe() {
         "{text}"
     );
 }
+
+// ---- the demo shows the terminal's layout ----
+
+/// scripts/demo.sh (the README's first command) pipes each mcpatch run
+/// through `tee`; on a terminal mcpatch must still lay out for that terminal,
+/// not for the pipe (rows of 100-470 columns). Run offline: the real DSH
+/// install from the fixtures copied, the binary under test, one scenario.
+#[test]
+fn the_demo_on_an_80_column_terminal_shows_each_mcpatch_run_within_80_columns() {
+    let stty = which::which("stty").expect("`stty` (coreutils) sets the terminal's width");
+    let host = cache().join("dsh-host/0.1.0-rc.8");
+    assert!(
+        host.join("lib").is_dir(),
+        "the real @deepseek-ai/dsh install is missing from {}: run scripts/fetch-fixtures.sh",
+        host.display()
+    );
+    let mut cmd = std::process::Command::new("bash");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo.sh"))
+        .env("MCPATCH_DEMO_BIN", assert_cmd::cargo::cargo_bin("mcpatch"))
+        .env("MCPATCH_DEMO_PREFIX_FROM", &host)
+        .env("MCPATCH_DEMO_NODE_DIR", node22_dir())
+        .env("MCPATCH_DEMO_SCENARIO", "expired-404")
+        .env("TMPDIR", "/tmp")
+        .env("NO_COLOR", "1");
+    let (rc, screen) = on_a_pty(&cmd, &format!("'{}' cols 80 &&", stty.display()), "");
+    assert_eq!(rc, 0, "{screen}");
+    assert!(screen.contains("\ndemo: OK"), "{screen}");
+    // What mcpatch printed: the lines between `$ mcpatch ...` and `(exit N)`.
+    let mut runs = 0;
+    let mut inside = false;
+    for line in screen.lines() {
+        if line.starts_with("$ mcpatch ") {
+            inside = true;
+            runs += 1;
+        } else if line.starts_with("(exit ") {
+            inside = false;
+        } else if inside {
+            assert!(
+                line.chars().count() <= 80,
+                "wider than the 80-column terminal ({}): {line:?}\n{screen}",
+                line.chars().count()
+            );
+        }
+    }
+    assert_eq!(runs, 7, "{screen}");
+}
