@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 
 use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, NewBackup};
-use crate::classify::{self, sha256_hex, Install, State};
+use crate::classify::{self, Install, State};
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
-use crate::identity;
+use crate::identity::{self, sha256_hex};
 use crate::kill_point;
 use crate::locate::Environment;
 use crate::lock;

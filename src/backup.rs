@@ -11,7 +11,7 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::sha256_hex;
+use crate::identity::sha256_hex;
 use crate::error::{Error, Result};
 use crate::identity::{self, MAX_FILE_BYTES, MAX_METADATA_BYTES};
 use crate::kill_point;

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 use crate::identity;
@@ -122,11 +121,6 @@ pub struct Companion {
 /// The note on a release mcpatch has no record of that the anchors fit.
 pub const UNRECORDED_FITS: &str = "a release mcpatch has no record of; the patch's content anchors fit it, and `mcpatch apply` verifies the patched copy before writing it";
 
-/// sha256 of bytes as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// Read and hash a file (a regular file, at most
 /// [`identity::MAX_FILE_BYTES`]), naming it on failure.
 pub fn hash_file(path: &Path) -> Result<(Vec<u8>, String)> {
@@ -181,15 +175,6 @@ pub fn classify_bytes(
     (a.state, a.revision, a.note)
 }
 
-/// A file's text: validated as UTF-8 first, which is several times faster than
-/// the lossy decoder on megabytes of bundled JavaScript (the text is the same).
-pub fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    }
-}
-
 /// Classify file contents, with the next step that works for this file: a
 /// file that already carries the current patch's hunks on a base mcpatch does
 /// not know is `patched`, one that carries an earlier revision's is
@@ -212,12 +197,12 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
             RevisionKind::ReportedAffected => (State::Modified, "reported-affected"),
         };
         let mut a = of(state, Some(label), Some(rev.note.clone()));
-        if state == State::Modified && !patch_fits(spec, &text_of(bytes)) {
+        if state == State::Modified && !patch_fits(spec, &identity::text_of(bytes)) {
             a.next_step = spec.texts.reinstall_step;
         }
         return a;
     }
-    let text = text_of(bytes);
+    let text = identity::text_of(bytes);
     if let Some(anchors) = &spec.anchors {
         // Anchors are put into text: a file that is not UTF-8 would be
         // matched on its lossy decoding, which is not what apply writes.
@@ -434,6 +419,7 @@ pub fn package_version(dir: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::sha256_hex;
     use crate::registry;
 
     fn spec() -> PatchSpec {

@@ -407,7 +407,7 @@ fn revert_file<'a>(
     // pristine code the anchors fit; restoring it needs no --yes.
     let unrecorded_pristine = current == chosen.manifest.sha256_after
         && spec.anchors.as_ref().is_some_and(|a| {
-            let text = classify::text_of(&saved);
+            let text = identity::text_of(&saved);
             !a.is_patched(&text) && a.check(&text).is_ok()
         });
     if !yes {

@@ -116,7 +116,7 @@ fn dropped(backups: &[Backup], spec: &PatchSpec, install: &Install) -> Option<Dr
         return None;
     }
     let (bytes, _) = classify::hash_file(&install.file).ok()?;
-    if crate::classify::text_of(&bytes).contains(spec.patch_marker.as_str()) {
+    if crate::identity::text_of(&bytes).contains(spec.patch_marker.as_str()) {
         return None;
     }
     Some(Dropped {

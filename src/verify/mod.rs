@@ -602,7 +602,7 @@ pub fn verify_staged_strict(
     staged: &[u8],
     progress: bool,
 ) -> Result<GateReport> {
-    let sha256 = classify::sha256_hex(staged);
+    let sha256 = crate::identity::sha256_hex(staged);
     let (state, _, _) = classify::classify_bytes(spec, staged, &sha256);
     let copy = copy_beside(file, staged)?;
     let target = Target {
