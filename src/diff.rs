@@ -12,9 +12,9 @@ use similar::{ChangeTag, TextDiff};
 use crate::backup;
 use crate::classify::{self, State};
 use crate::color::{self, Painter, Style};
+use crate::environment::Environment;
 use crate::error::Result;
 use crate::exit_code::Outcome;
-use crate::locate::Environment;
 use crate::registry::PatchSpec;
 use crate::{stage, status};
 

@@ -13,6 +13,7 @@ pub mod color;
 pub mod companions;
 pub mod dependents;
 pub mod diff;
+pub mod environment;
 pub mod error;
 pub mod exit_code;
 pub mod exports;
@@ -44,9 +45,9 @@ pub mod verify;
 pub mod width;
 
 use crate::cli::{Cli, Command};
+use crate::environment::Environment;
 use crate::error::Result;
 use crate::exit_code::Outcome;
-use crate::locate::Environment;
 
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
@@ -218,7 +219,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             verbose,
             ..
         } => probe::run(
-            targets::probed(&targets)?,
+            probe::probed(&targets)?,
             &probe::ProbeOptions {
                 url,
                 headers,

@@ -1,7 +1,7 @@
 //! `mcpatch status`: find and classify every install, print a table or JSON.
 
+use crate::registry::Driver;
 use crate::targets::gemini_cli::{self, AutoUpdate};
-use crate::targets::Driver;
 use std::path::PathBuf;
 
 use serde::Serialize;
@@ -9,10 +9,11 @@ use serde::Serialize;
 use crate::backup::{self, Backup};
 use crate::classify::{self, Install, State};
 use crate::color::{self, Painter, Style};
+use crate::environment::Environment;
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::host_check;
-use crate::locate::{self, Environment, LocateReport};
+use crate::locate::{self, LocateReport};
 use crate::path_json;
 use crate::registry::{self, PatchSpec};
 use crate::running::{self, ProcessTable, RunningProcess, RunningReport};
@@ -223,7 +224,7 @@ pub fn collect_all(
         let spec = registry::find(targets, located.target, &located.package);
         match classify::classify(spec, located) {
             Ok(mut install) => {
-                install.host_defect = spec.driver.host_defect(&install.path, env);
+                install.host_defect = crate::targets::host_defect(spec.driver, &install.path, env);
                 classified.push(install)
             }
             Err(e) => {
