@@ -16,7 +16,7 @@ use crate::environment::Environment;
 use crate::error::Result;
 use crate::exit_code::Outcome;
 use crate::registry::PatchSpec;
-use crate::{stage, status};
+use crate::{stage, survey};
 
 /// Lines of context around each change, as `diff -u` and git show.
 const CONTEXT: usize = 3;
@@ -112,7 +112,7 @@ pub fn paint_unified(text: &str, color: bool) -> String {
 /// Exit 1 (attention) when an install is affected, outdated or modified:
 /// there is a change to show, as `diff(1)` and `git diff --exit-code` say.
 pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Result<Outcome> {
-    let report = status::collect(targets, paths, env)?;
+    let report = survey::collect(targets, paths, env)?;
     crate::output::end_on_closed_pipe();
     let paint = color::stdout();
     if report.installs.is_empty() {
@@ -126,7 +126,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
         }
         return Ok(Outcome::Clean);
     }
-    let mut outcome = status::outcome(&report);
+    let mut outcome = survey::outcome(&report);
     for install in &report.installs {
         let spec = crate::registry::find(targets, install.target, &install.package);
         let relative = install
@@ -135,7 +135,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
             .unwrap_or(&install.file)
             .to_string_lossy()
             .into_owned();
-        let state = status::paint_state(paint, install.state);
+        let state = survey::table::paint_state(paint, install.state);
         let file = crate::output::path(&install.file);
         let file = match crate::width::stdout_columns() {
             // "# " before the path, " (state)" after it.

@@ -37,6 +37,7 @@ pub mod scope;
 pub mod small_file;
 pub mod stage;
 pub mod status;
+pub mod survey;
 pub mod table;
 pub mod targets;
 pub mod transaction;

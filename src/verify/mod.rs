@@ -34,7 +34,7 @@ use crate::exit_code::Outcome;
 use crate::node::{self, Node};
 use crate::registry::Driver;
 use crate::registry::PatchSpec;
-use crate::status;
+use crate::survey;
 use crate::table::{hanging, shorten_middle, Align, Table};
 use harness::{Policy, RunSpec};
 use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
@@ -224,7 +224,7 @@ fn verify_all(
     results: &mut Vec<InstallResult>,
 ) -> Result<Outcome> {
     let scenarios = select(&opts.scenarios);
-    let report = status::collect(targets, &opts.paths, env)?;
+    let report = survey::collect(targets, &opts.paths, env)?;
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
             packages: report.looked_for.packages,
@@ -1054,7 +1054,10 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             path,
             format!(" (backup {}, the control)", crate::output::clean(id)),
         ),
-        None => (path, format!(" ({})", status::paint_state(paint, r.state))),
+        None => (
+            path,
+            format!(" ({})", survey::table::paint_state(paint, r.state)),
+        ),
     };
     let what = match columns {
         Some(c) if visible_width(&what) + visible_width(&after) > c => {
@@ -1067,7 +1070,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         "    ",
         &format!(
             "sha256 {}, node {}{}",
-            status::short_hash(&r.sha256),
+            survey::table::short_hash(&r.sha256),
             r.node_version,
             if r.node_shim {
                 " with Promise.withResolvers shim"
