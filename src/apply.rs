@@ -613,7 +613,7 @@ fn prepare_file(
             }
             crate::err!(
                 "{}",
-                crate::diff::render_change(
+                crate::unified_diff::render_change(
                     &relative,
                     current,
                     &staged,

@@ -42,6 +42,7 @@ pub mod table;
 pub mod targets;
 pub mod transaction;
 pub mod trust;
+pub mod unified_diff;
 pub mod verify;
 pub mod width;
 
