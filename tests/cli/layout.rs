@@ -274,6 +274,42 @@ fn no_module_of_src_imports_itself_through_others() {
     );
 }
 
+/// The commands: each is a module of its own over the shared steps (find,
+/// classify, survey, stage, back up, replace, verify's engine), and none is
+/// used by a step or by another command. The dispatch (`lib.rs`) and the
+/// argument parser (`cli`) sit above them all.
+const COMMANDS: [&str; 5] = ["apply", "diff", "probe", "revert", "status"];
+
+/// The command `module` is or is inside, if any.
+fn command_of(module: &str) -> Option<&'static str> {
+    COMMANDS
+        .into_iter()
+        .find(|c| module == *c || module.starts_with(&format!("{c}::")))
+}
+
+#[test]
+fn commands_use_steps_and_no_step_uses_a_command() {
+    let mut wrong = Vec::new();
+    for (module, deps) in graph(&modules()) {
+        if module == "cli" {
+            continue;
+        }
+        for dep in deps {
+            if let Some(used) = command_of(&dep) {
+                if command_of(&module) != Some(used) {
+                    wrong.push(format!("  {module} -> {dep}"));
+                }
+            }
+        }
+    }
+    assert!(
+        wrong.is_empty(),
+        "modules of src/ using a command ({}):\n{}\nhelp: move what they share into a step both use (as survey/ holds what status found)",
+        COMMANDS.join(", "),
+        wrong.join("\n")
+    );
+}
+
 #[test]
 fn no_file_of_src_is_over_a_thousand_lines_of_code() {
     let over: Vec<String> = rust_files(&src())
