@@ -1087,7 +1087,7 @@ mod tests {
             })
             .collect();
         embedded.sort();
-        assert_eq!(embedded, on_disk, "src/registry.rs EMBEDDED is out of date");
+        assert_eq!(embedded, on_disk, "src/registry/mod.rs EMBEDDED is out of date");
     }
 
     #[test]
