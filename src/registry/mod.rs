@@ -1087,7 +1087,10 @@ mod tests {
             })
             .collect();
         embedded.sort();
-        assert_eq!(embedded, on_disk, "src/registry/mod.rs EMBEDDED is out of date");
+        assert_eq!(
+            embedded, on_disk,
+            "src/registry/mod.rs EMBEDDED is out of date"
+        );
     }
 
     #[test]

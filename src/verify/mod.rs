@@ -35,6 +35,7 @@ use crate::node::{self, Node};
 use crate::registry::Driver;
 use crate::registry::PatchSpec;
 use crate::survey;
+use crate::survey::table::{paint_state, short_hash};
 use crate::table::{hanging, shorten_middle, Align, Table};
 use harness::{Policy, RunSpec};
 use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
@@ -1054,10 +1055,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             path,
             format!(" (backup {}, the control)", crate::output::clean(id)),
         ),
-        None => (
-            path,
-            format!(" ({})", survey::table::paint_state(paint, r.state)),
-        ),
+        None => (path, format!(" ({})", paint_state(paint, r.state))),
     };
     let what = match columns {
         Some(c) if visible_width(&what) + visible_width(&after) > c => {
@@ -1070,7 +1068,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         "    ",
         &format!(
             "sha256 {}, node {}{}",
-            survey::table::short_hash(&r.sha256),
+            short_hash(&r.sha256),
             r.node_version,
             if r.node_shim {
                 " with Promise.withResolvers shim"
