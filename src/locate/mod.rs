@@ -20,6 +20,7 @@ use crate::registry::PatchSpec;
 
 pub use search::{LocateReport, Located, Search};
 
+/// Search the explicit `--path` arguments, or (when there are none) every
 /// place one of the targets needs, for installs of any of them.
 pub fn locate(
     targets: &[&PatchSpec],

@@ -69,8 +69,6 @@ pub struct LocateReport {
     pub folders_read: usize,
 }
 
-/// Search the explicit `--path` arguments, or (when there are none) every
-
 struct Found {
     target: &'static str,
     package: String,
