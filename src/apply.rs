@@ -7,19 +7,19 @@ use std::path::{Path, PathBuf};
 
 use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, NewBackup};
-use crate::classify::{self, sha256_hex, Install, State};
+use crate::classify::{self, Install, State};
+use crate::environment::Environment;
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
-use crate::identity;
+use crate::identity::{self, sha256_hex};
 use crate::kill_point;
-use crate::locate::Environment;
 use crate::lock;
 use crate::node::{self, Node};
 use crate::registry::{self, PatchSpec};
 use crate::replace;
 use crate::running::{self, ProcessTable};
 use crate::stage;
-use crate::status;
+use crate::survey;
 use crate::transaction::{Transaction, APPLY_CHANGED_HELP};
 use crate::verify::{self, GateReport};
 
@@ -140,15 +140,15 @@ fn apply_all(
             crate::out!("{}", crate::table::for_a_person(&args.to_string()));
         }
     };
-    let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
-        .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
+    let survey::Collected { report, failed } = survey::collect_all(targets, &opts.paths, env)
+        .inspect_err(|e| report_out.searched = survey::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
     report_out
         .installs
         .extend(report.errors.iter().map(InstallChange::unreadable));
     if report.installs.is_empty() && failed.is_empty() {
         if !opts.json && !opts.quiet {
-            crate::out!("{}", status::render_table(&report));
+            crate::out!("{}", survey::table::render_table(&report));
         }
         return Ok(Outcome::Clean);
     }
@@ -165,7 +165,7 @@ fn apply_all(
     let home = env.state_home()?;
     let mut outcome = Outcome::Clean;
     let mut changed_targets: Vec<&PatchSpec> = Vec::new();
-    let items = status::each_file(&report.installs);
+    let items = survey::each_file(&report.installs);
     let mut failures = Failures::new(items.len() + failed.len(), "patched");
     let mut failed = failed.into_iter();
     // One backups folder and lock per target, taken before its first install.
@@ -260,7 +260,7 @@ fn apply_all(
                 };
                 say(format_args!(
                     "{what}\n    sha256 now {}, {kept} {saved} backup {backup_id}",
-                    status::short_hash(&sha256)
+                    survey::table::short_hash(&sha256)
                 ));
                 if let Some(line) = gate.line() {
                     say(format_args!("    {line}"));
@@ -364,7 +364,7 @@ fn apply_all(
                         ),
                         columns
                     ),
-                    status::render_host_defect(d, columns).trim_end()
+                    survey::table::render_host_defect(d, columns).trim_end()
                 ));
             }
         }
@@ -621,7 +621,7 @@ fn prepare_file(
             }
             crate::err!(
                 "{}",
-                crate::diff::render_change(
+                crate::unified_diff::render_change(
                     &relative,
                     current,
                     &staged,

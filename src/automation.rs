@@ -14,7 +14,7 @@ use crate::outln;
 use crate::path_json;
 use crate::registry::PatchSpec;
 use crate::running::{ProcessTable, RunningProcess};
-use crate::status::Unreadable;
+use crate::survey::Unreadable;
 use crate::verify::GateReport;
 
 /// What one run did to one install (one path: a file shared by several

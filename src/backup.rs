@@ -11,9 +11,8 @@ use std::time::SystemTime;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::sha256_hex;
 use crate::error::{Error, Result};
-use crate::identity::{self, MAX_FILE_BYTES, MAX_METADATA_BYTES};
+use crate::identity::{self, sha256_hex, MAX_FILE_BYTES, MAX_METADATA_BYTES};
 use crate::kill_point;
 use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
@@ -130,17 +129,6 @@ pub fn root(dsh_home: &Path, spec: &PatchSpec) -> PathBuf {
 /// Mode of the folders mcpatch creates for backups.
 const DIR_MODE: u32 = 0o755;
 
-/// Whether mcpatch runs as root (and so must not trust what others can write).
-pub fn running_as_root() -> bool {
-    #[cfg(unix)]
-    // SAFETY: geteuid has no preconditions and no side effects.
-    unsafe {
-        libc::geteuid() == 0
-    }
-    #[cfg(not(unix))]
-    false
-}
-
 /// Create the backups folder (and its missing parents, durably) if needed,
 /// and check it can be trusted: see [`check_trusted`].
 pub fn prepare_root(root: &Path) -> Result<()> {
@@ -187,7 +175,7 @@ pub fn check_root_for_dry_run(root: &Path) -> Result<()> {
 /// that is a symbolic link, that root does not own, or that its group or
 /// others can write: whoever could write it could choose what root restores.
 pub fn check_trusted(root: &Path) -> Result<()> {
-    if !running_as_root() {
+    if !replace::running_as_root() {
         return Ok(());
     }
     for dir in [root.parent().unwrap_or(root), root] {
@@ -199,7 +187,7 @@ pub fn check_trusted(root: &Path) -> Result<()> {
 /// Run as root, refuse one backup entry (a folder or a file in it) that is
 /// not what it should be, that root does not own, or that others can write.
 fn check_trusted_entry(path: &Path, folder: bool) -> Result<()> {
-    if !running_as_root() {
+    if !replace::running_as_root() {
         return Ok(());
     }
     let untrusted = |why: String| Error::UntrustedBackups {

@@ -4,7 +4,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::error::Result;
 use crate::identity;
@@ -122,11 +121,6 @@ pub struct Companion {
 /// The note on a release mcpatch has no record of that the anchors fit.
 pub const UNRECORDED_FITS: &str = "a release mcpatch has no record of; the patch's content anchors fit it, and `mcpatch apply` verifies the patched copy before writing it";
 
-/// sha256 of bytes as lowercase hex.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
 /// Read and hash a file (a regular file, at most
 /// [`identity::MAX_FILE_BYTES`]), naming it on failure.
 pub fn hash_file(path: &Path) -> Result<(Vec<u8>, String)> {
@@ -181,15 +175,6 @@ pub fn classify_bytes(
     (a.state, a.revision, a.note)
 }
 
-/// A file's text: validated as UTF-8 first, which is several times faster than
-/// the lossy decoder on megabytes of bundled JavaScript (the text is the same).
-pub fn text_of(bytes: &[u8]) -> std::borrow::Cow<'_, str> {
-    match std::str::from_utf8(bytes) {
-        Ok(text) => std::borrow::Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
-    }
-}
-
 /// Classify file contents, with the next step that works for this file: a
 /// file that already carries the current patch's hunks on a base mcpatch does
 /// not know is `patched`, one that carries an earlier revision's is
@@ -212,12 +197,12 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
             RevisionKind::ReportedAffected => (State::Modified, "reported-affected"),
         };
         let mut a = of(state, Some(label), Some(rev.note.clone()));
-        if state == State::Modified && !patch_fits(spec, &text_of(bytes)) {
+        if state == State::Modified && !patch_fits(spec, &identity::text_of(bytes)) {
             a.next_step = spec.texts.reinstall_step;
         }
         return a;
     }
-    let text = text_of(bytes);
+    let text = identity::text_of(bytes);
     if let Some(anchors) = &spec.anchors {
         // Anchors are put into text: a file that is not UTF-8 would be
         // matched on its lossy decoding, which is not what apply writes.
@@ -411,7 +396,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
         companions: Vec::new(),
         via: Vec::new(),
     };
-    crate::companions::classify_with(spec, &mut install)?;
+    classify_companions(spec, &mut install)?;
     if spec.installs.project {
         install.via = crate::dependents::via(located);
     }
@@ -431,9 +416,116 @@ pub fn package_version(dir: &Path) -> Option<String> {
     value.get("version")?.as_str().map(str::to_string)
 }
 
+/// Classify each companion file of `install` and fold their states into it.
+fn classify_companions(spec: &PatchSpec, install: &mut Install) -> Result<()> {
+    if spec.companions.is_empty() || install.unfound.is_some() {
+        return Ok(());
+    }
+    for c in &spec.companions {
+        let role = c.role.clone().unwrap_or_default();
+        let file = match crate::companions::resolve(c, &install.path) {
+            Ok(Some(file)) if file != install.file => file,
+            // Not part of this install (or the same file as its own).
+            Ok(_) => continue,
+            // package.json names a file mcpatch refuses (outside the
+            // package, a symlink) or cannot read: not the package as
+            // released, so the whole install is modified; nothing is patched.
+            Err(why) => {
+                install.state = State::Modified;
+                install.revision = None;
+                install.note = Some(format!("the {role} build: {why}"));
+                install.next_step = spec.texts.reinstall_step;
+                install.companions.clear();
+                return Ok(());
+            }
+        };
+        let companion = if file.is_file() {
+            let (bytes, sha256) = hash_file(&file)?;
+            let a = assess(c, &bytes, &sha256);
+            Companion {
+                role,
+                file,
+                sha256,
+                state: a.state,
+                revision: a.revision,
+                note: a.note,
+            }
+        } else {
+            Companion {
+                role,
+                note: Some(format!("{} is missing", file.display())),
+                file,
+                sha256: String::new(),
+                state: State::Unsupported,
+                revision: None,
+            }
+        };
+        install.companions.push(companion);
+    }
+    fold(spec, install);
+    Ok(())
+}
+
+/// The state of the install as a whole: the one state all its files share;
+/// else unsupported when one is, affected when each is affected or patched
+/// (apply patches the rest), and modified otherwise.
+fn fold(spec: &PatchSpec, install: &mut Install) {
+    let first = install.state;
+    if install.companions.iter().all(|c| c.state == first) {
+        if install.note.is_none() {
+            install.note = install.companions.iter().find_map(|c| c.note.clone());
+        }
+        return;
+    }
+    let role = install.role.clone().unwrap_or_default();
+    let each: Vec<String> = std::iter::once(format!("the {role} build is {}", first.as_str()))
+        .chain(
+            install
+                .companions
+                .iter()
+                .map(|c| format!("the {} build is {}", c.role, c.state.as_str())),
+        )
+        .collect();
+    let states: Vec<State> = std::iter::once(first)
+        .chain(install.companions.iter().map(|c| c.state))
+        .collect();
+    let (state, why) = if let Some(c) = install
+        .companions
+        .iter()
+        .find(|c| c.state == State::Unsupported)
+    {
+        (
+            State::Unsupported,
+            format!(
+                "the {} build: {}",
+                c.role,
+                c.note.clone().unwrap_or_default()
+            ),
+        )
+    } else if states
+        .iter()
+        .all(|s| matches!(s, State::Affected | State::Patched))
+    {
+        (
+            State::Affected,
+            format!("{}; `mcpatch apply` patches the rest", each.join(", ")),
+        )
+    } else {
+        (State::Modified, each.join(", "))
+    };
+    install.state = state;
+    install.revision = None;
+    install.note = Some(why);
+    install.next_step = match state {
+        State::Modified => spec.texts.reinstall_step,
+        s => s.next_step(spec),
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::identity::sha256_hex;
     use crate::registry;
 
     fn spec() -> PatchSpec {

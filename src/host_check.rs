@@ -194,7 +194,9 @@ pub fn check(install: &Path, dsh_home: Option<&Path>) -> Option<HostDefect> {
             "its {} profile{} switch the `hmr` row off",
             row_off_in
                 .iter()
-                .map(|c| c.trim_start_matches("dsh ").trim_start_matches("--profile "))
+                .map(|c| c
+                    .trim_start_matches("dsh ")
+                    .trim_start_matches("--profile "))
                 .collect::<Vec<_>>()
                 .join(" and "),
             if row_off_in.len() > 1 { "s" } else { "" },

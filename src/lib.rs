@@ -13,6 +13,7 @@ pub mod color;
 pub mod companions;
 pub mod dependents;
 pub mod diff;
+pub mod environment;
 pub mod error;
 pub mod exit_code;
 pub mod exports;
@@ -36,17 +37,19 @@ pub mod scope;
 pub mod small_file;
 pub mod stage;
 pub mod status;
+pub mod survey;
 pub mod table;
 pub mod targets;
 pub mod transaction;
 pub mod trust;
+pub mod unified_diff;
 pub mod verify;
 pub mod width;
 
 use crate::cli::{Cli, Command};
+use crate::environment::Environment;
 use crate::error::Result;
 use crate::exit_code::Outcome;
-use crate::locate::Environment;
 
 /// Run one parsed command line.
 pub fn run(cli: Cli) -> Result<Outcome> {
@@ -223,7 +226,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             verbose,
             ..
         } => probe::run(
-            targets::probed(&targets)?,
+            probe::probed(&targets)?,
             &probe::ProbeOptions {
                 url,
                 headers,

@@ -73,7 +73,7 @@ fn find_within(
         }
         let (bytes, _) =
             identity::read_capped(&path, MAX_CHUNK_BYTES, true).map_err(|_| unreadable())?;
-        let src = crate::classify::text_of(&bytes);
+        let src = crate::identity::text_of(&bytes);
         if src.contains(declares) {
             holders.push(rel.clone());
         }

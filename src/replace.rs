@@ -9,6 +9,17 @@ use crate::error::{Error, Result};
 use crate::identity::{self, Identity};
 use crate::kill_point;
 
+/// Whether mcpatch runs as root (and so must not trust what others can write).
+pub fn running_as_root() -> bool {
+    #[cfg(unix)]
+    // SAFETY: geteuid has no preconditions and no side effects.
+    unsafe {
+        libc::geteuid() == 0
+    }
+    #[cfg(not(unix))]
+    false
+}
+
 /// A fully written, synced file next to its target, not yet in place.
 /// Dropped without [`PendingFile::persist`], it is removed.
 pub struct PendingFile {
@@ -117,7 +128,7 @@ pub fn temp_beside(target: &Path, prefix: &str) -> Result<tempfile::NamedTempFil
         .tempfile_in(dir)
         .map_err(|source| Error::ReadOnlyInstall {
             dir: dir.to_path_buf(),
-            help: not_writable_help(&source, crate::backup::running_as_root()),
+            help: not_writable_help(&source, running_as_root()),
             source,
         })
 }

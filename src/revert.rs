@@ -7,18 +7,18 @@ use std::path::{Path, PathBuf};
 use crate::automation::{self, ChangeReport, InstallChange};
 use crate::backup::{self, Backup, DamagedBackup};
 use crate::classify;
+use crate::environment::Environment;
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::identity;
 use crate::kill_point;
-use crate::locate::Environment;
 use crate::lock;
 use crate::outln;
 use crate::path_json;
 use crate::registry::{PatchSpec, RevisionKind};
 use crate::replace;
 use crate::running;
-use crate::status;
+use crate::survey;
 use crate::table::{hanging, shorten_middle, Align, Table};
 use crate::transaction::{Transaction, REVERT_CHANGED_HELP};
 
@@ -71,15 +71,15 @@ fn revert_all(
         }
     };
     let home = env.state_home()?;
-    let status::Collected { report, failed } = status::collect_all(targets, &opts.paths, env)
-        .inspect_err(|e| report_out.searched = status::searched_before(&opts.paths, e))?;
+    let survey::Collected { report, failed } = survey::collect_all(targets, &opts.paths, env)
+        .inspect_err(|e| report_out.searched = survey::searched_before(&opts.paths, e))?;
     report_out.searched = report.searched.clone();
     report_out
         .installs
         .extend(report.errors.iter().map(InstallChange::unreadable));
     if report.installs.is_empty() && failed.is_empty() {
         if !opts.json {
-            crate::out!("{}", status::render_table(&report));
+            crate::out!("{}", survey::table::render_table(&report));
         }
         return Ok(Outcome::Clean);
     }
@@ -131,7 +131,7 @@ fn revert_all(
     let mut outcome = Outcome::Clean;
     let mut restored: Vec<&PatchSpec> = Vec::new();
     let mut matched_named = false;
-    let items = status::each_file(&report.installs);
+    let items = survey::each_file(&report.installs);
     let mut failures = Failures::new(items.len() + failed.len(), "restored");
     let processes = running::ProcessTable::scan();
     for e in failed {
@@ -216,7 +216,7 @@ fn revert_all(
                     "restored {} from backup {}\n    sha256 now {}",
                     file.display(),
                     chosen.id,
-                    status::short_hash(&chosen.manifest.sha256_before)
+                    survey::table::short_hash(&chosen.manifest.sha256_before)
                 ));
                 for (path, id) in &also {
                     say(format_args!(
@@ -407,7 +407,7 @@ fn revert_file<'a>(
     // pristine code the anchors fit; restoring it needs no --yes.
     let unrecorded_pristine = current == chosen.manifest.sha256_after
         && spec.anchors.as_ref().is_some_and(|a| {
-            let text = classify::text_of(&saved);
+            let text = identity::text_of(&saved);
             !a.is_patched(&text) && a.check(&text).is_ok()
         });
     if !yes {
@@ -599,7 +599,9 @@ fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usi
     };
     let hash = |e: &Listed| {
         e.manifest
-            .map(|m| crate::output::clean(&status::short_hash(&m.sha256_before)).into_owned())
+            .map(|m| {
+                crate::output::clean(&survey::table::short_hash(&m.sha256_before)).into_owned()
+            })
             .unwrap_or_else(|| "?".into())
     };
     let file = |e: &Listed| match (&e.damaged, e.manifest) {

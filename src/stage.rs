@@ -117,7 +117,7 @@ pub fn remove_earlier(
             earlier.revision
         ),
     })?;
-    let found = crate::classify::sha256_hex(original.as_bytes());
+    let found = crate::identity::sha256_hex(original.as_bytes());
     if !spec.is_original(&found) {
         return Err(Error::PatchDoesNotApply {
             reinstall: spec.texts.reinstall,

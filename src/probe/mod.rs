@@ -23,6 +23,18 @@ use predicate::{Predicate, SdkError};
 use report::{Case, CaseAnswer, Finding, ProbeReport, Verdict};
 use target::Target;
 
+/// The target `probe` judges a server by: the first of `targets` whose
+/// patch's session-loss predicate the probe has a port of.
+pub fn probed<'a>(targets: &[&'a PatchSpec]) -> Result<&'a PatchSpec> {
+    targets
+        .iter()
+        .find(|t| Predicate::from_spec(t).is_ok())
+        .copied()
+        .ok_or_else(|| Error::NoProbePredicate {
+            targets: crate::registry::said(targets.iter().map(|t| t.target)),
+        })
+}
+
 /// The protocol revision the probe asks for: the newest the client's MCP SDK speaks.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
 /// `--timeout` when not given.

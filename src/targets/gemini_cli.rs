@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::locate::{Environment, Search};
+use crate::environment::Environment;
+use crate::locate::search::Search;
 
 /// Homebrew's Cellar (`…/Cellar/gemini-cli/<v>/libexec/lib/node_modules`).
 pub fn search(search: &mut Search, env: &Environment) {

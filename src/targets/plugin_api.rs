@@ -3,8 +3,9 @@
 
 use std::path::Path;
 
+use crate::environment::Environment;
 use crate::host_check::{self, HostDefect};
-use crate::locate::{Environment, Search};
+use crate::locate::search::Search;
 
 /// The host's profiles: `$DSH_HOME/profiles/node_modules` and
 /// `$DSH_HOME/profiles/<profile>/node_modules`.

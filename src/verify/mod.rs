@@ -28,14 +28,15 @@ use crate::backup;
 use crate::classify::{self, Install, State};
 use crate::color::visible_width;
 use crate::color::{self, Painter, Style};
+use crate::environment::Environment;
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
-use crate::locate::Environment;
 use crate::node::{self, Node};
+use crate::registry::Driver;
 use crate::registry::PatchSpec;
-use crate::status;
+use crate::survey;
+use crate::survey::table::{paint_state, short_hash};
 use crate::table::{hanging, shorten_middle, Align, Table};
-use crate::targets::Driver;
 use harness::{Policy, RunSpec};
 use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
 use server::FakeServer;
@@ -224,7 +225,7 @@ fn verify_all(
     results: &mut Vec<InstallResult>,
 ) -> Result<Outcome> {
     let scenarios = select(&opts.scenarios);
-    let report = status::collect(targets, &opts.paths, env)?;
+    let report = survey::collect(targets, &opts.paths, env)?;
     if report.installs.is_empty() {
         return Err(Error::NothingToVerify {
             packages: report.looked_for.packages,
@@ -602,7 +603,7 @@ pub fn verify_staged_strict(
     staged: &[u8],
     progress: bool,
 ) -> Result<GateReport> {
-    let sha256 = classify::sha256_hex(staged);
+    let sha256 = crate::identity::sha256_hex(staged);
     let (state, _, _) = classify::classify_bytes(spec, staged, &sha256);
     let copy = copy_beside(file, staged)?;
     let target = Target {
@@ -1054,7 +1055,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
             path,
             format!(" (backup {}, the control)", crate::output::clean(id)),
         ),
-        None => (path, format!(" ({})", status::paint_state(paint, r.state))),
+        None => (path, format!(" ({})", paint_state(paint, r.state))),
     };
     let what = match columns {
         Some(c) if visible_width(&what) + visible_width(&after) > c => {
@@ -1067,7 +1068,7 @@ fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> S
         "    ",
         &format!(
             "sha256 {}, node {}{}",
-            status::short_hash(&r.sha256),
+            short_hash(&r.sha256),
             r.node_version,
             if r.node_shim {
                 " with Promise.withResolvers shim"

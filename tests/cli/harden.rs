@@ -1425,7 +1425,7 @@ fn folder_names_holding_escape_sequences_are_printed_escaped() {
     }
     // An install's own text in a diff (a planted file) is escaped too; tabs are kept.
     assert_eq!(
-        mcpatch::diff::render_change("lib/index.js", "x\u{1b}[2J\tz\n", "y\n", false),
+        mcpatch::unified_diff::render_change("lib/index.js", "x\u{1b}[2J\tz\n", "y\n", false),
         "--- a/lib/index.js\n+++ b/lib/index.js\n@@ -1 +1 @@\n-x\\u{1b}[2J\tz\n+y\n"
     );
     // JSON output stays JSON, with the name as serde escapes it.

@@ -743,7 +743,7 @@ fn fill_package(dir: &Path, files: usize, folders: usize) {
 }
 
 fn folders_read(root: &Path) -> (usize, Vec<PathBuf>) {
-    let env = mcpatch::locate::Environment::from_vars(Vec::new(), root.to_path_buf());
+    let env = mcpatch::environment::Environment::from_vars(Vec::new(), root.to_path_buf());
     let targets = mcpatch::registry::select(None).unwrap();
     let report = mcpatch::locate::locate(&targets, &[root.to_path_buf()], &env).unwrap();
     (

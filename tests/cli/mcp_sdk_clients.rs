@@ -167,7 +167,10 @@ fn openai_agents_on_client_2_4_0_is_stuck_before_apply_and_seamless_after_on_404
 
 #[test]
 fn the_plain_sdk_client_of_1_32_2_esm_and_cjs_is_stuck_before_apply_and_seamless_after() {
-    side_by_side(&[("sdk-1.32.2", "sdk1-esm", ALL), ("sdk-1.32.2", "sdk1-cjs", ALL)]);
+    side_by_side(&[
+        ("sdk-1.32.2", "sdk1-esm", ALL),
+        ("sdk-1.32.2", "sdk1-cjs", ALL),
+    ]);
 }
 
 #[test]

@@ -1,23 +1,25 @@
-//! Finds every installed copy of each target's package that a host on this
-//! machine could load, without walking whole disks: the cost grows with the
-//! number of package folders looked at, never with the number of files. One
-//! search looks for every target at once; each target's manifest says which
-//! places it needs (npm's global root, npx caches, pnpm's dlx cache, the
-//! commands that start its host), and its driver adds its own.
+//! One search for the installs of some targets, and what it finds: the
+//! places it lists (each folder once), the package folders it records, and
+//! the report it ends with. It knows no driver: drivers add their places
+//! through its public methods.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::ffi::{OsStr, OsString};
-use std::io::Read;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use walkdir::{DirEntry, WalkDir};
 
+use super::package_files::{
+    file_identity, find_by_content, folder_identity, host_dirs_named_in_script, npm_package,
+    package_name, package_name_is,
+};
+use super::run_command::run_with_timeout;
+use crate::environment::Environment;
 use crate::error::{Error, Result};
 use crate::npm_config;
-use crate::registry::{glob_parts, FileFind, PatchSpec};
-use crate::small_file;
+use crate::registry::{FileFind, PatchSpec};
 
 /// How deep `node_modules` folders may nest below a search root.
 const MAX_NESTING: usize = 8;
@@ -25,135 +27,12 @@ const MAX_NESTING: usize = 8;
 const MAX_ENTRIES_PER_ROOT: usize = 200_000;
 /// How long `npm root -g` may take (`--npm`).
 const NPM_TIMEOUT: Duration = Duration::from_secs(5);
-/// How many files matching a target's glob are read to find the one to patch.
-const MAX_CANDIDATE_FILES: usize = 64;
-/// A candidate file larger than this is not read (bundles are a few MB).
-const MAX_CANDIDATE_BYTES: u64 = 64 * 1024 * 1024;
-/// A package.json larger than this is not one of the packages looked for.
-const MAX_PACKAGE_JSON_BYTES: u64 = 1024 * 1024;
-/// How much of a launcher script is read to find the host's path in it.
-const MAX_SCRIPT_HEAD_BYTES: u64 = 16 * 1024;
-/// The fixed system roots, below [`Environment::sysroot`].
+/// The fixed system roots, below [`crate::environment::Environment::sysroot`].
 const SYSTEM_ROOTS: [&str; 3] = [
     "usr/local/lib/node_modules",
     "usr/lib/node_modules",
     "opt/homebrew/lib/node_modules",
 ];
-
-/// What the environment offers the search; tests and sandboxes set it explicitly.
-#[derive(Debug, Clone)]
-pub struct Environment {
-    pub path_var: Option<OsString>,
-    pub home: Option<PathBuf>,
-    pub dsh_home: Option<PathBuf>,
-    /// `MCPATCH_HOME`: where mcpatch keeps its state (backups), whatever else is set.
-    pub mcpatch_home: Option<PathBuf>,
-    /// `XDG_STATE_HOME`, for mcpatch's state when no other home applies.
-    pub xdg_state_home: Option<PathBuf>,
-    pub pnpm_home: Option<PathBuf>,
-    /// Replaces the list of usual global roots when set (`MCPATCH_SYSTEM_ROOTS`).
-    pub system_roots: Option<Vec<PathBuf>>,
-    /// The folder the fixed system roots (`/usr/lib/node_modules`, ...) are
-    /// under: `MCPATCH_SYSROOT`, default `/`.
-    pub sysroot: PathBuf,
-    /// The whole environment in order, for npm's configuration (`npm_config_*`, `${VAR}`).
-    pub vars: Vec<(OsString, OsString)>,
-    /// The working folder, for relative values in npm's configuration.
-    pub cwd: PathBuf,
-    /// Ask `npm root -g` itself instead of reading npm's configuration (`--npm`).
-    pub ask_npm: bool,
-}
-
-impl Environment {
-    pub fn from_process() -> Self {
-        Self::from_vars(
-            std::env::vars_os().collect(),
-            std::env::current_dir().unwrap_or_default(),
-        )
-    }
-
-    /// The environment these variables describe (the first of a name counts, as with getenv).
-    pub fn from_vars(vars: Vec<(OsString, OsString)>, cwd: PathBuf) -> Self {
-        let get = |name: &str| vars.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-        Environment {
-            path_var: get("PATH"),
-            home: get("HOME").map(PathBuf::from),
-            dsh_home: get("DSH_HOME")
-                .filter(|v| !v.to_string_lossy().trim().is_empty())
-                .map(PathBuf::from),
-            mcpatch_home: get("MCPATCH_HOME")
-                .filter(|v| !v.to_string_lossy().trim().is_empty())
-                .map(PathBuf::from),
-            xdg_state_home: get("XDG_STATE_HOME")
-                .map(PathBuf::from)
-                .filter(|p| p.is_absolute()),
-            pnpm_home: get("PNPM_HOME")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from),
-            system_roots: get("MCPATCH_SYSTEM_ROOTS").map(|v| {
-                std::env::split_paths(&v)
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .collect()
-            }),
-            sysroot: get("MCPATCH_SYSROOT")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-                .unwrap_or_else(|| PathBuf::from("/")),
-            vars,
-            cwd,
-            ask_npm: false,
-        }
-    }
-
-    /// `$DSH_HOME`, or `~/.dsh`, resolved as DSH resolves it: a blank value
-    /// is unset, and a leading `~` means the home folder.
-    pub fn dsh_home(&self) -> Result<PathBuf> {
-        match (&self.dsh_home, &self.home) {
-            (Some(d), home) => {
-                let text = d.to_string_lossy();
-                match (text.as_ref(), home) {
-                    ("~", Some(h)) => Ok(h.clone()),
-                    (t, Some(h)) if t.starts_with("~/") => Ok(h.join(&t[2..])),
-                    _ => Ok(std::path::absolute(d).unwrap_or_else(|_| d.clone())),
-                }
-            }
-            (None, Some(h)) => Ok(h.join(".dsh")),
-            (None, None) => Err(Error::NoHome),
-        }
-    }
-
-    /// Where mcpatch keeps its state (`backups/` below it), by the first rule
-    /// that applies (docs/first-use.md):
-    /// 1. `$MCPATCH_HOME`;
-    /// 2. `$DSH_HOME`, as every earlier release did;
-    /// 3. `~/.dsh`, when it already holds mcpatch's `backups/` (kept where they are);
-    /// 4. `$XDG_STATE_HOME/mcpatch`, default `~/.local/state/mcpatch`: a
-    ///    neutral home for users of any target, DSH or not.
-    pub fn state_home(&self) -> Result<PathBuf> {
-        if let Some(m) = &self.mcpatch_home {
-            return Ok(std::path::absolute(m).unwrap_or_else(|_| m.clone()));
-        }
-        if self.dsh_home.is_some() {
-            return self.dsh_home();
-        }
-        let home = self.home.as_ref().ok_or(Error::NoHome)?;
-        let dsh = home.join(".dsh");
-        if std::fs::symlink_metadata(dsh.join("backups")).is_ok() {
-            return Ok(dsh);
-        }
-        Ok(match &self.xdg_state_home {
-            Some(x) => x.join("mcpatch"),
-            None => home.join(".local/state/mcpatch"),
-        })
-    }
-
-    /// A program on PATH, as a shell would find it; else why not, in words
-    /// that follow its name ("not found", "PATH is not set").
-    fn which(&self, name: &str) -> std::result::Result<PathBuf, &'static str> {
-        let path_var = self.path_var.as_ref().ok_or("PATH is not set")?;
-        which::which_in(name, Some(path_var), &self.cwd).map_err(|_| "not found")
-    }
-}
 
 /// One installed copy of a package: a real file, possibly reachable by several paths.
 #[derive(Debug, Clone)]
@@ -188,57 +67,6 @@ pub struct LocateReport {
     /// How many folders the search listed: its cost, which grows with the
     /// number of package folders and never with the files inside them.
     pub folders_read: usize,
-}
-
-/// Search the explicit `--path` arguments, or (when there are none) every
-/// place one of the targets needs, for installs of any of them.
-pub fn locate(
-    targets: &[&PatchSpec],
-    paths: &[PathBuf],
-    env: &Environment,
-) -> Result<LocateReport> {
-    let mut search = Search::new(targets);
-    if !paths.is_empty() {
-        for p in paths {
-            search.explicit(p)?;
-        }
-    } else {
-        let wants = |f: fn(&PatchSpec) -> bool| targets.iter().any(|t| f(t));
-        let mut bins: Vec<(String, Vec<String>)> = Vec::new();
-        for t in targets {
-            for bin in &t.installs.host_bins {
-                if !bins.iter().any(|(b, _)| b == bin) {
-                    bins.push((bin.clone(), t.installs.hosts.clone()));
-                }
-            }
-        }
-        for (bin, hosts) in &bins {
-            search.host_on_path(bin, hosts, env);
-        }
-        if wants(|t| t.installs.project) {
-            search.project_of(&env.cwd);
-        }
-        if wants(|t| t.installs.npm_global) {
-            search.npm_root(env);
-        }
-        let mut drivers = Vec::new();
-        for t in targets {
-            if !drivers.contains(&t.driver) {
-                drivers.push(t.driver);
-                t.driver.search(&mut search, env);
-            }
-        }
-        if wants(|t| t.installs.npm_global) {
-            search.usual_roots(env);
-        }
-        if wants(|t| t.installs.npx_cache) {
-            search.npx_cache(env);
-        }
-        if wants(|t| t.installs.pnpm_dlx) {
-            search.pnpm_dlx(env);
-        }
-    }
-    Ok(search.finish())
 }
 
 struct Found {
@@ -313,7 +141,7 @@ pub struct Search {
 }
 
 impl Search {
-    fn new(targets: &[&PatchSpec]) -> Self {
+    pub(super) fn new(targets: &[&PatchSpec]) -> Self {
         Search {
             wanted: targets
                 .iter()
@@ -332,7 +160,7 @@ impl Search {
         }
     }
 
-    fn explicit(&mut self, p: &Path) -> Result<()> {
+    pub(super) fn explicit(&mut self, p: &Path) -> Result<()> {
         let via = format!("--path {}", p.display());
         self.searched.push(via.clone());
         let meta = std::fs::metadata(p)
@@ -401,7 +229,12 @@ impl Search {
 
     /// The host a command on PATH starts (`bin`, of one of the `host_packages`):
     /// the targets nested in it or hoisted beside it.
-    fn host_on_path(&mut self, bin_name: &str, host_packages: &[String], env: &Environment) {
+    pub(super) fn host_on_path(
+        &mut self,
+        bin_name: &str,
+        host_packages: &[String],
+        env: &Environment,
+    ) {
         let bin = match env.which(bin_name) {
             Ok(bin) => bin,
             Err(why) => {
@@ -450,7 +283,7 @@ impl Search {
 
     /// The project of the folder mcpatch runs in: the nearest `node_modules`
     /// upward from `cwd`, as npm resolves a package from there.
-    fn project_of(&mut self, cwd: &Path) {
+    pub(super) fn project_of(&mut self, cwd: &Path) {
         let Some(nm) = cwd
             .ancestors()
             .map(|d| d.join("node_modules"))
@@ -467,7 +300,7 @@ impl Search {
 
     /// npm's global root: read from npm's configuration, or, with `--npm`,
     /// asked of `npm root -g` (falling back to the configuration if that fails).
-    fn npm_root(&mut self, env: &Environment) {
+    pub(super) fn npm_root(&mut self, env: &Environment) {
         if env.ask_npm && self.ask_npm(env) {
             return;
         }
@@ -559,7 +392,7 @@ impl Search {
         self.search_below(roots, &via);
     }
 
-    fn usual_roots(&mut self, env: &Environment) {
+    pub(super) fn usual_roots(&mut self, env: &Environment) {
         let roots = match &env.system_roots {
             Some(list) => list.clone(),
             None => self.usual_global_roots(env),
@@ -873,7 +706,7 @@ impl Search {
 
     /// npx's cache: `<npm cache>/_npx/<hash>/node_modules`, one folder per
     /// package set npx ran.
-    fn npx_cache(&mut self, env: &Environment) {
+    pub(super) fn npx_cache(&mut self, env: &Environment) {
         let inputs = self.npm_inputs(env);
         let Some(cache) = npm_config::cache_dir(&inputs) else {
             self.searched
@@ -893,7 +726,7 @@ impl Search {
 
     /// pnpm's dlx cache: `<pnpm cache>/dlx/<key>/<stamp>/node_modules`
     /// (`$XDG_CACHE_HOME/pnpm`, else `~/.cache/pnpm`; `~/Library/Caches/pnpm` on macOS).
-    fn pnpm_dlx(&mut self, env: &Environment) {
+    pub(super) fn pnpm_dlx(&mut self, env: &Environment) {
         let var = |name: &str| {
             env.vars
                 .iter()
@@ -925,7 +758,7 @@ impl Search {
     }
 
     /// Merge finds of the same file: first by real path, then by device and inode.
-    fn finish(self) -> LocateReport {
+    pub(super) fn finish(self) -> LocateReport {
         let mut by_real: BTreeMap<PathBuf, Located> = BTreeMap::new();
         for f in self.found {
             let real = std::fs::canonicalize(&f.file).unwrap_or(f.file.clone());
@@ -997,230 +830,4 @@ impl Search {
             folders_read: self.folders_read,
         }
     }
-}
-
-/// Whether `dir/package.json` names `name`.
-fn package_name_is(dir: &Path, name: &str) -> bool {
-    package_name(dir).is_some_and(|n| n == name)
-}
-
-/// The name `dir/package.json` gives. A package.json that is not a regular
-/// file, or is larger than any real one, is not a package.
-fn package_name(dir: &Path) -> Option<String> {
-    let bytes = small_file::read_capped(&dir.join("package.json"), MAX_PACKAGE_JSON_BYTES).ok()?;
-    serde_json::from_slice::<serde_json::Value>(&bytes)
-        .ok()?
-        .get("name")?
-        .as_str()
-        .map(str::to_string)
-}
-
-/// The one file of the package at `dir` that matches `glob` and holds every
-/// `contains` string; else why not (how many matched). One listing of the
-/// glob's folder, and the matching files read.
-fn find_by_content(
-    dir: &Path,
-    glob: &str,
-    contains: &[String],
-) -> std::result::Result<PathBuf, String> {
-    let (sub, before, after) = glob_parts(glob).ok_or_else(|| format!("bad glob {glob}"))?;
-    let folder = dir.join(sub);
-    let mut names: Vec<OsString> = std::fs::read_dir(&folder)
-        .map_err(|e| format!("{} cannot be read: {e}", folder.display()))?
-        .flatten()
-        .map(|e| e.file_name())
-        .filter(|n| {
-            let n = n.as_encoded_bytes();
-            n.len() >= before.len() + after.len()
-                && n.starts_with(before.as_bytes())
-                && n.ends_with(after.as_bytes())
-        })
-        .collect();
-    names.sort();
-    let mut matched = Vec::new();
-    for name in names.iter().take(MAX_CANDIDATE_FILES) {
-        let path = folder.join(name);
-        let Ok(bytes) = small_file::read_capped(&path, MAX_CANDIDATE_BYTES) else {
-            continue;
-        };
-        let text = String::from_utf8_lossy(&bytes);
-        if contains.iter().all(|c| text.contains(c.as_str())) {
-            matched.push(path);
-        }
-    }
-    let wanted = contains
-        .iter()
-        .map(|c| format!("`{}`", c.lines().next().unwrap_or_default()))
-        .collect::<Vec<_>>()
-        .join(" and ");
-    match matched.len() {
-        1 => Ok(matched.remove(0)),
-        0 => Err(format!(
-            "none of its {} files matching {glob} holds {wanted}: not a release mcpatch can patch",
-            names.len()
-        )),
-        n => Err(format!(
-            "{n} of its files matching {glob} hold {wanted}: mcpatch patches exactly one"
-        )),
-    }
-}
-
-/// npm's own package folder (holding its builtin `npmrc`) for the `npm` found on PATH.
-fn npm_package(npm: &Path) -> Option<PathBuf> {
-    let real = std::fs::canonicalize(npm).ok()?;
-    if let Some(dir) = real
-        .ancestors()
-        .skip(1)
-        .take(3)
-        .find(|d| package_name_is(d, "npm"))
-    {
-        return Some(dir.to_path_buf());
-    }
-    // A launcher script beside a prefix's packages (or, on Windows, beside node).
-    let bin = npm.parent()?;
-    [
-        bin.join("../lib/node_modules/npm"),
-        bin.join("node_modules/npm"),
-    ]
-    .into_iter()
-    .find(|d| package_name_is(d, "npm"))
-    .and_then(|d| std::fs::canonicalize(d).ok())
-}
-
-/// Device and inode of a folder.
-#[cfg(unix)]
-fn folder_identity(m: &std::fs::Metadata) -> (u64, u64) {
-    use std::os::unix::fs::MetadataExt;
-    (m.dev(), m.ino())
-}
-
-#[cfg(unix)]
-fn file_identity(path: &Path) -> Option<(u64, u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path)
-        .ok()
-        .map(|m| (m.dev(), m.ino(), m.nlink()))
-}
-
-#[cfg(not(unix))]
-fn file_identity(_path: &Path) -> Option<(u64, u64, u64)> {
-    None
-}
-
-/// Package folders named `host` inside a small launcher script.
-fn host_dirs_named_in_script(script: &Path, host: &str) -> Vec<PathBuf> {
-    let Ok(head) = small_file::read_head(script, MAX_SCRIPT_HEAD_BYTES) else {
-        return Vec::new();
-    };
-    let text = String::from_utf8_lossy(&head);
-    let base = script.parent().unwrap_or(Path::new("/"));
-    let marker = format!("node_modules/{host}");
-    let mut dirs = Vec::new();
-    for (at, _) in text.match_indices(&marker) {
-        let start = text[..at]
-            .rfind(|c: char| c == '"' || c == '\'' || c.is_whitespace() || c == '=')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        let raw = &text[start..at + marker.len()];
-        let raw = raw
-            .replace("$basedir", &base.to_string_lossy())
-            .replace("${basedir}", &base.to_string_lossy());
-        let candidate = if Path::new(&raw).is_absolute() {
-            PathBuf::from(raw)
-        } else {
-            base.join(raw)
-        };
-        if let Ok(real) = std::fs::canonicalize(&candidate) {
-            if !dirs.contains(&real) {
-                dirs.push(real);
-            }
-        }
-    }
-    dirs
-}
-
-/// Most of a command's output kept (`npm root -g` prints one line).
-const MAX_COMMAND_OUTPUT: usize = 64 << 10;
-
-/// Run a command and return its stdout, or why it gave none. The command runs
-/// in a process group of its own, killed whole when `timeout` passes, also
-/// when the command exited but left a process holding its output; at most
-/// [`MAX_COMMAND_OUTPUT`] bytes of it are kept.
-fn run_with_timeout(cmd: &mut Command, timeout: Duration) -> std::result::Result<String, String> {
-    #[cfg(unix)]
-    std::os::unix::process::CommandExt::process_group(cmd, 0);
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot start it: {e}"))?;
-    let deadline = Instant::now() + timeout;
-    let group = child.id();
-    let kill_group = || {
-        #[cfg(unix)]
-        // SAFETY: kill(2) on the process group we started, with a constant signal.
-        unsafe {
-            libc::kill(-(group as libc::pid_t), libc::SIGKILL);
-        }
-    };
-    // Read as it comes, so a chatty command never blocks on a full pipe; the
-    // start is kept, the rest read and dropped until the pipe closes.
-    let (sender, output) = std::sync::mpsc::channel();
-    if let Some(mut stdout) = child.stdout.take() {
-        std::thread::spawn(move || {
-            let mut kept = Vec::new();
-            let mut more = false;
-            let mut buf = [0u8; 8192];
-            loop {
-                match stdout.read(&mut buf) {
-                    Ok(0) => break,
-                    Ok(n) => {
-                        let room = MAX_COMMAND_OUTPUT - kept.len();
-                        more |= n > room;
-                        kept.extend_from_slice(&buf[..n.min(room)]);
-                    }
-                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-                    Err(_) => break,
-                }
-            }
-            let _ = sender.send((kept, more));
-        });
-    }
-    let too_late = || format!("no answer within {} s", timeout.as_secs());
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
-            Ok(None) => {
-                kill_group();
-                let _ = child.wait();
-                return Err(too_late());
-            }
-            Err(e) => {
-                kill_group();
-                let _ = child.wait();
-                return Err(format!("cannot wait for it: {e}"));
-            }
-        }
-    };
-    let left = deadline.saturating_duration_since(Instant::now());
-    let (out, more) = match output.recv_timeout(left) {
-        Ok(got) => got,
-        Err(_) => {
-            // It exited, but something it started still holds its output.
-            kill_group();
-            return Err(too_late());
-        }
-    };
-    if !status.success() {
-        return Err(format!("it exited with {status}"));
-    }
-    if more {
-        return Err(format!(
-            "it printed more than {} KiB",
-            MAX_COMMAND_OUTPUT >> 10
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out).into_owned())
 }

@@ -1,7 +1,7 @@
 //! The targets: each folder under `patches/` (a `manifest.json` in format 2
 //! and the diffs it names, see patches/README.md), embedded in the binary at
 //! build time so an installed mcpatch is self-contained. Everything about a
-//! target that is data lives there; what is code lives in [`crate::targets`].
+//! target that is data lives there; what is code lives in `src/targets/`.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -11,7 +11,9 @@ use sha2::{Digest, Sha256};
 
 use crate::anchors::{AnchorEntry, Anchors};
 use crate::error::{Error, Result};
-use crate::targets::Driver;
+
+mod driver;
+pub use driver::Driver;
 
 /// One target: an npm package mcpatch finds, classifies, patches, reverts
 /// and verifies, as its folder under `patches/` describes it.
@@ -77,7 +79,7 @@ pub enum FileFind {
     /// The one file matching `glob` (`*` in its last part only) that holds every `contains` string.
     Content { glob: String, contains: Vec<String> },
     /// The one file reachable from the entry file `from` (following relative
-    /// imports, see [`crate::reachable`]) that holds `declares`.
+    /// imports, see `src/reachable.rs`) that holds `declares`.
     Reachable { from: String, declares: String },
     /// The file package.json `exports[export][condition]` names (see
     /// [`crate::exports`]); `optional`: a package without that condition
@@ -333,19 +335,19 @@ const EMBEDDED: &[Folder] = &[
         &[
             (
                 "manifest.json",
-                include_str!("../patches/dsh-mcp-client-session-loss/manifest.json"),
+                include_str!("../../patches/dsh-mcp-client-session-loss/manifest.json"),
             ),
             (
                 "session-loss.patch",
-                include_str!("../patches/dsh-mcp-client-session-loss/session-loss.patch"),
+                include_str!("../../patches/dsh-mcp-client-session-loss/session-loss.patch"),
             ),
             (
                 "session-loss-r1.patch",
-                include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r1.patch"),
+                include_str!("../../patches/dsh-mcp-client-session-loss/session-loss-r1.patch"),
             ),
             (
                 "session-loss-r2.patch",
-                include_str!("../patches/dsh-mcp-client-session-loss/session-loss-r2.patch"),
+                include_str!("../../patches/dsh-mcp-client-session-loss/session-loss-r2.patch"),
             ),
         ],
     ),
@@ -354,19 +356,19 @@ const EMBEDDED: &[Folder] = &[
         &[
             (
                 "manifest.json",
-                include_str!("../patches/mcp-remote/manifest.json"),
+                include_str!("../../patches/mcp-remote/manifest.json"),
             ),
             (
                 "session-loss-reinit.patch",
-                include_str!("../patches/mcp-remote/session-loss-reinit.patch"),
+                include_str!("../../patches/mcp-remote/session-loss-reinit.patch"),
             ),
             (
                 "session-loss-forward.patch",
-                include_str!("../patches/mcp-remote/session-loss-forward.patch"),
+                include_str!("../../patches/mcp-remote/session-loss-forward.patch"),
             ),
             (
                 "session-loss-unanswered.patch",
-                include_str!("../patches/mcp-remote/session-loss-unanswered.patch"),
+                include_str!("../../patches/mcp-remote/session-loss-unanswered.patch"),
             ),
         ],
     ),
@@ -375,15 +377,15 @@ const EMBEDDED: &[Folder] = &[
         &[
             (
                 "manifest.json",
-                include_str!("../patches/gemini-cli/manifest.json"),
+                include_str!("../../patches/gemini-cli/manifest.json"),
             ),
             (
                 "fragments/mcp-client-fields.js",
-                include_str!("../patches/gemini-cli/fragments/mcp-client-fields.js"),
+                include_str!("../../patches/gemini-cli/fragments/mcp-client-fields.js"),
             ),
             (
                 "fragments/callable-call-tool.js",
-                include_str!("../patches/gemini-cli/fragments/callable-call-tool.js"),
+                include_str!("../../patches/gemini-cli/fragments/callable-call-tool.js"),
             ),
         ],
     ),
@@ -394,19 +396,19 @@ const EMBEDDED: &[Folder] = &[
         &[
             (
                 "manifest.json",
-                include_str!("../patches/mcp-sdk/manifest.json"),
+                include_str!("../../patches/mcp-sdk/manifest.json"),
             ),
             (
                 "sdk-host.mjs",
-                include_str!("../patches/mcp-sdk/sdk-host.mjs"),
+                include_str!("../../patches/mcp-sdk/sdk-host.mjs"),
             ),
             (
                 "fragments/transport-send.js",
-                include_str!("../patches/mcp-sdk/fragments/transport-send.js"),
+                include_str!("../../patches/mcp-sdk/fragments/transport-send.js"),
             ),
             (
                 "fragments/transport-get.js",
-                include_str!("../patches/mcp-sdk/fragments/transport-get.js"),
+                include_str!("../../patches/mcp-sdk/fragments/transport-get.js"),
             ),
         ],
     ),
@@ -415,15 +417,15 @@ const EMBEDDED: &[Folder] = &[
         &[
             (
                 "manifest.json",
-                include_str!("../patches/ai-sdk-mcp/manifest.json"),
+                include_str!("../../patches/ai-sdk-mcp/manifest.json"),
             ),
             (
                 "ai-sdk-host.mjs",
-                include_str!("../patches/ai-sdk-mcp/ai-sdk-host.mjs"),
+                include_str!("../../patches/ai-sdk-mcp/ai-sdk-host.mjs"),
             ),
             (
                 "fragments/http-post-session-loss.js",
-                include_str!("../patches/ai-sdk-mcp/fragments/http-post-session-loss.js"),
+                include_str!("../../patches/ai-sdk-mcp/fragments/http-post-session-loss.js"),
             ),
         ],
     ),
@@ -1085,7 +1087,10 @@ mod tests {
             })
             .collect();
         embedded.sort();
-        assert_eq!(embedded, on_disk, "src/registry.rs EMBEDDED is out of date");
+        assert_eq!(
+            embedded, on_disk,
+            "src/registry/mod.rs EMBEDDED is out of date"
+        );
     }
 
     #[test]
