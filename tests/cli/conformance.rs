@@ -103,8 +103,8 @@ fn project_with_client(sb: &Sandbox) -> PathBuf {
         .status()
         .unwrap();
     assert!(st.success(), "cp -al {} {}", src.display(), dest.display());
-    let client =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/conformance/everything-client.mjs");
+    let client = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("test-fixtures/conformance/everything-client.mjs");
     std::fs::copy(&client, dest.join("everything-client.mjs")).unwrap();
     let dest = dest.canonicalize().unwrap();
     // The suite splits --command on spaces and hands it to a shell.
@@ -122,7 +122,11 @@ fn project_with_client(sb: &Sandbox) -> PathBuf {
 /// The suite run by node 22 with `args`, from `cwd`, within [`RUN_LIMIT`].
 fn suite(cwd: &Path, args: &[&str]) -> Output {
     let mut cmd = std::process::Command::new(node22_dir().join("node"));
-    cmd.arg(suite_cli()).args(args).current_dir(cwd);
+    cmd.arg(suite_cli())
+        .args(args)
+        .current_dir(cwd)
+        .env("NO_COLOR", "1")
+        .env("FORCE_COLOR", "0");
     output_within(
         cmd,
         RUN_LIMIT,
@@ -198,6 +202,14 @@ fn run_scenarios(project: &Path, build: Build) -> Verdicts {
                 Err(single_run_failure(&o))
             };
             let passed = verdict.is_ok();
+            eprintln!(
+                "conformance, {}: {scenario} failed in the parallel run; alone: {}",
+                build.name(),
+                match &verdict {
+                    Ok(()) => "pass".to_string(),
+                    Err(why) => format!("FAIL ({why})"),
+                }
+            );
             verdicts.insert(scenario.clone(), verdict);
             if passed {
                 break;
@@ -237,7 +249,7 @@ fn parse_summary(out: &str) -> Verdicts {
 /// Why a `--scenario` run failed: its failed or warned checks and the
 /// client's own error, as the suite printed them.
 fn single_run_failure(o: &Output) -> String {
-    let text = format!("{}{}", stdout(o), stderr(o));
+    let text = without_escapes(&format!("{}{}", stdout(o), stderr(o)));
     let lines: Vec<&str> = text
         .lines()
         .map(str::trim)
@@ -253,6 +265,27 @@ fn single_run_failure(o: &Output) -> String {
         .take(8)
         .collect();
     format!("exit {}: {}", code(o), lines.join("; "))
+}
+
+/// `text` without its terminal escape sequences (the suite colours its check lines).
+fn without_escapes(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            // CSI: ESC [ parameters, ending with a letter.
+            if chars.next() == Some('[') {
+                for c in chars.by_ref() {
+                    if c.is_ascii_alphabetic() {
+                        break;
+                    }
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// The scenarios of `v` with their verdicts, one a line, for a failure message.
@@ -298,10 +331,7 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
     );
 
     let builds = [Build::Esm, Build::Cjs];
-    let before: Vec<Verdicts> = builds
-        .iter()
-        .map(|&b| run_scenarios(&project, b))
-        .collect();
+    let before: Vec<Verdicts> = builds.iter().map(|&b| run_scenarios(&project, b)).collect();
     for (build, v) in builds.iter().zip(&before) {
         assert_eq!(
             passed(v),
@@ -331,10 +361,7 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
         "both builds are patched before the suite runs again: {v:#}"
     );
 
-    let after: Vec<Verdicts> = builds
-        .iter()
-        .map(|&b| run_scenarios(&project, b))
-        .collect();
+    let after: Vec<Verdicts> = builds.iter().map(|&b| run_scenarios(&project, b)).collect();
     let mut changed = Vec::new();
     for ((build, b), a) in builds.iter().zip(&before).zip(&after) {
         for (scenario, was) in b {
