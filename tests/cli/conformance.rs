@@ -153,7 +153,7 @@ fn client_command(project: &Path, build: Build) -> String {
 /// run again alone, twice at most, and its verdict is the last run's. (A
 /// loaded machine fails sse-retry's wall-clock check, a reconnect within
 /// 1,000 ms of a 500 ms `retry`, when 26 clients start together.)
-fn run_scenarios(project: &Path, build: Build) -> Verdicts {
+fn run_scenarios(project: &Path, build: Build, phase: &str) -> Verdicts {
     let command = client_command(project, build);
     let o = suite(
         project,
@@ -203,7 +203,7 @@ fn run_scenarios(project: &Path, build: Build) -> Verdicts {
             };
             let passed = verdict.is_ok();
             eprintln!(
-                "conformance, {}: {scenario} failed in the parallel run; alone: {}",
+                "conformance, {phase}, {}: {scenario} failed in the parallel run; alone: {}",
                 build.name(),
                 match &verdict {
                     Ok(()) => "pass".to_string(),
@@ -331,7 +331,10 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
     );
 
     let builds = [Build::Esm, Build::Cjs];
-    let before: Vec<Verdicts> = builds.iter().map(|&b| run_scenarios(&project, b)).collect();
+    let before: Vec<Verdicts> = builds
+        .iter()
+        .map(|&b| run_scenarios(&project, b, "before apply"))
+        .collect();
     for (build, v) in builds.iter().zip(&before) {
         assert_eq!(
             passed(v),
@@ -361,7 +364,10 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
         "both builds are patched before the suite runs again: {v:#}"
     );
 
-    let after: Vec<Verdicts> = builds.iter().map(|&b| run_scenarios(&project, b)).collect();
+    let after: Vec<Verdicts> = builds
+        .iter()
+        .map(|&b| run_scenarios(&project, b, "after apply"))
+        .collect();
     let mut changed = Vec::new();
     for ((build, b), a) in builds.iter().zip(&before).zip(&after) {
         for (scenario, was) in b {
