@@ -409,6 +409,9 @@ if (!scenarioName || !serverUrl || !handler) {
 try {
     logger.debug(`scenario ${scenarioName}, SDK build ${build}`);
     await handler(serverUrl);
+    // tests/cli/conformance.rs compares this line before and after apply (the suite's parallel
+    // mode judges checks only, not whether the client finished).
+    logger.debug('everything-client: scenario finished');
     process.exit(0);
 } catch (error) {
     logger.error('Error:', error);

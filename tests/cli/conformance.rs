@@ -50,6 +50,14 @@ const SCENARIOS: &[&str] = &[
     "auth/cross-app-access-complete-flow",
 ];
 
+/// The scenarios whose client is meant to fail (the suite's `allowClientError`):
+/// the protected resource metadata names another resource, which a client must
+/// refuse; the server refuses every token, and a client must stop retrying.
+const CLIENT_REFUSES: &[&str] = &["auth/resource-mismatch", "auth/scope-retry-limit"];
+
+/// The line the conformance client prints when its scenario ran to the end.
+const FINISHED: &str = "everything-client: scenario finished";
+
 /// How long the suite may wait for one client, and for one whole run.
 const CLIENT_TIMEOUT_MS: &str = "120000";
 const RUN_LIMIT: Duration = Duration::from_secs(600);
@@ -80,10 +88,28 @@ impl Build {
             Build::Cjs => "CJS build (dist/cjs)",
         }
     }
+
+    fn slug(self) -> &'static str {
+        match self {
+            Build::Esm => "esm",
+            Build::Cjs => "cjs",
+        }
+    }
 }
 
-/// One scenario's verdict: `Ok` when it passed, else the suite's words on why.
-type Verdicts = BTreeMap<String, Result<(), String>>;
+/// One scenario's run as the suite judged it, and how its client ended.
+#[derive(Debug)]
+struct Verdict {
+    /// `Ok` when the suite passed it, else the suite's words on why.
+    checks: Result<(), String>,
+    /// Whether the client printed [`FINISHED`]: the suite's parallel mode
+    /// judges the checks only, not a client that failed or hung afterwards.
+    finished: bool,
+    /// The end of the client's stderr, for a failure message.
+    client_stderr: String,
+}
+
+type Verdicts = BTreeMap<String, Verdict>;
 
 /// A copy of the real project (hard links: `apply` replaces a file by renaming
 /// a new one over it, so the cache keeps its bytes) with the conformance client
@@ -153,8 +179,10 @@ fn client_command(project: &Path, build: Build) -> String {
 /// run again alone, twice at most, and its verdict is the last run's. (A
 /// loaded machine fails sse-retry's wall-clock check, a reconnect within
 /// 1,000 ms of a 500 ms `retry`, when 26 clients start together.)
-fn run_scenarios(project: &Path, build: Build, phase: &str) -> Verdicts {
+fn run_scenarios(project: &Path, build: Build, phase: &str, results: &Path) -> Verdicts {
     let command = client_command(project, build);
+    let out = results.join(format!("{}-{}", phase.replace(' ', "-"), build.slug()));
+    let out_arg = out.to_str().unwrap();
     let o = suite(
         project,
         &[
@@ -166,20 +194,34 @@ fn run_scenarios(project: &Path, build: Build, phase: &str) -> Verdicts {
             "--timeout",
             CLIENT_TIMEOUT_MS,
             "--verbose",
+            "-o",
+            out_arg,
         ],
     );
-    let out = stdout(&o);
-    let mut verdicts = parse_summary(&out);
+    let summary = stdout(&o);
+    let checks = parse_summary(&summary);
     assert!(
-        !verdicts.is_empty(),
-        "the suite printed no summary (exit {}) for the {}:\n{out}\n{}",
+        !checks.is_empty(),
+        "the suite printed no summary (exit {}) for the {}:\n{summary}\n{}",
         code(&o),
         build.name(),
         stderr(&o)
     );
+    let mut verdicts: Verdicts = checks
+        .into_iter()
+        .map(|(scenario, checks)| {
+            let (finished, client_stderr) = client_end(&out, &scenario);
+            let v = Verdict {
+                checks,
+                finished,
+                client_stderr,
+            };
+            (scenario, v)
+        })
+        .collect();
     let failed: Vec<String> = verdicts
         .iter()
-        .filter(|(_, v)| v.is_err())
+        .filter(|(_, v)| v.checks.is_err())
         .map(|(s, _)| s.clone())
         .collect();
     for scenario in failed {
@@ -194,22 +236,30 @@ fn run_scenarios(project: &Path, build: Build, phase: &str) -> Verdicts {
                     &scenario,
                     "--timeout",
                     CLIENT_TIMEOUT_MS,
+                    "-o",
+                    out_arg,
                 ],
             );
-            let verdict = if code(&o) == 0 {
+            let checks = if code(&o) == 0 {
                 Ok(())
             } else {
                 Err(single_run_failure(&o))
             };
-            let passed = verdict.is_ok();
+            let passed = checks.is_ok();
             eprintln!(
                 "conformance, {phase}, {}: {scenario} failed in the parallel run; alone: {}",
                 build.name(),
-                match &verdict {
+                match &checks {
                     Ok(()) => "pass".to_string(),
                     Err(why) => format!("FAIL ({why})"),
                 }
             );
+            let (finished, client_stderr) = client_end(&out, &scenario);
+            let verdict = Verdict {
+                checks,
+                finished,
+                client_stderr,
+            };
             verdicts.insert(scenario.clone(), verdict);
             if passed {
                 break;
@@ -219,10 +269,46 @@ fn run_scenarios(project: &Path, build: Build, phase: &str) -> Verdicts {
     verdicts
 }
 
+/// How the client of `scenario`'s latest run under `out` ended: whether it
+/// printed [`FINISHED`], and the last lines of its stderr. The suite keeps each
+/// run in `<out>/<scenario>-<timestamp>/` (`2026-12-01T18-46-15-975Z`).
+fn client_end(out: &Path, scenario: &str) -> (bool, String) {
+    let at = out.join(scenario);
+    let (parent, base) = (at.parent().unwrap(), at.file_name().unwrap());
+    let prefix = format!("{}-", base.to_str().unwrap());
+    let mut runs: Vec<PathBuf> = std::fs::read_dir(parent)
+        .unwrap_or_else(|e| panic!("the suite left no results in {}: {e}", parent.display()))
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_prefix(&prefix))
+                .is_some_and(|stamp| stamp.len() == 24 && stamp.starts_with("20"))
+        })
+        .collect();
+    runs.sort();
+    let run = runs.last().unwrap_or_else(|| {
+        panic!(
+            "the suite left no results of {scenario} in {}",
+            parent.display()
+        )
+    });
+    let read = |name: &str| {
+        let f = run.join(name);
+        std::fs::read_to_string(&f).unwrap_or_else(|e| panic!("{}: {e}", f.display()))
+    };
+    let finished = read("stdout.txt").lines().any(|l| l == FINISHED);
+    let err = read("stderr.txt");
+    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    (finished, tail)
+}
+
 /// The suite's summary of a `--suite` run: `✓ name: …` or `✗ name: …`, the
 /// failed checks (with `--verbose`) under each `✗` as `    - Check: message`.
-fn parse_summary(out: &str) -> Verdicts {
-    let mut verdicts = Verdicts::new();
+fn parse_summary(out: &str) -> BTreeMap<String, Result<(), String>> {
+    let mut verdicts = BTreeMap::new();
     let mut last: Option<String> = None;
     for line in out.lines() {
         if let Some(rest) = line.strip_prefix("✓ ").or_else(|| line.strip_prefix("✗ ")) {
@@ -291,17 +377,32 @@ fn without_escapes(text: &str) -> String {
 /// The scenarios of `v` with their verdicts, one a line, for a failure message.
 fn listing(v: &Verdicts) -> String {
     v.iter()
-        .map(|(s, r)| match r {
-            Ok(()) => format!("  pass  {s}"),
-            Err(why) => format!("  FAIL  {s}: {why}"),
+        .map(|(s, v)| {
+            let ended = if v.finished {
+                "client finished"
+            } else {
+                "client did not finish"
+            };
+            match &v.checks {
+                Ok(()) => format!("  pass  {s} ({ended})"),
+                Err(why) => format!("  FAIL  {s} ({ended}): {why}"),
+            }
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
+/// The scenarios whose client did not print [`FINISHED`].
+fn unfinished(v: &Verdicts) -> Vec<&str> {
+    v.iter()
+        .filter(|(_, v)| !v.finished)
+        .map(|(s, _)| s.as_str())
+        .collect()
+}
+
 fn passed(v: &Verdicts) -> Vec<&str> {
     v.iter()
-        .filter(|(_, r)| r.is_ok())
+        .filter(|(_, v)| v.checks.is_ok())
         .map(|(s, _)| s.as_str())
         .collect()
 }
@@ -312,6 +413,7 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
     let sb = Sandbox::new();
     let project = project_with_client(&sb);
     let p = project.to_str().unwrap();
+    let results = sb.root().join("conformance-results");
 
     // The suite's own list of client scenarios is the one this test knows.
     let o = suite(&project, &["list", "--client"]);
@@ -333,13 +435,16 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
     let builds = [Build::Esm, Build::Cjs];
     let before: Vec<Verdicts> = builds
         .iter()
-        .map(|&b| run_scenarios(&project, b, "before apply"))
+        .map(|&b| run_scenarios(&project, b, "before apply", &results))
         .collect();
     for (build, v) in builds.iter().zip(&before) {
         assert_eq!(
-            passed(v),
-            known.iter().map(String::as_str).collect::<Vec<_>>(),
-            "SDK 1.32.2 as installed, {}: every scenario of conformance {SUITE_VERSION} should pass before apply:\n{}",
+            (passed(v), unfinished(v)),
+            (
+                known.iter().map(String::as_str).collect::<Vec<_>>(),
+                CLIENT_REFUSES.to_vec()
+            ),
+            "SDK 1.32.2 as installed, {}: every scenario of conformance {SUITE_VERSION} should pass before apply, and every client finish but where it must give up:\n{}",
             build.name(),
             listing(v)
         );
@@ -366,26 +471,41 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
 
     let after: Vec<Verdicts> = builds
         .iter()
-        .map(|&b| run_scenarios(&project, b, "after apply"))
+        .map(|&b| run_scenarios(&project, b, "after apply", &results))
         .collect();
     let mut changed = Vec::new();
     for ((build, b), a) in builds.iter().zip(&before).zip(&after) {
         for (scenario, was) in b {
-            let now = a.get(scenario);
-            match (was, now) {
-                (Ok(()), Some(Ok(()))) | (Err(_), Some(Err(_))) => {}
-                (Ok(()), Some(Err(why))) => changed.push(format!(
+            let Some(now) = a.get(scenario) else {
+                changed.push(format!(
+                    "{}: {scenario} did not run after apply",
+                    build.name()
+                ));
+                continue;
+            };
+            match (&was.checks, &now.checks) {
+                (Ok(()), Ok(())) | (Err(_), Err(_)) => {}
+                (Ok(()), Err(why)) => changed.push(format!(
                     "{}: {scenario} passed before apply and fails after: {why}",
                     build.name()
                 )),
-                (Err(_), Some(Ok(()))) => changed.push(format!(
+                (Err(_), Ok(())) => changed.push(format!(
                     "{}: {scenario} failed before apply and passes after",
                     build.name()
                 )),
-                (_, None) => changed.push(format!(
-                    "{}: {scenario} did not run after apply",
-                    build.name()
-                )),
+            }
+            if was.finished != now.finished {
+                changed.push(format!(
+                    "{}: {scenario}: the client {} before apply and {} after (its stderr: {})",
+                    build.name(),
+                    if was.finished {
+                        "finished"
+                    } else {
+                        "did not finish"
+                    },
+                    if now.finished { "finished" } else { "did not" },
+                    now.client_stderr
+                ));
             }
         }
     }
