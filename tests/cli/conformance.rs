@@ -105,7 +105,7 @@ struct Verdict {
     /// Whether the client printed [`FINISHED`]: the suite's parallel mode
     /// judges the checks only, not a client that failed or hung afterwards.
     finished: bool,
-    /// The end of the client's stderr, for a failure message.
+    /// What the client said on stderr (its error), for a failure message.
     client_stderr: String,
 }
 
@@ -300,9 +300,18 @@ fn client_end(out: &Path, scenario: &str) -> (bool, String) {
     };
     let finished = read("stdout.txt").lines().any(|l| l == FINISHED);
     let err = read("stderr.txt");
-    let lines: Vec<&str> = err.lines().filter(|l| !l.trim().is_empty()).collect();
-    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
-    (finished, tail)
+    let lines: Vec<&str> = err
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    // The client's own error (`Error: …`), else the end of its stderr.
+    let said = match lines.iter().find(|l| l.starts_with("Error:")) {
+        Some(line) => line.to_string(),
+        None if lines.is_empty() => "nothing".to_string(),
+        None => lines[lines.len().saturating_sub(3)..].join(" | "),
+    };
+    (finished, said)
 }
 
 /// The suite's summary of a `--suite` run: `✓ name: …` or `✗ name: …`, the
