@@ -6,7 +6,8 @@
 //! on the installed `@modelcontextprotocol/sdk` of a copy of a real project
 //! (test-fixtures/conformance/everything-client.mjs, through its ESM build and
 //! then its CJS build: the two files mcpatch patches). Every scenario passing
-//! before must pass after, and none may change the other way.
+//! before must pass after, none may change the other way, and every client that
+//! ran to its end before must do so after (docs/conformance.md).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
