@@ -409,6 +409,7 @@ mod automation;
 mod backups;
 mod bridge;
 mod bridge_limits;
+mod conformance;
 mod control_secret;
 mod dropped;
 mod evidence;
