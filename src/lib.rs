@@ -18,6 +18,7 @@ pub mod exit_code;
 pub mod exports;
 pub mod host_check;
 pub mod identity;
+pub mod keep;
 pub mod kill_point;
 pub mod locate;
 pub mod lock;
@@ -209,6 +210,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             },
             &env,
         ),
+        Command::Keep { how, path, .. } => keep::run(&targets, how, &path, &env),
         Command::Serve { scenario, port } => verify::serve(scenario, port),
         Command::Probe {
             url,

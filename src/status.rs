@@ -65,6 +65,8 @@ pub struct Aftermath {
     pub running: Option<RunningReport>,
     /// As root: a path on the way to the install's code another user can change.
     pub untrusted: Option<crate::trust::Untrusted>,
+    /// An install in a project: whether the project keeps its patch (crate::keep).
+    pub kept: Option<crate::keep::Kept>,
 }
 
 /// mcpatch patched this very path (the backup says so), and the file no
@@ -102,6 +104,11 @@ struct InstallJson<'a> {
     /// `--trust-owner` (a path another user can change), else left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     untrusted: Option<String>,
+    /// An install in a project's node_modules: what re-applies its patch after
+    /// `npm install` and `npm ci` ("postinstall", "patch-package", "pnpm"), or
+    /// null (they undo it); left out outside a project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_by: Option<Option<&'static str>>,
 }
 
 /// Whether mcpatch's patch on this install was dropped: the newest backup of
@@ -162,6 +169,7 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
                     .filter(|_| targets[at].driver == Driver::GeminiCli)
                     .filter(|_| gemini_cli::self_updating(&i.path)),
                 untrusted: crate::trust::untrusted(&i.path, &[&i.file]),
+                kept: crate::keep::kept(i, targets[at]),
             }
         })
         .collect();
@@ -385,6 +393,9 @@ pub fn run(
                             .and_then(|r| r.processes.as_deref()),
                         auto_update: a.and_then(|a| a.auto_update.as_ref()),
                         untrusted: a.and_then(|a| a.untrusted.as_ref()).map(|u| u.note()),
+                        kept_by: a
+                            .and_then(|a| a.kept.as_ref())
+                            .map(|k| k.by.map(crate::keep::How::as_str)),
                     }
                 })
                 .collect(),
@@ -676,6 +687,13 @@ fn install_details(
             )),
             columns,
         ));
+    }
+    if install.state == State::Patched
+        && after
+            .and_then(|a| a.kept.as_ref())
+            .is_some_and(|k| k.by.is_none())
+    {
+        s.push_str(&hanging("    keep: ", crate::keep::UNKEPT_NOTE, columns));
     }
     if let Some(note) = after
         .and_then(|a| a.auto_update.as_ref())

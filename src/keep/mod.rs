@@ -1,0 +1,496 @@
+//! Keeping the patch in a project across `npm install` and `npm ci`, which
+//! put the package's original files back: `mcpatch keep` writes what
+//! JavaScript teams already use (a `postinstall` script that re-applies the
+//! patch, or the change as a patch file patch-package or pnpm applies), and
+//! [`kept`] tells `status` whether a project does one of these for an install.
+
+pub mod package_json;
+pub mod patch_file;
+
+use std::path::{Component, Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::backup;
+use crate::classify::{Install, State};
+use crate::error::{Error, Result};
+use crate::exit_code::Outcome;
+use crate::locate::Environment;
+use crate::registry::{self, PatchSpec};
+use crate::replace::PendingFile;
+use crate::small_file;
+
+/// The line `mcpatch keep postinstall` adds to `scripts.postinstall`: npm
+/// runs it in the project folder after each `npm install` and `npm ci`.
+pub const POSTINSTALL_LINE: &str = "mcpatch apply --quiet --path .";
+
+/// What marks a postinstall script as re-applying mcpatch's patch.
+const POSTINSTALL_MARK: &str = "mcpatch apply";
+
+/// The most of package.json or a patch file mcpatch reads.
+const MAX_PROJECT_FILE: u64 = 4 * 1024 * 1024;
+
+/// How a project keeps the patch (`mcpatch keep HOW`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum How {
+    /// package.json's `scripts.postinstall` runs `mcpatch apply --quiet --path .`
+    /// (chained after the one there with `&&`).
+    Postinstall,
+    /// `patches/<package>+<version>.patch`, applied by patch-package from
+    /// `scripts.postinstall` (patch-package must be a devDependency).
+    PatchPackage,
+    /// `patches/<package>@<version>.patch` and package.json's
+    /// `pnpm.patchedDependencies`, applied by pnpm itself.
+    Pnpm,
+}
+
+impl How {
+    /// As `status --json` says it in `kept_by`, and as typed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            How::Postinstall => "postinstall",
+            How::PatchPackage => "patch-package",
+            How::Pnpm => "pnpm",
+        }
+    }
+}
+
+/// Whether the project an install is in keeps its patch (for `status`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// The project folder (the one holding package.json above `node_modules`).
+    pub project: PathBuf,
+    /// How, or None: the next `npm install` or `npm ci` undoes the patch.
+    pub by: Option<How>,
+}
+
+/// The note `status` prints under a patched install its project does not keep.
+pub const UNKEPT_NOTE: &str = "`npm install` or `npm ci` undoes it; see `mcpatch keep --help`";
+
+/// The project whose `node_modules` tree holds `package_dir`: the folder
+/// above its first `node_modules`, when that folder has a package.json (a
+/// global prefix has none) and is no npx or pnpm dlx cache.
+pub fn project_of(package_dir: &Path) -> Option<PathBuf> {
+    let mut project = PathBuf::new();
+    for c in package_dir.components() {
+        if c == Component::Normal("node_modules".as_ref()) {
+            let transient = project.components().any(|c| {
+                c == Component::Normal("_npx".as_ref()) || c == Component::Normal("dlx".as_ref())
+            });
+            let manifest = project.join("package.json");
+            let is_file = std::fs::symlink_metadata(&manifest).is_ok_and(|m| m.is_file());
+            return (!transient && is_file).then_some(project);
+        }
+        project.push(c);
+    }
+    None
+}
+
+/// How the project of `install` keeps its patch; None when it is in no project.
+pub fn kept(install: &Install, spec: &PatchSpec) -> Option<Kept> {
+    let project = project_of(&install.path)?;
+    let doc = read_package_json(&project).ok();
+    let by = doc.and_then(|doc| kept_by(&doc, &project, install, spec));
+    Some(Kept { project, by })
+}
+
+fn kept_by(doc: &Value, project: &Path, install: &Install, spec: &PatchSpec) -> Option<How> {
+    let postinstall = package_json::get_string(doc, &["scripts", "postinstall"]).unwrap_or("");
+    if postinstall.contains(POSTINSTALL_MARK) {
+        return Some(How::Postinstall);
+    }
+    let holds_patch = |file: &Path| {
+        small_file::read_capped(file, MAX_PROJECT_FILE)
+            .is_ok_and(|b| crate::classify::text_of(&b).contains(spec.patch_marker.as_str()))
+    };
+    if postinstall.contains("patch-package") {
+        let name =
+            patch_file::patch_package_name(project, &install.path, install.version.as_deref());
+        if name.is_some_and(|n| holds_patch(&project.join("patches").join(n))) {
+            return Some(How::PatchPackage);
+        }
+    }
+    let patched = doc.get("pnpm").and_then(|p| p.get("patchedDependencies"));
+    if let (Some(patched), Some(version)) = (patched, install.version.as_deref()) {
+        let keys = [
+            format!("{}@{version}", install.package),
+            install.package.clone(),
+        ];
+        let file = keys
+            .iter()
+            .find_map(|k| patched.get(k).and_then(Value::as_str));
+        if file.is_some_and(|f| holds_patch(&project.join(f))) {
+            return Some(How::Pnpm);
+        }
+    }
+    None
+}
+
+/// The project's package.json, parsed.
+fn read_package_json(project: &Path) -> Result<Value> {
+    let (_, text) = read_manifest_text(project)?;
+    let path = project.join("package.json");
+    let body = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    serde_json::from_str(body).map_err(|e| Error::KeepPackageJson {
+        path,
+        detail: format!("it is not JSON ({e})"),
+    })
+}
+
+/// package.json's path and text: a regular file (not a link) of UTF-8.
+fn read_manifest_text(project: &Path) -> Result<(PathBuf, String)> {
+    let path = project.join("package.json");
+    match std::fs::symlink_metadata(&path) {
+        Err(_) => {
+            return Err(Error::KeepNotAProject {
+                path: project.to_path_buf(),
+            })
+        }
+        Ok(m) if m.file_type().is_symlink() => {
+            return Err(Error::KeepPackageJson {
+                path,
+                detail: "it is a symbolic link; mcpatch writes no file through a link".into(),
+            })
+        }
+        Ok(_) => {}
+    }
+    let bytes =
+        small_file::read_capped(&path, MAX_PROJECT_FILE).map_err(|r| Error::KeepPackageJson {
+            path: path.clone(),
+            detail: r.to_string(),
+        })?;
+    let text = String::from_utf8(bytes).map_err(|_| Error::KeepPackageJson {
+        path: path.clone(),
+        detail: "it is not UTF-8".into(),
+    })?;
+    Ok((path, text))
+}
+
+/// `mcpatch keep HOW --path P`.
+pub fn run(targets: &[&PatchSpec], how: How, path: &Path, env: &Environment) -> Result<Outcome> {
+    let project = path.canonicalize().map_err(|e| {
+        Error::io(
+            "open the project folder",
+            path,
+            e,
+            "pass --path the project folder (the one with package.json and node_modules)",
+        )
+    })?;
+    if !project.is_dir() {
+        return Err(Error::KeepNotAProject { path: project });
+    }
+    read_package_json(&project)?;
+    match how {
+        How::Postinstall => {
+            let changed = set_in_package_json(&project, &["scripts", "postinstall"], |old| {
+                chain(old, POSTINSTALL_LINE, POSTINSTALL_MARK)
+            })?;
+            say_package_json(&project, changed, "scripts.postinstall", POSTINSTALL_LINE);
+            crate::outln!("next: commit package.json; every `npm install` and `npm ci` then runs mcpatch, which must be on PATH there (docs/keeping-the-patch.md)");
+        }
+        How::PatchPackage | How::Pnpm => write_patches(targets, how, &project, env)?,
+    }
+    Ok(Outcome::Clean)
+}
+
+/// `old` and `line` joined by ` && `, or `old` as it is when it already holds `mark`.
+fn chain(old: Option<&str>, line: &str, mark: &str) -> String {
+    match old {
+        Some(old) if old.contains(mark) => old.to_string(),
+        Some(old) if !old.trim().is_empty() => format!("{old} && {line}"),
+        _ => line.to_string(),
+    }
+}
+
+fn say_package_json(project: &Path, changed: bool, key: &str, value: &str) {
+    let path = crate::output::path(&project.join("package.json"));
+    if changed {
+        crate::outln!("{path}: {key} now runs `{}`", crate::output::clean(value));
+    } else {
+        crate::outln!(
+            "{path}: {key} already runs `{}`",
+            crate::output::clean(value)
+        );
+    }
+}
+
+/// Set one string of the project's package.json, every other byte kept;
+/// false when it already had that value (the file is left alone).
+fn set_in_package_json(
+    project: &Path,
+    key: &[&str],
+    make: impl Fn(Option<&str>) -> String,
+) -> Result<bool> {
+    let (path, text) = read_manifest_text(project)?;
+    let edited =
+        package_json::set_string(&text, key, make).map_err(|e| Error::KeepPackageJson {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+    if edited == text {
+        return Ok(false);
+    }
+    write_like(&path, &path, edited.as_bytes())?;
+    Ok(true)
+}
+
+/// Write `bytes` to `target` atomically (a synced temp file renamed over it),
+/// with the mode (read and write bits only for a new file) and owner of `like`.
+fn write_like(target: &Path, like: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(like).map_err(|e| {
+        Error::io(
+            "read the mode of",
+            like,
+            e,
+            "check the folder's permissions",
+        )
+    })?;
+    let mode = if target == like {
+        meta.mode() & 0o7777
+    } else {
+        meta.mode() & 0o666
+    };
+    if std::fs::symlink_metadata(target).is_ok_and(|m| !m.is_file()) {
+        return Err(Error::KeepFileTaken {
+            path: target.to_path_buf(),
+            what: "is not a regular file",
+        });
+    }
+    let pending =
+        PendingFile::write_beside(target, bytes, Some(mode), Some((meta.uid(), meta.gid())))?;
+    pending.persist()
+}
+
+/// `mcpatch keep patch-package|pnpm`: the change of each patched install in
+/// the project's node_modules as a patch file, and package.json told to use it.
+fn write_patches(
+    targets: &[&PatchSpec],
+    how: How,
+    project: &Path,
+    env: &Environment,
+) -> Result<()> {
+    let report = crate::status::collect(targets, &[project.to_path_buf()], env)?;
+    let home = env.state_home()?;
+    let mut written: Vec<(PathBuf, String)> = Vec::new();
+    for install in &report.installs {
+        if project_of(&install.path).as_deref() != Some(project) {
+            continue;
+        }
+        let spec = registry::find(targets, install.target, &install.package);
+        if install.state != State::Patched
+            || install.companions.iter().any(|c| c.state != State::Patched)
+        {
+            return Err(Error::KeepNotPatched {
+                path: install.path.clone(),
+                state: install.state.as_str(),
+                project: project.to_path_buf(),
+            });
+        }
+        let version = install.version.as_deref().unwrap_or_default();
+        let (name, prefix) = match how {
+            How::PatchPackage => {
+                let name = patch_file::patch_package_name(project, &install.path, Some(version))
+                    .ok_or_else(|| Error::KeepPnpmStore {
+                        path: install.path.clone(),
+                    })?;
+                let rel = install.path.strip_prefix(project).unwrap_or(&install.path);
+                (name, format!("{}/", rel.to_string_lossy()))
+            }
+            _ => (
+                patch_file::pnpm_name(&install.package, version),
+                String::new(),
+            ),
+        };
+        let changes = changes_of(spec, install, &backup::root(&home, spec))?;
+        let text = patch_file::render(&prefix, &changes);
+        let rel = format!("patches/{name}");
+        if written.iter().any(|(p, _)| p == Path::new(&rel)) {
+            continue; // pnpm: one file per name@version, however many copies
+        }
+        write_patch_file(project, &rel, &text, &spec.patch_marker)?;
+        written.push((
+            PathBuf::from(&rel),
+            format!("{}@{version}", install.package),
+        ));
+    }
+    if written.is_empty() {
+        return Err(Error::KeepNothing {
+            project: project.to_path_buf(),
+        });
+    }
+    let doc = read_package_json(project)?;
+    match how {
+        How::PatchPackage => {
+            let changed = set_in_package_json(project, &["scripts", "postinstall"], |old| {
+                chain(old, "patch-package", "patch-package")
+            })?;
+            say_package_json(project, changed, "scripts.postinstall", "patch-package");
+            let has = |field: &str| {
+                doc.get(field)
+                    .and_then(|d| d.get("patch-package"))
+                    .is_some()
+            };
+            let install = if has("devDependencies") || has("dependencies") {
+                ""
+            } else {
+                "`npm install --save-dev patch-package`, then "
+            };
+            crate::outln!("next: {install}commit patches/ and package.json (and the lockfile); every `npm install` and `npm ci` then applies the patch (docs/keeping-the-patch.md)");
+        }
+        _ => {
+            for (rel, key) in &written {
+                let rel = rel.to_string_lossy();
+                let changed =
+                    set_in_package_json(project, &["pnpm", "patchedDependencies", key], |_| {
+                        rel.to_string()
+                    })?;
+                let path = crate::output::path(&project.join("package.json"));
+                let word = if changed {
+                    "now names"
+                } else {
+                    "already names"
+                };
+                crate::outln!(
+                    "{path}: pnpm.patchedDependencies {word} {} for {}",
+                    crate::output::clean(&rel),
+                    crate::output::clean(key)
+                );
+            }
+            crate::outln!("next: run `pnpm install` (it records the patch in pnpm-lock.yaml), then commit patches/, package.json and pnpm-lock.yaml (docs/keeping-the-patch.md)");
+        }
+    }
+    Ok(())
+}
+
+/// Each file of a patched install: its path in the package folder, the
+/// original (from the file's newest backup) and the patched text on disk.
+fn changes_of(spec: &PatchSpec, install: &Install, root: &Path) -> Result<Vec<patch_file::Change>> {
+    let backups = backup::list(root)?;
+    let mut files = vec![(install.file.clone(), spec)];
+    for c in &install.companions {
+        let Some(cspec) = spec
+            .companions
+            .iter()
+            .find(|s| s.role.as_deref() == Some(c.role.as_str()))
+        else {
+            continue;
+        };
+        files.push((c.file.clone(), cspec));
+    }
+    let mut changes = Vec::new();
+    for (file, fspec) in files {
+        let no_original = |detail: String| Error::KeepNoOriginal {
+            file: file.clone(),
+            detail,
+        };
+        let (bytes, _) = crate::classify::hash_file(&file)?;
+        let patched =
+            String::from_utf8(bytes).map_err(|_| no_original("it is not UTF-8".into()))?;
+        let saved = backup::pick(&backups, &file, None).ok_or_else(|| {
+            no_original(format!(
+                "mcpatch keeps no backup of it under {}",
+                root.display()
+            ))
+        })?;
+        let original = backup::read_checked(saved, fspec)?;
+        let original = String::from_utf8(original)
+            .map_err(|_| no_original(format!("backup {} is not UTF-8", saved.id)))?;
+        // The backup must be the very original this file was patched from.
+        match crate::stage::apply_diff(fspec, &original, &file) {
+            Ok(again) if again == patched => {}
+            _ => {
+                return Err(no_original(format!(
+                    "its newest backup, {}, is not the original it was patched from",
+                    saved.id
+                )))
+            }
+        }
+        let rel = file
+            .strip_prefix(&install.path)
+            .unwrap_or(&file)
+            .to_string_lossy()
+            .into_owned();
+        changes.push(patch_file::Change {
+            file: rel,
+            original,
+            patched,
+        });
+    }
+    Ok(changes)
+}
+
+/// Write `patches/<name>` in the project unless it already says `text`; a file
+/// there that is not mcpatch's (no patch marker) is never overwritten.
+fn write_patch_file(project: &Path, rel: &str, text: &str, marker: &str) -> Result<()> {
+    let path = project.join(rel);
+    match small_file::read_capped(&path, MAX_PROJECT_FILE) {
+        Ok(bytes) if bytes == text.as_bytes() => {
+            crate::outln!("{}: already holds the patch", crate::output::path(&path));
+            return Ok(());
+        }
+        Ok(bytes) if !crate::classify::text_of(&bytes).contains(marker) => {
+            return Err(Error::KeepFileTaken {
+                path,
+                what: "holds another change than mcpatch's patch",
+            })
+        }
+        Err(small_file::Refused::Missing) | Ok(_) => {}
+        Err(_) => {
+            return Err(Error::KeepFileTaken {
+                path,
+                what: "is not a regular file mcpatch can read",
+            })
+        }
+    }
+    let dir = project.join("patches");
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(Error::KeepFileTaken {
+            path: dir,
+            what: "is not a folder",
+        });
+    }
+    std::fs::create_dir_all(&dir)
+        .map_err(|e| Error::io("create", &dir, e, "check the project folder's permissions"))?;
+    write_like(&path, &project.join("package.json"), text.as_bytes())?;
+    crate::outln!("{}: written", crate::output::path(&path));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_postinstall_is_chained_once() {
+        assert_eq!(
+            chain(None, POSTINSTALL_LINE, POSTINSTALL_MARK),
+            POSTINSTALL_LINE
+        );
+        assert_eq!(
+            chain(Some(" "), POSTINSTALL_LINE, POSTINSTALL_MARK),
+            POSTINSTALL_LINE
+        );
+        assert_eq!(
+            chain(Some("husky install"), POSTINSTALL_LINE, POSTINSTALL_MARK),
+            format!("husky install && {POSTINSTALL_LINE}")
+        );
+        let kept = format!("husky install && {POSTINSTALL_LINE}");
+        assert_eq!(chain(Some(&kept), POSTINSTALL_LINE, POSTINSTALL_MARK), kept);
+    }
+
+    #[test]
+    fn the_project_is_above_the_first_node_modules_with_a_package_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        let pkg = p.join("app/node_modules/a/node_modules/@modelcontextprotocol/sdk");
+        std::fs::create_dir_all(&pkg).unwrap();
+        assert_eq!(project_of(&pkg), None, "no package.json: a global prefix");
+        std::fs::write(p.join("app/package.json"), "{}").unwrap();
+        assert_eq!(project_of(&pkg), Some(p.join("app")));
+        let npx = p.join(".npm/_npx/abc/node_modules/x");
+        std::fs::create_dir_all(&npx).unwrap();
+        std::fs::write(p.join(".npm/_npx/abc/package.json"), "{}").unwrap();
+        assert_eq!(project_of(&npx), None, "an npx cache is no project");
+    }
+}
