@@ -421,6 +421,7 @@ mod gemini_run;
 mod gemini_verify;
 mod harden;
 mod host;
+mod keeping;
 mod locate;
 mod look;
 mod mcp_remote;
