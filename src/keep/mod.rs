@@ -278,6 +278,14 @@ fn write_patches(
             continue;
         }
         let spec = registry::find(targets, install.target, &install.package);
+        if matches!(install.state, State::Unsupported | State::UpstreamFixed) {
+            crate::outln!(
+                "{}: {}, nothing to keep",
+                crate::output::path(&install.path),
+                install.state.as_str()
+            );
+            continue;
+        }
         if install.state != State::Patched
             || install.companions.iter().any(|c| c.state != State::Patched)
         {

@@ -42,8 +42,9 @@ fn new_project(sb: &Sandbox) -> PathBuf {
 /// fetched npm cache, with the sandbox's PATH: the mcpatch under test (linked
 /// into the sandbox's bin/) and node 22 come first, as a CI job puts them.
 fn npm_ci(sb: &Sandbox, project: &Path) -> Output {
-    let npm = which::which("npm")
-        .unwrap_or_else(|_| panic!("npm is not on PATH; install Node.js and npm (apt-get install nodejs npm)"));
+    let npm = which::which("npm").unwrap_or_else(|_| {
+        panic!("npm is not on PATH; install Node.js and npm (apt-get install nodejs npm)")
+    });
     let link = sb.root().join("bin/mcpatch");
     if !link.exists() {
         std::os::unix::fs::symlink(assert_cmd::cargo::cargo_bin("mcpatch"), &link).unwrap();
@@ -68,7 +69,13 @@ fn npm_ci(sb: &Sandbox, project: &Path) -> Output {
     .unwrap();
     c.env("PATH", path)
         .current_dir(project)
-        .args(["ci", "--offline", "--no-audit", "--no-fund", "--no-update-notifier"])
+        .args([
+            "ci",
+            "--offline",
+            "--no-audit",
+            "--no-fund",
+            "--no-update-notifier",
+        ])
         .arg("--cache")
         .arg(&npm_cache);
     let o = output_within(c, std::time::Duration::from_secs(300), "npm ci --offline");
@@ -129,7 +136,11 @@ fn a_project_kept_by_its_postinstall_is_patched_again_after_rm_rf_node_modules_a
         "npm ci did not run mcpatch's postinstall:\n{}",
         stdout(&o)
     );
-    assert_eq!(sdk_hashes(&project), patched, "the SDK copy npm ci put back is not the patched one");
+    assert_eq!(
+        sdk_hashes(&project),
+        patched,
+        "the SDK copy npm ci put back is not the patched one"
+    );
     let i = sdk_status(&sb, &project);
     assert_eq!(i["state"], "patched", "{i:#}");
     assert_eq!(i["companions"][0]["state"], "patched", "{i:#}");
@@ -157,7 +168,10 @@ fn a_project_kept_by_patch_package_is_patched_again_after_rm_rf_node_modules_and
         text.starts_with(&format!("diff --git {esm} b/node_modules/{SDK}/{ESM}\n--- {esm}\n+++ b/node_modules/{SDK}/{ESM}\n@@ ")),
         "{text}"
     );
-    assert!(text.contains(&format!("diff --git a/node_modules/{SDK}/{CJS} ")), "{text}");
+    assert!(
+        text.contains(&format!("diff --git a/node_modules/{SDK}/{CJS} ")),
+        "{text}"
+    );
 
     // package.json's postinstall is patch-package alone: mcpatch takes no part.
     std::fs::remove_dir_all(project.join("node_modules")).unwrap();
@@ -168,7 +182,11 @@ fn a_project_kept_by_patch_package_is_patched_again_after_rm_rf_node_modules_and
         stdout(&o)
     );
     assert!(!stdout(&o).contains("mcpatch apply"), "{}", stdout(&o));
-    assert_eq!(sdk_hashes(&project), patched, "patch-package did not put the patched builds back");
+    assert_eq!(
+        sdk_hashes(&project),
+        patched,
+        "patch-package did not put the patched builds back"
+    );
     let i = sdk_status(&sb, &project);
     assert_eq!(i["state"], "patched", "{i:#}");
     assert_eq!(i["kept_by"], "patch-package", "{i:#}");
@@ -248,8 +266,14 @@ fn keep_pnpm_writes_the_patch_file_and_patched_dependencies_and_status_says_pnpm
         serde_json::json!({"@modelcontextprotocol/sdk@1.32.2": "patches/@modelcontextprotocol__sdk@1.32.2.patch"})
     );
     let text =
-        std::fs::read_to_string(project.join("patches/@modelcontextprotocol__sdk@1.32.2.patch")).unwrap();
-    assert!(text.starts_with(&format!("diff --git a/{ESM} b/{ESM}\n--- a/{ESM}\n+++ b/{ESM}\n@@ ")), "{text}");
+        std::fs::read_to_string(project.join("patches/@modelcontextprotocol__sdk@1.32.2.patch"))
+            .unwrap();
+    assert!(
+        text.starts_with(&format!(
+            "diff --git a/{ESM} b/{ESM}\n--- a/{ESM}\n+++ b/{ESM}\n@@ "
+        )),
+        "{text}"
+    );
     assert_eq!(sdk_status(&sb, &project)["kept_by"], "pnpm");
 
     // The patch file is the change from the original: `patch` puts it on the
@@ -287,11 +311,32 @@ fn keep_postinstall_chains_the_script_there_and_keeps_the_files_layout_and_mode(
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(
         std::fs::read_to_string(&manifest).unwrap(),
-        before.replace("\"husky install\"", "\"husky install && mcpatch apply --quiet --path .\"")
+        before.replace(
+            "\"husky install\"",
+            "\"husky install && mcpatch apply --quiet --path .\""
+        )
     );
-    assert_eq!(std::fs::metadata(&manifest).unwrap().permissions().mode() & 0o7777, 0o640);
-    let leftovers: Vec<_> = std::fs::read_dir(&project).unwrap().flatten().map(|e| e.file_name()).collect();
+    assert_eq!(
+        std::fs::metadata(&manifest).unwrap().permissions().mode() & 0o7777,
+        0o640
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&project)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
     assert_eq!(leftovers, vec![std::ffi::OsString::from("package.json")]);
+
+    // No postinstall yet: it goes last in scripts, indented and ended as the file is.
+    let before =
+        "{\n\t\"name\": \"app\",\n\t\"scripts\": {\n\t\t\"test\": \"node --test\"\n\t}\n}\n";
+    std::fs::write(&manifest, before).unwrap();
+    let o = sb.run(&["keep", "postinstall", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        std::fs::read_to_string(&manifest).unwrap(),
+        "{\n\t\"name\": \"app\",\n\t\"scripts\": {\n\t\t\"test\": \"node --test\",\n\t\t\"postinstall\": \"mcpatch apply --quiet --path .\"\n\t}\n}\n"
+    );
 }
 
 #[test]
@@ -329,7 +374,9 @@ fn keep_refuses_what_it_cannot_do_and_changes_nothing() {
     let o = sb.run(&["keep", "postinstall", "--path", p]);
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
     assert!(
-        stderr(&o).starts_with(&format!("error: cannot edit {p}/package.json: it is not JSON (")),
+        stderr(&o).starts_with(&format!(
+            "error: cannot edit {p}/package.json: it is not JSON ("
+        )),
         "{}",
         stderr(&o)
     );
