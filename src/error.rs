@@ -233,6 +233,9 @@ pub enum Error {
     #[error("cannot edit {path}: {detail}\nhelp: nothing was changed; fix the file (npm reads it too), or make the change by hand as docs/keeping-the-patch.md shows")]
     KeepPackageJson { path: PathBuf, detail: String },
 
+    #[error("cannot edit {path}: {detail}\nhelp: nothing was changed; add the entry by hand as docs/keeping-the-patch.md shows")]
+    KeepProjectFile { path: PathBuf, detail: String },
+
     #[error("{path} is {state}, not patched: `mcpatch keep` writes the change `mcpatch apply` made\nhelp: nothing was changed; run `mcpatch apply --path {project}` first, then this command again")]
     KeepNotPatched {
         path: PathBuf,

@@ -6,6 +6,7 @@
 
 pub mod package_json;
 pub mod patch_file;
+pub mod pnpm_workspace;
 
 use std::path::{Component, Path, PathBuf};
 
@@ -110,20 +111,28 @@ fn kept_by(doc: &Value, project: &Path, install: &Install, spec: &PatchSpec) -> 
             return Some(How::PatchPackage);
         }
     }
-    let patched = doc.get("pnpm").and_then(|p| p.get("patchedDependencies"));
-    if let (Some(patched), Some(version)) = (patched, install.version.as_deref()) {
-        let keys = [
-            format!("{}@{version}", install.package),
-            install.package.clone(),
-        ];
-        let file = keys
-            .iter()
-            .find_map(|k| patched.get(k).and_then(Value::as_str));
-        if file.is_some_and(|f| holds_patch(&project.join(f))) {
-            return Some(How::Pnpm);
-        }
-    }
-    None
+    let version = install.version.as_deref()?;
+    let keys = [
+        format!("{}@{version}", install.package),
+        install.package.clone(),
+    ];
+    // pnpm 10 and later: pnpm-workspace.yaml; before: package.json's `pnpm` field.
+    let workspace = small_file::read_capped(&project.join(WORKSPACE), MAX_PROJECT_FILE)
+        .map(|b| pnpm_workspace::entries(&String::from_utf8_lossy(&b)))
+        .unwrap_or_default();
+    let listed = workspace
+        .iter()
+        .find(|(k, _)| keys.contains(k))
+        .map(|(_, f)| f.clone())
+        .or_else(|| {
+            let patched = doc.get("pnpm")?.get("patchedDependencies")?;
+            keys.iter()
+                .find_map(|k| patched.get(k).and_then(Value::as_str))
+                .map(str::to_string)
+        });
+    listed
+        .filter(|f| holds_patch(&project.join(f)))
+        .map(|_| How::Pnpm)
 }
 
 /// The project's package.json, parsed.
@@ -186,7 +195,7 @@ pub fn run(targets: &[&PatchSpec], how: How, path: &Path, env: &Environment) -> 
                 chain(old, POSTINSTALL_LINE, POSTINSTALL_MARK)
             })?;
             say_package_json(&project, changed, "scripts.postinstall", POSTINSTALL_LINE);
-            crate::outln!("next: commit package.json; every `npm install` and `npm ci` then runs mcpatch, which must be on PATH there (docs/keeping-the-patch.md)");
+            say_next("commit package.json; every `npm install` and `npm ci` then runs mcpatch, which must be on PATH there (docs/keeping-the-patch.md)");
         }
         How::PatchPackage | How::Pnpm => write_patches(targets, how, &project, env)?,
     }
@@ -200,6 +209,14 @@ fn chain(old: Option<&str>, line: &str, mark: &str) -> String {
         Some(old) if !old.trim().is_empty() => format!("{old} && {line}"),
         _ => line.to_string(),
     }
+}
+
+/// The step after `keep`, wrapped to the terminal.
+fn say_next(text: &str) {
+    crate::out!(
+        "{}",
+        crate::table::hanging("next: ", text, crate::width::stdout_columns())
+    );
 }
 
 fn say_package_json(project: &Path, changed: bool, key: &str, value: &str) {
@@ -231,6 +248,40 @@ fn set_in_package_json(
         return Ok(false);
     }
     write_like(&path, &path, edited.as_bytes())?;
+    Ok(true)
+}
+
+/// pnpm's workspace file, where pnpm 10 and later read `patchedDependencies`.
+const WORKSPACE: &str = "pnpm-workspace.yaml";
+
+/// Name `file` for `key` in the project's pnpm-workspace.yaml (made when
+/// missing, with package.json's mode); false when it already did.
+fn set_in_workspace(project: &Path, key: &str, file: &str) -> Result<bool> {
+    let path = project.join(WORKSPACE);
+    let text = match small_file::read_capped(&path, MAX_PROJECT_FILE) {
+        Ok(bytes) => Some(
+            String::from_utf8(bytes).map_err(|_| Error::KeepProjectFile {
+                path: path.clone(),
+                detail: "it is not UTF-8".into(),
+            })?,
+        ),
+        Err(small_file::Refused::Missing) => None,
+        Err(r) => {
+            return Err(Error::KeepProjectFile {
+                path,
+                detail: r.to_string(),
+            })
+        }
+    };
+    let edited =
+        pnpm_workspace::set(text.as_deref(), key, file).map_err(|e| Error::KeepProjectFile {
+            path: path.clone(),
+            detail: e.to_string(),
+        })?;
+    if text.as_deref() == Some(edited.as_str()) {
+        return Ok(false);
+    }
+    write_like(&path, &project.join("package.json"), edited.as_bytes())?;
     Ok(true)
 }
 
@@ -273,6 +324,7 @@ fn write_patches(
     let report = crate::status::collect(targets, &[project.to_path_buf()], env)?;
     let home = env.state_home()?;
     let mut written: Vec<(PathBuf, String)> = Vec::new();
+    let mut already = 0;
     for install in &report.installs {
         if project_of(&install.path).as_deref() != Some(project) {
             continue;
@@ -284,6 +336,15 @@ fn write_patches(
                 crate::output::path(&install.path),
                 install.state.as_str()
             );
+            continue;
+        }
+        if install.state == State::Patched && kept(install, spec).and_then(|k| k.by) == Some(how) {
+            crate::outln!(
+                "{}: already kept by {}",
+                crate::output::path(&install.path),
+                how.as_str()
+            );
+            already += 1;
             continue;
         }
         if install.state != State::Patched
@@ -322,6 +383,9 @@ fn write_patches(
             format!("{}@{version}", install.package),
         ));
     }
+    if written.is_empty() && already > 0 {
+        return Ok(());
+    }
     if written.is_empty() {
         return Err(Error::KeepNothing {
             project: project.to_path_buf(),
@@ -344,28 +408,44 @@ fn write_patches(
             } else {
                 "`npm install --save-dev patch-package`, then "
             };
-            crate::outln!("next: {install}commit patches/ and package.json (and the lockfile); every `npm install` and `npm ci` then applies the patch (docs/keeping-the-patch.md)");
+            say_next(&format!("{install}commit patches/ and package.json (and the lockfile); every `npm install` and `npm ci` then applies the patch (docs/keeping-the-patch.md)"));
         }
         _ => {
+            // pnpm 10 and later read pnpm-workspace.yaml (11 and later only
+            // that); a project that already lists patches in package.json's
+            // `pnpm` field (pnpm 9 and older) gets its entry there.
+            let old_style = doc
+                .get("pnpm")
+                .and_then(|p| p.get("patchedDependencies"))
+                .is_some_and(Value::is_object);
+            let manifest = if old_style { "package.json" } else { WORKSPACE };
             for (rel, key) in &written {
                 let rel = rel.to_string_lossy();
-                let changed =
+                let changed = if old_style {
                     set_in_package_json(project, &["pnpm", "patchedDependencies", key], |_| {
                         rel.to_string()
-                    })?;
-                let path = crate::output::path(&project.join("package.json"));
+                    })?
+                } else {
+                    set_in_workspace(project, key, &rel)?
+                };
+                let path = crate::output::path(&project.join(manifest));
                 let word = if changed {
                     "now names"
                 } else {
                     "already names"
                 };
+                let field = if old_style {
+                    "pnpm.patchedDependencies"
+                } else {
+                    "patchedDependencies"
+                };
                 crate::outln!(
-                    "{path}: pnpm.patchedDependencies {word} {} for {}",
+                    "{path}: {field} {word} {} for {}",
                     crate::output::clean(&rel),
                     crate::output::clean(key)
                 );
             }
-            crate::outln!("next: run `pnpm install` (it records the patch in pnpm-lock.yaml), then commit patches/, package.json and pnpm-lock.yaml (docs/keeping-the-patch.md)");
+            say_next(&format!("run `pnpm install` (it records the patch in pnpm-lock.yaml), then commit patches/, {manifest} and pnpm-lock.yaml (docs/keeping-the-patch.md)"));
         }
     }
     Ok(())

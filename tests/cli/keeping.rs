@@ -246,28 +246,99 @@ fn status_notes_a_patched_copy_its_project_does_not_keep_and_not_once_kept() {
     assert_eq!(sdk_status(&sb, &project)["kept_by"], "postinstall");
 }
 
+/// .cache/keeping-pnpm/ from test-fixtures/keeping/fetch.sh: pnpm itself, a
+/// project with its pnpm-lock.yaml, and a store that installs it offline.
+fn fetched_pnpm() -> PathBuf {
+    let p = cache().join("keeping-pnpm");
+    assert!(
+        p.join(".done").is_file(),
+        "pnpm and its project and store are missing from {}: run test-fixtures/keeping/fetch.sh (needs npm and the npm registry)",
+        p.display()
+    );
+    p
+}
+
+/// `pnpm install --offline ARGS` in `project` by the real pnpm, from a
+/// private copy of the fetched store and metadata cache, with node 22 first on PATH.
+fn pnpm_install(sb: &Sandbox, project: &Path, args: &[&str]) -> Output {
+    let store = sb.root().join("pnpm-store");
+    let metadata = sb.root().join("pnpm-cache");
+    if !store.exists() {
+        cp(&["-a"], &fetched_pnpm().join("store"), &store);
+        cp(&["-a"], &fetched_pnpm().join("pnpm-cache"), &metadata);
+    }
+    let base = sb.command(&[]);
+    let mut c = std::process::Command::new(fetched_pnpm().join("tool/node_modules/.bin/pnpm"));
+    for (k, v) in base.get_envs() {
+        match v {
+            Some(v) => c.env(k, v),
+            None => c.env_remove(k),
+        };
+    }
+    // CI: pnpm rebuilds node_modules for a changed patch without asking.
+    c.env("CI", "true")
+        .current_dir(project)
+        .args(["install", "--offline"])
+        .args(args)
+        .arg("--store-dir")
+        .arg(&store)
+        .arg("--cache-dir")
+        .arg(&metadata);
+    let o = output_within(
+        c,
+        std::time::Duration::from_secs(300),
+        "pnpm install --offline",
+    );
+    assert_eq!(
+        code(&o),
+        0,
+        "pnpm install failed:\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    o
+}
+
+/// The SDK copy's folder and its two builds' sha256, as status finds it.
+fn pnpm_sdk(sb: &Sandbox, project: &Path) -> (Value, [String; 2]) {
+    let i = sdk_status(sb, project);
+    let dir = PathBuf::from(i["path"].as_str().unwrap());
+    (
+        i,
+        [sha256_file(&dir.join(ESM)), sha256_file(&dir.join(CJS))],
+    )
+}
+
 #[test]
-fn keep_pnpm_writes_the_patch_file_and_patched_dependencies_and_status_says_pnpm() {
+fn a_pnpm_project_kept_by_patched_dependencies_is_patched_again_after_rm_rf_node_modules_and_pnpm_install(
+) {
     let sb = Sandbox::new();
-    let project = sdk_project(&sb);
+    let project = sb.root().join("my-agent");
+    std::fs::create_dir_all(&project).unwrap();
+    for f in ["package.json", "pnpm-lock.yaml"] {
+        std::fs::copy(fetched_pnpm().join("project").join(f), project.join(f)).unwrap();
+    }
+    let project = project.canonicalize().unwrap();
     let p = project.to_str().unwrap();
-    let patched = apply(&sb, &project);
+    pnpm_install(&sb, &project, &["--frozen-lockfile"]);
+    let o = sb.run(&["apply", "--quiet", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let (i, patched) = pnpm_sdk(&sb, &project);
+    assert_eq!(i["state"], "patched", "{i:#}");
+    assert_eq!(i["kept_by"], Value::Null, "{i:#}");
 
     let o = sb.run(&["keep", "pnpm", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let file = "patches/@modelcontextprotocol__sdk@1.32.2.patch";
     assert_eq!(
         stdout(&o),
-        format!("{p}/patches/@modelcontextprotocol__sdk@1.32.2.patch: written\n{p}/package.json: pnpm.patchedDependencies now names patches/@modelcontextprotocol__sdk@1.32.2.patch for {SDK}@1.32.2\nnext: run `pnpm install` (it records the patch in pnpm-lock.yaml), then commit patches/, package.json and pnpm-lock.yaml (docs/keeping-the-patch.md)\n")
+        format!("{p}/{file}: written\n{p}/pnpm-workspace.yaml: patchedDependencies now names {file} for {SDK}@1.32.2\nnext: run `pnpm install` (it records the patch in pnpm-lock.yaml), then commit patches/, pnpm-workspace.yaml and pnpm-lock.yaml (docs/keeping-the-patch.md)\n")
     );
-    let manifest: Value =
-        serde_json::from_slice(&std::fs::read(project.join("package.json")).unwrap()).unwrap();
     assert_eq!(
-        manifest["pnpm"]["patchedDependencies"],
-        serde_json::json!({"@modelcontextprotocol/sdk@1.32.2": "patches/@modelcontextprotocol__sdk@1.32.2.patch"})
+        std::fs::read_to_string(project.join("pnpm-workspace.yaml")).unwrap(),
+        format!("patchedDependencies:\n  '{SDK}@1.32.2': {file}\n")
     );
-    let text =
-        std::fs::read_to_string(project.join("patches/@modelcontextprotocol__sdk@1.32.2.patch"))
-            .unwrap();
+    let text = std::fs::read_to_string(project.join(file)).unwrap();
     assert!(
         text.starts_with(&format!(
             "diff --git a/{ESM} b/{ESM}\n--- a/{ESM}\n+++ b/{ESM}\n@@ "
@@ -276,26 +347,28 @@ fn keep_pnpm_writes_the_patch_file_and_patched_dependencies_and_status_says_pnpm
     );
     assert_eq!(sdk_status(&sb, &project)["kept_by"], "pnpm");
 
-    // The patch file is the change from the original: `patch` puts it on the
-    // original builds (from mcpatch's backup) and gives the patched ones.
-    let o = sb.run(&["revert", "--path", p]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let sdk = project.join("node_modules").join(SDK);
-    let st = std::process::Command::new("patch")
-        .args(["-p1", "--quiet", "-d"])
-        .arg(&sdk)
-        .arg("-i")
-        .arg(project.join("patches/@modelcontextprotocol__sdk@1.32.2.patch"))
-        .status()
-        .expect("patch(1) is not installed: apt-get install patch");
-    assert!(st.success());
-    assert_eq!(sdk_hashes(&project), patched);
+    // pnpm records the patch in its lockfile; then a clean install from it.
+    pnpm_install(&sb, &project, &["--no-frozen-lockfile"]);
+    let lock = std::fs::read_to_string(project.join("pnpm-lock.yaml")).unwrap();
+    assert!(lock.contains("patchedDependencies:"), "{lock}");
+    std::fs::remove_dir_all(project.join("node_modules")).unwrap();
+    pnpm_install(&sb, &project, &["--frozen-lockfile"]);
+    let (i, hashes) = pnpm_sdk(&sb, &project);
+    assert!(
+        i["path"].as_str().unwrap().contains("_patch_hash="),
+        "pnpm did not patch it: {i:#}"
+    );
+    assert_eq!(hashes, patched, "pnpm's patched copy is not mcpatch's");
+    assert_eq!(i["state"], "patched", "{i:#}");
+    assert_eq!(i["kept_by"], "pnpm", "{i:#}");
 
     // Run again: nothing to change.
-    apply(&sb, &project);
     let o = sb.run(&["keep", "pnpm", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).starts_with(&format!("{p}/patches/@modelcontextprotocol__sdk@1.32.2.patch: already holds the patch\n{p}/package.json: pnpm.patchedDependencies already names ")), "{}", stdout(&o));
+    assert_eq!(
+        stdout(&o),
+        format!("{}: already kept by pnpm\n", i["path"].as_str().unwrap())
+    );
 }
 
 #[test]
