@@ -184,8 +184,9 @@ pub enum Command {
     /// project is installed. patch-package: writes the change `mcpatch apply` made to each patched
     /// copy in the project as patches/<package>+<version>.patch and adds `patch-package` to
     /// scripts.postinstall. pnpm: writes patches/<package>@<version>.patch and names it in
-    /// package.json's pnpm.patchedDependencies. package.json keeps its layout; files are replaced
-    /// atomically. Commit what it writes. `mcpatch status` notes a patched copy no install keeps.
+    /// pnpm-workspace.yaml's patchedDependencies. package.json keeps its layout; files are replaced
+    /// atomically. Commit what it writes (docs/keeping-the-patch.md). `mcpatch status` notes a
+    /// patched copy nothing in its project keeps (JSON: kept_by).
     Keep {
         /// How to keep it.
         #[arg(value_enum, value_name = "HOW")]

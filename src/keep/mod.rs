@@ -40,8 +40,8 @@ pub enum How {
     /// `patches/<package>+<version>.patch`, applied by patch-package from
     /// `scripts.postinstall` (patch-package must be a devDependency).
     PatchPackage,
-    /// `patches/<package>@<version>.patch` and package.json's
-    /// `pnpm.patchedDependencies`, applied by pnpm itself.
+    /// `patches/<package>@<version>.patch` and pnpm-workspace.yaml's
+    /// `patchedDependencies`, applied by pnpm itself.
     Pnpm,
 }
 
