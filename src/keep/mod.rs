@@ -360,8 +360,21 @@ fn write_patches(
         let (name, prefix) = match how {
             How::PatchPackage => {
                 let name = patch_file::patch_package_name(project, &install.path, Some(version))
-                    .ok_or_else(|| Error::KeepPnpmStore {
-                        path: install.path.clone(),
+                    .ok_or_else(|| {
+                        let in_store = install
+                            .path
+                            .components()
+                            .any(|c| c == Component::Normal(".pnpm".as_ref()));
+                        if in_store {
+                            Error::KeepPnpmStore {
+                                path: install.path.clone(),
+                            }
+                        } else {
+                            Error::KeepProjectFile {
+                                path: install.path.clone(),
+                                detail: "patch-package cannot name a patch for it (its path below node_modules is not UTF-8, or it has no version)".into(),
+                            }
+                        }
                     })?;
                 let rel = install.path.strip_prefix(project).unwrap_or(&install.path);
                 (name, format!("{}/", rel.to_string_lossy()))
