@@ -102,21 +102,21 @@ struct Style {
 
 impl Style {
     fn of(text: &str) -> Style {
-        let newline = if text.contains("\r\n") {
-            "\r\n"
-        } else if text.contains('\n') {
-            "\n"
-        } else {
-            ""
-        };
-        // The whitespace before the first key of the top object, after its line end.
+        // The whitespace before the first key of the top object: a file whose
+        // top object opens on a line of its own is laid out one key a line.
         let open = skip_ws(text, 0);
         let first = skip_ws(text, open + 1);
         let gap = &text[open + 1..first];
-        let unit = match gap.rfind('\n') {
-            Some(n) if !newline.is_empty() => gap[n + 1..].to_string(),
-            _ if !newline.is_empty() => "  ".to_string(),
-            _ => String::new(),
+        let Some(n) = gap.rfind('\n') else {
+            return Style {
+                newline: "",
+                unit: String::new(),
+            };
+        };
+        let newline = if text.contains("\r\n") { "\r\n" } else { "\n" };
+        let unit = match &gap[n + 1..] {
+            "" => "  ".to_string(),
+            unit => unit.to_string(),
         };
         Style { newline, unit }
     }
@@ -369,6 +369,16 @@ mod tests {
         assert_eq!(
             out,
             format!("\u{feff}{{\"name\":\"a\", \"scripts\": {{ \"postinstall\": \"{LINE}\" }}}}")
+        );
+        let out = set_string("{\"name\":\"x\"}\n", &["scripts", "postinstall"], chain).unwrap();
+        assert_eq!(
+            out,
+            format!("{{\"name\":\"x\", \"scripts\": {{ \"postinstall\": \"{LINE}\" }}}}\n")
+        );
+        let out = set_string("{\n}\n", &["scripts", "postinstall"], chain).unwrap();
+        assert_eq!(
+            out,
+            format!("{{\n  \"scripts\": {{\n    \"postinstall\": \"{LINE}\"\n  }}\n}}\n")
         );
         let out = set_string("{}", &["scripts", "postinstall"], chain).unwrap();
         assert_eq!(
