@@ -87,8 +87,13 @@ pub fn project_of(package_dir: &Path) -> Option<PathBuf> {
     None
 }
 
-/// How the project of `install` keeps its patch; None when it is in no project.
+/// How the project of `install` keeps its patch; None when it is in no
+/// project, or is no library a project depends on (a DSH plugin, a CLI:
+/// their own installers put them back).
 pub fn kept(install: &Install, spec: &PatchSpec) -> Option<Kept> {
+    if spec.driver != crate::targets::Driver::SdkClient {
+        return None;
+    }
     let project = project_of(&install.path)?;
     let doc = read_package_json(&project).ok();
     let by = doc.and_then(|doc| kept_by(&doc, &project, install, spec));

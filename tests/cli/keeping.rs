@@ -464,3 +464,21 @@ fn keep_refuses_what_it_cannot_do_and_changes_nothing() {
         format!("error: {} is no project folder: it holds no package.json\nhelp: pass --path the project folder (the one with package.json and node_modules)\n", root.display())
     );
 }
+
+#[test]
+fn a_patched_dsh_plugin_in_a_profile_with_a_package_json_gets_no_keep_note() {
+    // Only libraries projects depend on (the SDK targets) are kept by a
+    // project's install; DSH reinstalls its own plugins.
+    let sb = Sandbox::new();
+    let client = sb.pnpm_profile("0.1.0-rc.8", "default");
+    let profile = sb.dsh_home().join("profiles/default");
+    std::fs::write(profile.join("package.json"), "{\"dependencies\":{}}").unwrap();
+    let o = sb.run(&["apply", "--quiet", "--path", client.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v = status_json(&sb, &["--path", profile.to_str().unwrap()]);
+    let i = &v["installs"][0];
+    assert_eq!(i["state"], "patched", "{v:#}");
+    assert!(!i.as_object().unwrap().contains_key("kept_by"), "{i:#}");
+    let o = sb.run(&["status", "--path", profile.to_str().unwrap()]);
+    assert!(!stdout(&o).contains("keep:"), "{}", stdout(&o));
+}
