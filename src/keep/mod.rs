@@ -556,8 +556,16 @@ fn write_patch_file(project: &Path, rel: &str, text: &str, marker: &str) -> Resu
             what: "is not a folder",
         });
     }
-    std::fs::create_dir_all(&dir)
-        .map_err(|e| Error::io("create", &dir, e, "check the project folder's permissions"))?;
+    if !dir.is_dir() {
+        std::fs::create_dir(&dir)
+            .map_err(|e| Error::io("create", &dir, e, "check the project folder's permissions"))?;
+        // As root in a user's project: the folder is the project's owner's, as
+        // package.json is (best effort: only root can give a folder away).
+        if let Ok(meta) = std::fs::metadata(project.join("package.json")) {
+            use std::os::unix::fs::MetadataExt;
+            let _ = std::os::unix::fs::chown(&dir, Some(meta.uid()), Some(meta.gid()));
+        }
+    }
     write_like(&path, &project.join("package.json"), text.as_bytes())?;
     crate::outln!("{}: written", crate::output::path(&path));
     Ok(())

@@ -482,3 +482,35 @@ fn a_patched_dsh_plugin_in_a_profile_with_a_package_json_gets_no_keep_note() {
     let o = sb.run(&["status", "--path", profile.to_str().unwrap()]);
     assert!(!stdout(&o).contains("keep:"), "{}", stdout(&o));
 }
+
+#[test]
+fn as_root_keep_leaves_the_files_it_writes_to_the_projects_owner() {
+    super::harden::require_root("only root can give package.json to another uid");
+    const OWNER: u32 = 4_242_425;
+    let sb = Sandbox::new();
+    let project = sdk_project(&sb);
+    let p = project.to_str().unwrap();
+    apply(&sb, &project);
+    let manifest = project.join("package.json");
+    std::fs::set_permissions(&manifest, std::fs::Permissions::from_mode(0o640)).unwrap();
+    std::os::unix::fs::lchown(&manifest, Some(OWNER), Some(OWNER)).unwrap();
+    let o = sb.run(&["keep", "patch-package", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    for (path, mode) in [
+        (manifest.clone(), 0o640),
+        (project.join("patches"), 0o755),
+        (
+            project.join("patches/@modelcontextprotocol+sdk+1.32.2.patch"),
+            0o640,
+        ),
+    ] {
+        let m = std::fs::metadata(&path).unwrap();
+        assert_eq!((m.uid(), m.gid()), (OWNER, OWNER), "{}", path.display());
+        assert_eq!(
+            m.permissions().mode() & 0o7777 & !0o022,
+            mode & !0o022,
+            "{}",
+            path.display()
+        );
+    }
+}
