@@ -514,3 +514,82 @@ fn as_root_keep_leaves_the_files_it_writes_to_the_projects_owner() {
         );
     }
 }
+
+#[test]
+fn the_real_patch_package_applies_the_patch_files_of_a_nested_and_a_hoisted_sdk_copy() {
+    let sb = Sandbox::new();
+    // patch-package itself, installed by npm from the fixture's lockfile.
+    let tool = new_project(&sb);
+    npm_ci(&sb, &tool);
+    // The real LangChain project, its SDK 1.32.2 hoisted, and an SDK 1.17.0
+    // nested under @langchain/mcp-adapters, as npm lays out a second version.
+    let src = cache().join("mcp-sdk/projects/langchain-1.1.4");
+    let pack = cache().join("mcp-sdk/packs/@modelcontextprotocol/sdk@1.17.0");
+    for p in [&src, &pack] {
+        assert!(
+            p.join(".done").is_file(),
+            "{} is missing: run test-fixtures/mcp-sdk/fetch.sh (needs npm and the npm registry)",
+            p.display()
+        );
+    }
+    let project = sb.root().join("lc");
+    cp(&["-al"], &src, &project);
+    let hoisted = project.join("node_modules").join(SDK);
+    let nested = project
+        .join("node_modules/@langchain/mcp-adapters/node_modules")
+        .join(SDK);
+    cp(&["-a"], &pack.join("package"), &nested);
+    for f in [
+        project.join("package.json"),
+        hoisted.join(ESM),
+        hoisted.join(CJS),
+    ] {
+        let bytes = std::fs::read(&f).unwrap();
+        std::fs::remove_file(&f).unwrap();
+        std::fs::write(&f, bytes).unwrap();
+    }
+    let project = project.canonicalize().unwrap();
+    let p = project.to_str().unwrap();
+    let builds = || {
+        [&nested, &hoisted]
+            .iter()
+            .flat_map(|d| [sha256_file(&d.join(ESM)), sha256_file(&d.join(CJS))])
+            .collect::<Vec<_>>()
+    };
+    let original = builds();
+
+    let o = sb.run(&["apply", "--quiet", "--target", "mcp-sdk", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let patched = builds();
+    assert!(patched.iter().zip(&original).all(|(a, b)| a != b));
+    let o = sb.run(&["keep", "patch-package", "--target", "mcp-sdk", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).starts_with(&format!("{p}/patches/@langchain+mcp-adapters++@modelcontextprotocol+sdk+1.17.0.patch: written\n{p}/patches/@modelcontextprotocol+sdk+1.32.2.patch: written\n")),
+        "{}",
+        stdout(&o)
+    );
+
+    // Back to the originals, then patch-package alone puts the patch on.
+    let o = sb.run(&["revert", "--target", "mcp-sdk", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(builds(), original);
+    let mut c = std::process::Command::new(node22_dir().join("node"));
+    c.arg(tool.join("node_modules/patch-package/index.js"))
+        .current_dir(&project)
+        .env("NO_COLOR", "1")
+        .env("FORCE_COLOR", "0");
+    let o = output_within(c, std::time::Duration::from_secs(120), "patch-package");
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("@langchain/mcp-adapters/{SDK}@1.17.0 ✔"))
+            && stdout(&o).contains(&format!("{SDK}@1.32.2 ✔")),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        builds(),
+        patched,
+        "patch-package's copies are not mcpatch's"
+    );
+}
