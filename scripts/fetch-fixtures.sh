@@ -105,4 +105,8 @@ echo "b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56  $client"
 # project installs them, in .cache/ai-sdk-mcp/<v> (idempotent, fails loudly).
 "$PWD/test-fixtures/ai-sdk-mcp/fetch.sh"
 "$PWD/test-fixtures/conformance/fetch.sh" # the official MCP conformance suite 0.1.16 (docs/conformance.md)
+# Keeping the patch in a project (docs/keeping-the-patch.md, tests/cli/keeping.rs): a real
+# project's lockfile with @modelcontextprotocol/sdk 1.32.2 and patch-package, and an npm cache
+# `npm ci --offline` installs it from, in .cache/keeping/ (idempotent, fails loudly).
+"$PWD/test-fixtures/keeping/fetch.sh"
 echo "fixtures ready in $CACHE (node $("$node22" --version))" >&2

@@ -181,6 +181,26 @@ pub enum Command {
         #[arg(long, short = 'v', requires = "command")]
         verbose: bool,
     },
+    /// Keep the patch in a project across `npm install` and `npm ci`, which put the original back.
+    ///
+    /// postinstall: package.json's scripts.postinstall runs `mcpatch apply --quiet --path .` after
+    /// each install (chained after the script there with &&); mcpatch must be on PATH wherever the
+    /// project is installed. patch-package: writes the change `mcpatch apply` made to each patched
+    /// copy in the project as patches/<package>+<version>.patch and adds `patch-package` to
+    /// scripts.postinstall. pnpm: writes patches/<package>@<version>.patch and names it in
+    /// pnpm-workspace.yaml's patchedDependencies. package.json keeps its layout; files are replaced
+    /// atomically. Commit what it writes (docs/keeping-the-patch.md). `mcpatch status` notes a
+    /// patched copy nothing in its project keeps (JSON: kept_by).
+    Keep {
+        /// How to keep it.
+        #[arg(value_enum, value_name = "HOW")]
+        how: crate::project::How,
+        /// The project folder, the one with package.json and node_modules.
+        #[arg(long, value_name = "P", default_value = ".")]
+        path: PathBuf,
+        #[command(flatten)]
+        target: TargetArg,
+    },
     /// Run the fake stateful MCP server alone, for any MCP client.
     Serve {
         /// The scenario whose server behaviour to run.
@@ -230,6 +250,7 @@ impl Command {
             | Command::Diff { paths, .. }
             | Command::Verify { paths, .. } => Some(paths),
             Command::Backups { .. }
+            | Command::Keep { .. }
             | Command::Serve { .. }
             | Command::Probe { .. }
             | Command::Completions { .. } => None,
@@ -268,6 +289,7 @@ impl Command {
             | Command::Revert { target, .. }
             | Command::Backups { target, .. }
             | Command::Diff { target, .. }
+            | Command::Keep { target, .. }
             | Command::Verify { target, .. } => target.target.as_deref(),
             Command::Probe { target, .. } => target.as_deref(),
             Command::Serve { .. } | Command::Completions { .. } => None,
@@ -288,6 +310,7 @@ impl Command {
             Command::Backups { .. } => "backups",
             Command::Diff { .. } => "diff",
             Command::Verify { .. } => "verify",
+            Command::Keep { .. } => "keep",
             Command::Serve { .. } => "serve",
             Command::Probe { .. } => "probe",
             Command::Completions { .. } => "completions",

@@ -227,6 +227,34 @@ pub enum Error {
         searched: Vec<String>,
     },
 
+    #[error("{path} is no project folder: it holds no package.json\nhelp: pass --path the project folder (the one with package.json and node_modules)")]
+    KeepNotAProject { path: PathBuf },
+
+    #[error("cannot edit {path}: {detail}\nhelp: nothing was changed; fix the file (npm reads it too), or make the change by hand as docs/keeping-the-patch.md shows")]
+    KeepPackageJson { path: PathBuf, detail: String },
+
+    #[error("cannot edit {path}: {detail}\nhelp: nothing was changed; add the entry by hand as docs/keeping-the-patch.md shows")]
+    KeepProjectFile { path: PathBuf, detail: String },
+
+    #[error("{path} is {state}, not patched: `mcpatch keep` writes the change `mcpatch apply` made\nhelp: nothing was changed; run `mcpatch apply --path {project}` first, then this command again")]
+    KeepNotPatched {
+        path: PathBuf,
+        state: &'static str,
+        project: PathBuf,
+    },
+
+    #[error("no original of {file} to write the change from: {detail}\nhelp: nothing was changed; reinstall the package (`npm ci`), run `mcpatch apply` on the project, then this command again")]
+    KeepNoOriginal { file: PathBuf, detail: String },
+
+    #[error("{path} {what}\nhelp: nothing was changed; move it away and run again, or merge the two changes by hand")]
+    KeepFileTaken { path: PathBuf, what: &'static str },
+
+    #[error("patch-package cannot patch {path}: it is in pnpm's store (node_modules/.pnpm)\nhelp: nothing was changed; in a pnpm project run `mcpatch keep pnpm` instead")]
+    KeepPnpmStore { path: PathBuf },
+
+    #[error("no patched install in {project}/node_modules to keep\nhelp: nothing was changed; `mcpatch status --path {project}` shows what is there, `mcpatch apply --path {project}` patches it")]
+    KeepNothing { project: PathBuf },
+
     #[error("{failed} of {total} install(s) could not be read; each error is above\nhelp: fix what each error names and run again; the other installs are reported above")]
     SomeUnreadable { failed: usize, total: usize },
 

@@ -19,6 +19,7 @@ pub mod exit_code;
 pub mod exports;
 pub mod host_check;
 pub mod identity;
+pub mod keep;
 pub mod kill_point;
 pub mod locate;
 pub mod lock;
@@ -28,6 +29,7 @@ pub mod on_signal;
 pub mod output;
 pub mod path_json;
 pub mod probe;
+pub mod project;
 pub mod reachable;
 pub mod registry;
 pub mod replace;
@@ -217,6 +219,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             },
             &env,
         ),
+        Command::Keep { how, path, .. } => keep::run(&targets, how, &path, &env),
         Command::Serve { scenario, port } => verify::serve(scenario, port),
         Command::Probe {
             url,

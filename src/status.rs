@@ -43,6 +43,11 @@ struct InstallJson<'a> {
     /// `--trust-owner` (a path another user can change), else left out.
     #[serde(skip_serializing_if = "Option::is_none")]
     untrusted: Option<String>,
+    /// An install in a project's node_modules: what re-applies its patch after
+    /// `npm install` and `npm ci` ("postinstall", "patch-package", "pnpm"), or
+    /// null (they undo it); left out outside a project.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kept_by: Option<Option<&'static str>>,
 }
 
 pub fn run(
@@ -67,6 +72,9 @@ pub fn run(
                             .and_then(|r| r.processes.as_deref()),
                         auto_update: a.and_then(|a| a.auto_update.as_ref()),
                         untrusted: a.and_then(|a| a.untrusted.as_ref()).map(|u| u.note()),
+                        kept_by: a
+                            .and_then(|a| a.kept.as_ref())
+                            .map(|k| k.by.map(crate::project::How::as_str)),
                     }
                 })
                 .collect(),

@@ -21,6 +21,8 @@ pub struct Aftermath {
     pub running: Option<RunningReport>,
     /// As root: a path on the way to the install's code another user can change.
     pub untrusted: Option<crate::trust::Untrusted>,
+    /// An install in a project: whether the project keeps its patch (crate::keep).
+    pub kept: Option<crate::project::Kept>,
 }
 
 /// mcpatch patched this very path (the backup says so), and the file no
@@ -91,6 +93,7 @@ pub fn look_after(targets: &[&PatchSpec], report: &mut StatusReport, env: &Envir
                     .filter(|_| targets[at].driver == Driver::GeminiCli)
                     .filter(|_| gemini_cli::self_updating(&i.path)),
                 untrusted: crate::trust::untrusted(&i.path, &[&i.file]),
+                kept: crate::project::kept(i, targets[at]),
             }
         })
         .collect();

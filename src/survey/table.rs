@@ -254,6 +254,13 @@ fn install_details(
             columns,
         ));
     }
+    if install.state == State::Patched
+        && after
+            .and_then(|a| a.kept.as_ref())
+            .is_some_and(|k| k.by.is_none())
+    {
+        s.push_str(&hanging("    keep: ", crate::project::UNKEPT_NOTE, columns));
+    }
     if let Some(note) = after
         .and_then(|a| a.auto_update.as_ref())
         .and_then(gemini_cli::auto_update_note)

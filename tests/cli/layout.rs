@@ -278,7 +278,7 @@ fn no_module_of_src_imports_itself_through_others() {
 /// classify, survey, stage, back up, replace, verify's engine), and none is
 /// used by a step or by another command. The dispatch (`lib.rs`) and the
 /// argument parser (`cli`) sit above them all.
-const COMMANDS: [&str; 5] = ["apply", "diff", "probe", "revert", "status"];
+const COMMANDS: [&str; 6] = ["apply", "diff", "keep", "probe", "revert", "status"];
 
 /// The command `module` is or is inside, if any.
 fn command_of(module: &str) -> Option<&'static str> {

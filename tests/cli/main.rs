@@ -422,6 +422,7 @@ mod gemini_run;
 mod gemini_verify;
 mod harden;
 mod host;
+mod keeping;
 mod layout;
 mod locate;
 mod look;
