@@ -21,7 +21,7 @@ pub struct Aftermath {
     pub running: Option<RunningReport>,
     /// As root: a path on the way to the install's code another user can change.
     pub untrusted: Option<crate::trust::Untrusted>,
-    /// An install in a project: whether the project keeps its patch (crate::keep).
+    /// An install in a project: whether the project keeps its patch (crate::project).
     pub kept: Option<crate::project::Kept>,
 }
 
