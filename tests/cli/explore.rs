@@ -43,16 +43,26 @@ fn a_broken_patch_no_scenario_was_written_for_is_found_by_exploration_and_replay
     mutate(&client, "predicate-counts-any-session-mention");
     let p = client.to_str().unwrap();
 
+    // The fixed table and exploration alone, side by side (each waits on its
+    // scenarios' pauses more than on the CPU).
+    let (table, explored) = std::thread::scope(|s| {
+        let table = s.spawn(|| verify_json(&sb, &["--strict", "--explore", "0", "--path", p]));
+        let explored = s.spawn(|| {
+            verify_json(
+                &sb,
+                &["--strict", "--explore-only", "--explore", RUNS, "--path", p],
+            )
+        });
+        (table.join().unwrap(), explored.join().unwrap())
+    });
+
     // The fixed table passes it: none of its scenarios was written for this rule.
-    let (rc, v) = verify_json(&sb, &["--strict", "--explore", "0", "--path", p]);
+    let (rc, v) = table;
     assert_eq!(rc, 0, "{v:#}");
     assert!(exploration(&v).is_null(), "{v:#}");
 
     // Exploration alone finds it, and shrinks the plan to the one call that shows it.
-    let (rc, v) = verify_json(
-        &sb,
-        &["--strict", "--explore-only", "--explore", RUNS, "--path", p],
-    );
+    let (rc, v) = explored;
     assert_eq!(rc, 1, "{v:#}");
     let e = exploration(&v);
     assert_eq!(
