@@ -206,23 +206,44 @@ fn revert_all(
         };
         entry.state_after = automation::state_now(spec, file);
         match result {
-            Reverted::Restored(also) => {
+            Reverted::Restored { file_too, also } => {
                 if !restored.iter().any(|t| t.target == spec.target) {
                     restored.push(spec);
                 }
                 entry.changed = true;
-                entry.backup = Some(chosen.id.clone());
-                say(format_args!(
-                    "restored {} from backup {}\n    sha256 now {}",
-                    file.display(),
-                    chosen.id,
-                    survey::table::short_hash(&chosen.manifest.sha256_before)
-                ));
-                for (path, id) in &also {
-                    say(format_args!(
-                        "    and {} from backup {id}, with it",
-                        path.display()
+                // The file restored first names the run; a main file that was
+                // already the original (an upgrade put it back) is said so.
+                let mut restored_files: Vec<(&Path, &str, &str)> = Vec::new();
+                if file_too {
+                    restored_files.push((
+                        file,
+                        &chosen.id,
+                        &chosen.manifest.sha256_before,
                     ));
+                }
+                restored_files.extend(
+                    also.iter()
+                        .map(|(p, id, sha)| (p.as_path(), id.as_str(), sha.as_str())),
+                );
+                if let Some(((first, id, sha), rest)) = restored_files.split_first() {
+                    entry.backup = Some(id.to_string());
+                    say(format_args!(
+                        "restored {} from backup {id}\n    sha256 now {}",
+                        first.display(),
+                        survey::table::short_hash(sha)
+                    ));
+                    if !file_too {
+                        say(format_args!(
+                            "    {} was already the original",
+                            file.display()
+                        ));
+                    }
+                    for (path, id, _) in rest {
+                        say(format_args!(
+                            "    and {} from backup {id}, with it",
+                            path.display()
+                        ));
+                    }
                 }
                 for line in running::lines(&processes.running(spec, package_dir, file)) {
                     say(format_args!("    {line}"));
@@ -278,8 +299,13 @@ fn no_backup(spec: &PatchSpec, root: &Path) -> (String, String) {
 }
 
 enum Reverted {
-    /// Restored; with the companion files restored with it (path, backup id).
-    Restored(Vec<(PathBuf, String)>),
+    /// Restored: the file itself unless it was already the original
+    /// (`file_too`), and the companion files restored with it (path, backup
+    /// id, the sha256 restored).
+    Restored {
+        file_too: bool,
+        also: Vec<(PathBuf, String, String)>,
+    },
     AlreadyOriginal,
     Refused(String),
 }
@@ -339,7 +365,11 @@ fn revert_install(
         };
         match revert_file(c, &path, newest, newest, yes)? {
             Step::Ready(r) => {
-                also.push((path.clone(), newest.id.clone()));
+                also.push((
+                    path.clone(),
+                    newest.id.clone(),
+                    newest.manifest.sha256_before.clone(),
+                ));
                 ready.push(*r)
             }
             Step::Done(Reverted::AlreadyOriginal) => {}
@@ -374,7 +404,10 @@ fn revert_install(
     for (tx, _lock) in placed {
         tx.commit();
     }
-    Ok(Reverted::Restored(also))
+    Ok(Reverted::Restored {
+        file_too: first.is_none(),
+        also,
+    })
 }
 
 /// Check and stage the restore of `file` from `chosen`; `newest` (the file's
