@@ -2,25 +2,18 @@
 //! installed client heals itself when a server drops its session — the real
 //! installed file, the real MCP SDK, real node, real HTTP servers.
 
-pub mod bridge;
-pub mod checks;
-pub(crate) mod child_env;
+pub mod drivers;
 pub mod explore;
-mod gemini_cli;
-pub mod harness;
-mod mirror;
+pub mod process;
 pub mod reload;
 pub mod scenario;
-mod sdk_client;
 mod serve;
 pub mod server;
-pub(crate) mod steps;
 
 pub use serve::serve;
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
 use serde::Serialize;
 
@@ -35,10 +28,7 @@ use crate::node::{self, Node};
 use crate::registry::PatchSpec;
 use crate::status;
 use crate::table::{hanging, shorten_middle, Align, Table};
-use crate::targets::Driver;
-use harness::{Policy, RunSpec};
-use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
-use server::FakeServer;
+use scenario::{Expectation, Judgement, Scenario, ScenarioName};
 
 /// Options of `mcpatch verify`.
 #[derive(Debug, Clone, Default)]
@@ -157,7 +147,7 @@ pub struct InstallResult {
     /// The explored runs (`verify --explore`), if any ran.
     pub exploration: Option<explore::Exploration>,
     /// Scenarios asked for that this install's client driver does not run, and why.
-    pub left_out: Vec<bridge::LeftOut>,
+    pub left_out: Vec<drivers::LeftOut>,
 }
 
 #[derive(Debug, Serialize)]
@@ -254,7 +244,9 @@ fn verify_all(
         // Only the plugin harness (DSH's plugin API) needs the shim.
         let plugin_host = report.installs.iter().find_map(|i| {
             let spec = crate::registry::find(targets, i.target, &i.package);
-            (spec.driver == Driver::PluginApi).then_some(spec.texts.host)
+            drivers::of(spec.driver)
+                .needs_with_resolvers()
+                .then_some(spec.texts.host)
         });
         if let (false, Some(host)) = (node.has_with_resolvers, plugin_host) {
             crate::err!(
@@ -277,7 +269,6 @@ fn verify_all(
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
         let spec = crate::registry::find(targets, install.target, &install.package);
-        let bridge = spec.driver == Driver::StdioBridge;
         if install.state == State::Unsupported {
             if !opts.json {
                 crate::outln!(
@@ -299,7 +290,7 @@ fn verify_all(
             crate::errln!("{lead}{path}");
         }
         // A bridge is always held to the current revision's expectations.
-        let strict = bridge || opts.strict;
+        let strict = drivers::of(spec.driver).always_strict() || opts.strict;
         // As root, the install's code runs only if no other user can change it.
         let checked = crate::trust::check(
             &install.path,
@@ -476,7 +467,7 @@ fn not_checked(install: &Install, node: &Node, e: &Error, strict: bool) -> Insta
 
 /// The file a verify run loads: the install's own, or a backup's saved file
 /// copied next to it (so its imports resolve from the install) and removed afterwards.
-struct Target {
+pub(crate) struct Target {
     /// What node loads.
     load: PathBuf,
     /// What the report names: the install's file, or the backup's saved file.
@@ -689,8 +680,7 @@ impl Target {
 }
 
 /// Put one install's file (`target.load`) through `scenarios` with its
-/// target's client driver: the DSH plugin harness, the installed stdio
-/// bridge, or the headless gemini-cli.
+/// target's client driver ([`drivers::of`]).
 async fn check_install(
     spec: &PatchSpec,
     node: &Node,
@@ -700,160 +690,17 @@ async fn check_install(
     opts: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
-    match spec.driver {
-        Driver::GeminiCli => {
-            gemini_cli::verify_install(spec, node, install, target, scenarios, opts, progress).await
-        }
-        Driver::StdioBridge => {
-            bridge::verify_install(spec, node, install, target, scenarios, progress).await
-        }
-        Driver::PluginApi => verify_install(node, install, target, scenarios, opts, progress).await,
-        Driver::SdkClient => {
-            sdk_client::verify_install(spec, node, install, target, scenarios, progress).await
-        }
-    }
-}
-
-async fn verify_install(
-    node: &Node,
-    install: &Install,
-    target: &Target,
-    scenarios: &[Scenario],
-    opts: &VerifyOptions,
-    progress: bool,
-) -> Result<InstallResult> {
-    let jobs = opts.jobs;
-    let scenarios: &[Scenario] = if opts.explore_only { &[] } else { scenarios };
-    let mut runs: Vec<(&Scenario, Policy)> = scenarios
-        .iter()
-        .map(|s| (s, Policy::for_scenario(s.name)))
-        .collect();
-    if let Some(first) = scenarios
-        .iter()
-        .find(|s| s.name == ScenarioName::Expired404)
-    {
-        runs.push((first, Policy::Default));
-    }
-    // Reload runs once more with the package's own call timeout (60 s).
-    for s in scenarios
-        .iter()
-        .filter(|s| s.plan == scenario::Plan::Reload)
-    {
-        runs.push((s, Policy::Package));
-    }
-    let mut servers = Vec::with_capacity(runs.len());
-    for (scenario, _) in &runs {
-        servers.push(FakeServer::start(scenario.behaviour.clone(), 0).await?);
-    }
-    let specs: Vec<RunSpec> = runs
-        .iter()
-        .zip(&servers)
-        .map(|((scenario, policy), server)| RunSpec {
-            plan: scenario.plan,
-            policy: *policy,
-            url: server.url(),
-            reload: scenario.behaviour.reload,
-            control_token: server.control_token().to_string(),
-            explored: None,
-        })
-        .collect();
-    let expectations = Expectations::of(target.is_current_patch(), opts.strict);
-    let seamless = expectations.seamless();
-    let total = runs.len();
-    let started = Instant::now();
-    let mut judged: Vec<Option<Judgement>> = vec![None; total];
-    let mut finished = 0;
-    let node_report = if specs.is_empty() {
-        harness::NodeReport::default()
-    } else {
-        harness::run_all(
+    drivers::of(spec.driver)
+        .verify(drivers::Job {
+            spec,
             node,
-            &target.load,
-            &specs,
-            jobs.unwrap_or(total),
-            |i, run| {
-                let (scenario, policy) = runs[i];
-                let server = &servers[i];
-                let expect = scenario.expectation(seamless);
-                let j = match (&run.fatal, run.done) {
-                    (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
-                    (None, false) => broken("the harness stopped before this run ended".into()),
-                    (None, true) => {
-                        let witness = server.witness();
-                        let dropped = server.dropped_sessions();
-                        let counts = server.call_counts();
-                        let mut j = scenario::judge(
-                            scenario,
-                            expect,
-                            &Evidence {
-                                witness: &witness,
-                                dropped: &dropped,
-                                counts: &counts,
-                                calls: &run.calls,
-                                policy,
-                                seamless,
-                                per_call_recovery: false,
-                            },
-                        );
-                        checks::refine(scenario, policy, expect, &run, &mut j);
-                        j
-                    }
-                };
-                finished += 1;
-                if progress {
-                    let shown = shown_verdict(color::stderr(), &j, expect);
-                    crate::errln!(
-                        "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
-                        scenario.name,
-                        policy.as_str(),
-                        started.elapsed().as_secs_f64()
-                    );
-                }
-                judged[i] = Some(j);
-            },
-        )
-        .await?
-    };
-    let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
-    let results: Vec<ScenarioResult> = runs
-        .iter()
-        .zip(judged)
-        .map(|((scenario, policy), j)| ScenarioResult {
-            build: None,
-            name: scenario.name,
-            policy: policy.as_str(),
-            expected: scenario.expectation(seamless),
-            judgement: j.unwrap_or_else(|| broken("the harness never started this run".into())),
-            node_version: node_version.clone(),
+            install,
+            target,
+            scenarios,
+            opts,
+            progress,
         })
-        .collect();
-    let mut result = InstallResult::checked(install, target, node_version, expectations, results);
-    // By default the short exploration goes with the whole table, not with
-    // scenarios the user picked by name.
-    let whole_table = opts.scenarios.is_empty();
-    let explore_runs = opts
-        .explore
-        .unwrap_or(if (seamless && whole_table) || opts.explore_only {
-            explore::DEFAULT_RUNS
-        } else {
-            0
-        });
-    if explore_runs > 0 {
-        let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
-        let jobs = jobs.unwrap_or(explore_runs as usize).max(1);
-        let found =
-            explore::explore(node, &target.load, explore_runs, seed, jobs, progress).await?;
-        if !found.ok {
-            result.overall = "FAILED";
-        } else if opts.explore_only {
-            // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
-            result.overall = "EXPLORED";
-        }
-        result.exploration = Some(found);
-    }
-    result.node_shim = node_report.shim || !node.has_with_resolvers;
-    result.note = install_note(target, result.overall, expectations);
-    Ok(result)
+        .await
 }
 
 impl InstallResult {

@@ -190,7 +190,7 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::verify::harness::Policy;
+    use crate::verify::scenario::Policy;
     use crate::verify::scenario::{self, HarnessCall};
     use crate::verify::server::{CallCount, WitnessEntry};
 

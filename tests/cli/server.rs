@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcpatch::verify::harness::Policy;
+use mcpatch::verify::scenario::Policy;
 use mcpatch::verify::scenario::{self, Evidence, HarnessCall, Judgement, ScenarioName};
 use mcpatch::verify::server::{FakeServer, LostSessionAnswer, ServerBehaviour};
 use serde_json::{json, Value};

@@ -651,7 +651,7 @@ mod tests {
                 dropped: &dropped,
                 counts: &counts,
                 calls,
-                policy: crate::verify::harness::Policy::Short,
+                policy: crate::verify::scenario::Policy::Short,
                 seamless: true,
                 per_call_recovery: false,
             })

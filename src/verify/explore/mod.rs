@@ -13,7 +13,8 @@ use serde::Serialize;
 
 use self::invariants::{Expected, Violation};
 use self::plan::{run_seed, ExplorePlan, LAST_CALL};
-use super::harness::{self, HarnessRun, Policy, RunSpec};
+use super::drivers::plugin::harness::{self, HarnessRun, RunSpec};
+use super::scenario::Policy;
 use super::scenario::{Evidence, Plan};
 use super::server::FakeServer;
 use crate::color::{Painter, Style};

@@ -6,13 +6,12 @@
 //! the verdicts are the same judges' as for the DSH plugin, from the server's
 //! witness log and the answers that came back over stdio.
 
-pub(crate) mod child;
 mod drive;
 mod host;
 mod install;
-mod orphans;
 
-pub(super) use install::verify_install;
+pub(super) use install::InstalledBridge;
+pub use super::LeftOut;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -21,9 +20,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::harness::Policy;
-use super::scenario::{self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName};
-use super::server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
+use crate::verify::process::{self as child, orphans};
+use crate::verify::scenario::Policy;
+use crate::verify::scenario::{self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName};
+use crate::verify::server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
 use crate::color;
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
@@ -117,13 +117,6 @@ fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
     }
 }
 
-/// A scenario not run against bridges, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct LeftOut {
-    pub name: String,
-    pub why: &'static str,
-}
-
 #[derive(Debug, Serialize)]
 struct BridgeReport {
     /// The bridge's command, split as a shell would (before the URL is put in).
@@ -144,7 +137,7 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
     if s.plan == Plan::Forgetful
         || (s.plan != Plan::Reload
-            && super::harness::Policy::for_scenario(s.name) != super::harness::Policy::Short)
+            && Policy::for_scenario(s.name) != Policy::Short)
     {
         return Some(POLICY);
     }
@@ -189,7 +182,7 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     let mut left_out = Vec::new();
     for s in scenario::all().into_iter().filter(|s| {
         if opts.scenarios.is_empty() {
-            !super::reload::by_name_only(s)
+            !crate::verify::reload::by_name_only(s)
         } else {
             opts.scenarios.contains(&s.name)
         }
@@ -267,7 +260,7 @@ fn run_all(
     let progress = !opts.json || std::io::stderr().is_terminal();
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
-        let mut signals = super::Interrupts::listen()?;
+        let mut signals = crate::verify::Interrupts::listen()?;
         tokio::select! {
             r = run_scenarios(opts, launch, chosen, results, progress) => r,
             signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
@@ -299,7 +292,7 @@ async fn run_scenarios(
         }
         if progress {
             let j = &one.judgement;
-            let shown = super::shown_verdict(color::stderr(), j, one.expected);
+            let shown = crate::verify::shown_verdict(color::stderr(), j, one.expected);
             crate::errln!(
                 "[{}/{total}] {}: {shown} at {:.1} s",
                 i + 1,
@@ -608,7 +601,7 @@ fn render(
         .iter()
         .map(|x| (x.name.to_string(), &x.judgement, x.expected))
         .collect();
-    s.push_str(&super::scenario_table(&rows, columns, paint));
+    s.push_str(&crate::verify::scenario_table(&rows, columns, paint));
     for l in left_out {
         s.push_str(&crate::table::hanging(
             "left out ",
@@ -616,7 +609,7 @@ fn render(
             columns,
         ));
     }
-    s.push_str(&paint.paint(super::overall_style(overall), overall));
+    s.push_str(&paint.paint(crate::verify::overall_style(overall), overall));
     s.push('\n');
     s
 }

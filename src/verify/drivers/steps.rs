@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::verify::harness::Policy;
+use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
     Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS,
     IDLE_FOR, SLOW_TIMEOUT_TOOL,

@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::harness::Policy;
+pub mod policy;
+
+pub use policy::Policy;
 use super::server::{
     CallCount, LostSessionAnswer, ServerBehaviour, WitnessEntry, ORDINARY_ERROR_WORDS,
 };
@@ -498,8 +500,8 @@ pub fn all() -> Vec<Scenario> {
             plan: Plan::GiveUp,
             expect: Expectation::FailFast,
         },
-        super::reload::scenario(ScenarioName::Reload, super::reload::RELOAD, &base),
-        super::reload::scenario(ScenarioName::Reload5s, super::reload::RELOAD_5S, &base),
+        crate::verify::reload::scenario(ScenarioName::Reload, crate::verify::reload::RELOAD, &base),
+        crate::verify::reload::scenario(ScenarioName::Reload5s, crate::verify::reload::RELOAD_5S, &base),
     ]
 }
 
@@ -628,7 +630,7 @@ pub fn judge_with(
         Expectation::NoRetry => judge_no_retry(ev, base),
         Expectation::Timely => judge_timely(scenario, ev, base),
         Expectation::FailFast => judge_fail_fast(scenario, ev, base),
-        Expectation::Reloaded => super::reload::judge(scenario, ev, base),
+        Expectation::Reloaded => crate::verify::reload::judge(scenario, ev, base),
     };
     j.ok = match expect {
         Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),
@@ -637,7 +639,7 @@ pub fn judge_with(
     };
     // The rules every run keeps, whatever the scenario was written for.
     if j.ok {
-        if let Some(v) = super::explore::invariants::check_common(ev) {
+        if let Some(v) = crate::verify::explore::invariants::check_common(ev) {
             j.verdict = v.verdict;
             j.ok = false;
             j.note = v.note;
@@ -2434,7 +2436,7 @@ mod tests {
 
     #[test]
     fn every_plan_is_one_the_harness_runs() {
-        let harness = include_str!("harness.mjs");
+        let harness = include_str!("../drivers/plugin/harness.mjs");
         for s in all() {
             assert!(
                 harness.contains(&format!("case \"{}\":", s.plan.as_str())),

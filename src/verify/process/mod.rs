@@ -14,7 +14,8 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use super::orphans;
+pub mod env;
+pub mod orphans;
 
 use crate::error::{Error, Result};
 
@@ -131,7 +132,7 @@ pub struct GroupChild {
 pub enum Environment {
     /// mcpatch's own, whole (the user's own `--command`).
     Inherited,
-    /// Cleared but for the variables [`crate::verify::child_env`] lets through,
+    /// Cleared but for the variables [`self::env`] lets through,
     /// HOME and TMPDIR the given scratch folder (what mcpatch starts by itself).
     Cleared(std::path::PathBuf),
 }
@@ -149,7 +150,7 @@ impl GroupChild {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         if let Environment::Cleared(scratch) = environment {
-            crate::verify::child_env::clear(cmd.as_std_mut(), scratch);
+            self::env::clear(cmd.as_std_mut(), scratch);
         }
         cmd.envs(env.iter().map(|(k, v)| (k, v)))
             .env("MCP_CONFORMANCE_SCENARIO", scenario)
