@@ -4,11 +4,10 @@
 
 pub mod drivers;
 pub mod explore;
+pub mod fake_server;
 pub mod process;
-pub mod reload;
 pub mod scenario;
 mod serve;
-pub mod server;
 
 pub use serve::serve;
 
@@ -159,13 +158,13 @@ struct VerifyReport {
 }
 
 /// The scenarios named, in the order verify reports them (when none are
-/// named, all but those that run only when named: [`reload::by_name_only`]).
+/// named, all but those that run only when named: [`scenario::reload::by_name_only`]).
 fn select(names: &[ScenarioName]) -> Vec<Scenario> {
     scenario::all()
         .into_iter()
         .filter(|s| {
             if names.is_empty() {
-                !reload::by_name_only(s)
+                !scenario::reload::by_name_only(s)
             } else {
                 names.contains(&s.name)
             }

@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::verify::process::GroupChild;
 use super::host::{call_outcome, Host, NoAnswer};
-use crate::verify::scenario::{HarnessCall, Scenario};
-use crate::verify::server::FakeServer;
 use crate::verify::drivers::steps;
 pub use crate::verify::drivers::steps::Stop;
+use crate::verify::fake_server::FakeServer;
+use crate::verify::process::GroupChild;
+use crate::verify::scenario::{HarnessCall, Scenario};
 
 /// How long a bridge may take to answer one call before it counts as hung:
 /// the DSH harness's call timeout, plus slack for a process in between.

@@ -6,15 +6,15 @@
 //! mcpatch does not know) is run in place: the folder of the command's entry
 //! file is copied with that file in it (mirror.rs), and the copy's entry runs.
 
-use crate::verify::drivers::mirror;
-use crate::verify::scenario::Scenario;
-use crate::verify::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
 use super::BridgeOptions;
-use crate::verify::drivers::{ClientDriver, Job, Verifying};
 use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
+use crate::verify::drivers::mirror;
+use crate::verify::drivers::{ClientDriver, Job, Verifying};
+use crate::verify::scenario::Scenario;
+use crate::verify::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
 
 /// An installed stdio bridge (mcp-remote), run as its manifest's `verify.command` says.
 pub(crate) struct InstalledBridge;

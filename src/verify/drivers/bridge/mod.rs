@@ -10,8 +10,8 @@ mod drive;
 mod host;
 mod install;
 
-pub(super) use install::InstalledBridge;
 pub use super::LeftOut;
+pub(super) use install::InstalledBridge;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -20,13 +20,15 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::verify::process::{self as child, orphans};
-use crate::verify::scenario::Policy;
-use crate::verify::scenario::{self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName};
-use crate::verify::server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
 use crate::color;
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
+use crate::verify::fake_server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
+use crate::verify::process::{self as child, orphans};
+use crate::verify::scenario::Policy;
+use crate::verify::scenario::{
+    self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
+};
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
@@ -136,8 +138,7 @@ struct BridgeReport {
 fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
     if s.plan == Plan::Forgetful
-        || (s.plan != Plan::Reload
-            && Policy::for_scenario(s.name) != Policy::Short)
+        || (s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short)
     {
         return Some(POLICY);
     }
@@ -182,7 +183,7 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     let mut left_out = Vec::new();
     for s in scenario::all().into_iter().filter(|s| {
         if opts.scenarios.is_empty() {
-            !crate::verify::reload::by_name_only(s)
+            !crate::verify::scenario::reload::by_name_only(s)
         } else {
             opts.scenarios.contains(&s.name)
         }
@@ -703,11 +704,11 @@ mod tests {
         let counts = [
             (
                 "c1".to_string(),
-                crate::verify::server::CallCount { sent: 1, ran: 1 },
+                crate::verify::fake_server::CallCount { sent: 1, ran: 1 },
             ),
             (
                 "c2".to_string(),
-                crate::verify::server::CallCount { sent: 2, ran: 1 },
+                crate::verify::fake_server::CallCount { sent: 2, ran: 1 },
             ),
         ]
         .into_iter()

@@ -17,16 +17,16 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{ClientDriver, Job, LeftOut, Verifying};
-use crate::verify::scenario::Policy;
-use crate::verify::drivers::mirror;
-use crate::verify::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
-use crate::verify::server::{FakeServer, ServerBehaviour, WitnessEntry};
-use crate::verify::drivers::steps::{self, Stop};
-use crate::verify::{InstallResult, ScenarioResult, Target};
 use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::{FileFind, PatchSpec};
+use crate::verify::drivers::mirror;
+use crate::verify::drivers::steps::{self, Stop};
+use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
+use crate::verify::scenario::Policy;
+use crate::verify::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
+use crate::verify::{InstallResult, ScenarioResult, Target};
 use model::{AskedCall, FakeModel};
 
 /// How long the CLI may take to start and send its first request (it loads

@@ -4,7 +4,7 @@
 //! revision's expectations.
 
 use super::harness::HarnessRun;
-use crate::verify::scenario::{Policy, Expectation, Judgement, Plan, Scenario};
+use crate::verify::scenario::{Expectation, Judgement, Plan, Policy, Scenario};
 
 /// The log line a loss must start with (`warn: ` is the harness's level prefix).
 const LOSS_WARNING: &str = "warn: mcp-client(fake): the server no longer recognises the session (";

@@ -11,18 +11,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use crate::verify::reload::{self, ReloadCycle};
+use crate::error::{Error, Result};
+use crate::node::Node;
+use crate::verify::fake_server::reload::ReloadCycle;
+use crate::verify::fake_server::RAN_BEFORE_LOSS_DELAY;
 use crate::verify::scenario::policy::CALL_TIMEOUT;
+use crate::verify::scenario::reload;
 use crate::verify::scenario::{
-    HarnessCall, Policy, Plan, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
+    HarnessCall, Plan, Policy, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
     DEADLINE_RESEND_CALL_TIMEOUT, DEADLINE_RESEND_REINIT_DELAY, DEADLINE_RESEND_TOOL,
     DEADLINE_SIGNAL, DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, GIVE_UP_CALL_TIMEOUT, IDLE_FOR,
     NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
-use crate::verify::server::RAN_BEFORE_LOSS_DELAY;
-use crate::error::{Error, Result};
-use crate::node::Node;
 
 /// Words of the patched plugin's warning that a lost session is being
 /// replaced (one per loss: the explored runs' log rule counts them).
@@ -33,7 +34,7 @@ pub const HARNESS_JS: &str = include_str!("harness.mjs");
 
 /// The reconnect configuration the harness hands the DSH plugin (`null`: the package's own).
 fn policy_config(policy: Policy) -> Value {
-match policy {
+    match policy {
         Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
         Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
         Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),

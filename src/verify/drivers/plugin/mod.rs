@@ -9,16 +9,16 @@ pub mod harness;
 
 use std::time::Instant;
 
+use crate::classify::Install;
 use crate::color;
 use crate::error::Result;
 use crate::node::Node;
+use crate::verify::fake_server::FakeServer;
 use crate::verify::scenario::{self, Evidence, Judgement, Policy, Scenario, ScenarioName};
-use crate::verify::server::FakeServer;
 use crate::verify::{
-    broken, explore, install_note, shown_verdict, Expectations, InstallResult, ScenarioResult, Target,
-    VerifyOptions,
+    broken, explore, install_note, shown_verdict, Expectations, InstallResult, ScenarioResult,
+    Target, VerifyOptions,
 };
-use crate::classify::Install;
 use harness::RunSpec;
 
 use super::{ClientDriver, Job, Verifying};
@@ -184,4 +184,3 @@ async fn verify_install(
     result.note = install_note(target, result.overall, expectations);
     Ok(result)
 }
-

@@ -14,12 +14,12 @@
 use std::path::{Path, PathBuf};
 
 use super::{mirror, ClientDriver, Job, Verifying};
-use crate::verify::scenario::Scenario;
-use crate::verify::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
 use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
+use crate::verify::scenario::Scenario;
+use crate::verify::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
 
 /// The MCP TypeScript SDK's own client, through the target's host script.
 pub(crate) struct SdkClient;
@@ -123,7 +123,8 @@ async fn verify_install(
             // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
             environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
         };
-        let (runs, this, out) = crate::verify::drivers::bridge::run_launch(&opts, &launch, progress).await?;
+        let (runs, this, out) =
+            crate::verify::drivers::bridge::run_launch(&opts, &launch, progress).await?;
         if rank(this) > rank(overall) {
             overall = this;
         }
