@@ -29,8 +29,10 @@ use crate::error::Result;
 use crate::node::Node;
 use crate::registry::PatchSpec;
 use crate::targets::Driver;
+use crate::verify::report::InstallResult;
 use crate::verify::scenario::Scenario;
-use crate::verify::{InstallResult, Target, VerifyOptions};
+use crate::verify::target::Target;
+use crate::verify::VerifyOptions;
 
 /// One install to put through the scenarios: what every driver is handed.
 pub(crate) struct Job<'a> {

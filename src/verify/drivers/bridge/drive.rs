@@ -173,7 +173,7 @@ pub async fn handshake(
     if !tools.iter().any(|t| t == "echo") {
         return Err(Stop::Handshake(format!(
             "tools/list did not list the fake server's tools (echo, add, fail, slow): {}",
-            super::clip(&list.to_string(), 300)
+            crate::verify::render::clip(&list.to_string(), 300)
         )));
     }
     Ok(tools)

@@ -13,8 +13,9 @@ use crate::node::Node;
 use crate::registry::PatchSpec;
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::{ClientDriver, Job, Verifying};
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
-use crate::verify::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
+use crate::verify::target::{Target, COPY_PREFIX};
 
 /// An installed stdio bridge (mcp-remote), run as its manifest's `verify.command` says.
 pub(crate) struct InstalledBridge;

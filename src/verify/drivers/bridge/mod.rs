@@ -25,10 +25,12 @@ use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::verify::fake_server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
 use crate::verify::process::{self as child, orphans};
+use crate::verify::render::{overall_style, scenario_table, shown_verdict};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
     self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
 };
+use crate::verify::signals::Interrupts;
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
@@ -261,7 +263,7 @@ fn run_all(
     let progress = !opts.json || std::io::stderr().is_terminal();
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
-        let mut signals = crate::verify::Interrupts::listen()?;
+        let mut signals = Interrupts::listen()?;
         tokio::select! {
             r = run_scenarios(opts, launch, chosen, results, progress) => r,
             signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
@@ -293,7 +295,7 @@ async fn run_scenarios(
         }
         if progress {
             let j = &one.judgement;
-            let shown = crate::verify::shown_verdict(color::stderr(), j, one.expected);
+            let shown = shown_verdict(color::stderr(), j, one.expected);
             crate::errln!(
                 "[{}/{total}] {}: {shown} at {:.1} s",
                 i + 1,
@@ -570,16 +572,6 @@ fn overall(results: &[BridgeScenario]) -> &'static str {
     }
 }
 
-/// At most `n` characters of `text`, with `…` when cut.
-pub(crate) fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        return text.to_string();
-    }
-    let mut s: String = text.chars().take(n).collect();
-    s.push('…');
-    s
-}
-
 fn render(
     command: &str,
     results: &[BridgeScenario],
@@ -602,7 +594,7 @@ fn render(
         .iter()
         .map(|x| (x.name.to_string(), &x.judgement, x.expected))
         .collect();
-    s.push_str(&crate::verify::scenario_table(&rows, columns, paint));
+    s.push_str(&scenario_table(&rows, columns, paint));
     for l in left_out {
         s.push_str(&crate::table::hanging(
             "left out ",
@@ -610,7 +602,7 @@ fn render(
             columns,
         ));
     }
-    s.push_str(&paint.paint(crate::verify::overall_style(overall), overall));
+    s.push_str(&paint.paint(overall_style(overall), overall));
     s.push('\n');
     s
 }

@@ -24,9 +24,13 @@ use crate::registry::{FileFind, PatchSpec};
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::steps::{self, Stop};
 use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
+use crate::verify::render::shown_verdict;
+use crate::verify::report::install_note;
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
-use crate::verify::{InstallResult, ScenarioResult, Target};
+use crate::verify::target::Target;
+use crate::verify::target::COPY_PREFIX;
 use model::{AskedCall, FakeModel};
 
 /// How long the CLI may take to start and send its first request (it loads
@@ -110,7 +114,7 @@ impl ModelCaller<'_> {
             if model::declared_name(&self.declared, tool).is_none() {
                 return Err(Stop::Handshake(format!(
                     "gemini-cli declared no tool `{tool}` of the fake server to the model (it declared: {})",
-                    crate::verify::drivers::bridge::clip(&self.declared.join(", "), 300)
+                    crate::verify::render::clip(&self.declared.join(", "), 300)
                 )));
             }
             labels.push((id.clone(), label));
@@ -349,13 +353,13 @@ async fn verify_install(
             &entry,
             &install.file,
             &target.load,
-            crate::verify::COPY_PREFIX,
+            COPY_PREFIX,
         )?)
     };
     // Removed when dropped, a signal included: verify's own listener turns
     // SIGINT, SIGTERM and SIGHUP into an error that unwinds through here.
     let entry = mirror.as_ref().map_or(entry, |m| m.entry.clone());
-    let expectations = crate::verify::Expectations::of(target.is_current_patch(), opts.strict);
+    let expectations = Expectations::of(target.is_current_patch(), opts.strict);
     let seamless = expectations.seamless();
     let chosen: Vec<&Scenario> = scenarios
         .iter()
@@ -410,7 +414,7 @@ async fn verify_install(
         };
         let n = finished.fetch_add(1, Ordering::SeqCst) + 1;
         if progress {
-            let shown = crate::verify::shown_verdict(crate::color::stderr(), &j, expect);
+            let shown = shown_verdict(crate::color::stderr(), &j, expect);
             crate::errln!(
                 "[{n}/{total}] {}: {shown} at {:.1} s",
                 s.name,
@@ -448,7 +452,7 @@ async fn verify_install(
     let results: Vec<ScenarioResult> = results.into_iter().flatten().collect();
     let mut result =
         InstallResult::checked(install, target, node.version.clone(), expectations, results);
-    result.note = crate::verify::install_note(target, result.overall, expectations).or_else(|| {
+    result.note = install_note(target, result.overall, expectations).or_else(|| {
         (install.state == State::Affected).then(|| "not patched: run `mcpatch apply`".into())
     });
     result.left_out = left_out;

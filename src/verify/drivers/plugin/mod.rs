@@ -13,12 +13,13 @@ use crate::classify::Install;
 use crate::color;
 use crate::error::Result;
 use crate::node::Node;
+use crate::verify::explore;
 use crate::verify::fake_server::FakeServer;
+use crate::verify::render::shown_verdict;
+use crate::verify::report::{broken, install_note, Expectations, InstallResult, ScenarioResult};
 use crate::verify::scenario::{self, Evidence, Judgement, Policy, Scenario, ScenarioName};
-use crate::verify::{
-    broken, explore, install_note, shown_verdict, Expectations, InstallResult, ScenarioResult,
-    Target, VerifyOptions,
-};
+use crate::verify::target::Target;
+use crate::verify::VerifyOptions;
 use harness::RunSpec;
 
 use super::{ClientDriver, Job, Verifying};

@@ -18,8 +18,9 @@ use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
-use crate::verify::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
+use crate::verify::target::{Target, COPY_PREFIX};
 
 /// The MCP TypeScript SDK's own client, through the target's host script.
 pub(crate) struct SdkClient;
