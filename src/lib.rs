@@ -169,7 +169,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             if let Some(flag) = flag {
                 return Err(crate::error::Error::BridgeConflict { flag });
             }
-            verify::drivers::bridge::run(&verify::drivers::bridge::BridgeOptions {
+            verify::drivers::stdio_host::run(&verify::drivers::stdio_host::BridgeOptions {
                 command,
                 scenarios,
                 json,

@@ -3,20 +3,22 @@
 //! (`verify.driver`, [`Driver`]):
 //!
 //! * `plugin` — the DSH plugin, loaded in node by the bundled JS harness.
-//! * `bridge` — an installed stdio bridge (mcp-remote), and `verify --command`.
+//! * `bridge` — an installed stdio bridge (mcp-remote), run as its manifest says.
 //! * `headless_cli` — gemini-cli's real CLI, run headless with mcpatch as its model.
 //! * `sdk_client` — the MCP TypeScript SDK's own client, through a host script run as a bridge.
 //!
-//! Shared by the drivers, knowing none of them by name: `steps` (a plan's
+//! Shared by the drivers, knowing none of them by name: `stdio_host` (mcpatch
+//! as a bridge's stdio host, also `verify --command`), `steps` (a plan's
 //! calls, for the drivers in which mcpatch makes the calls) and `mirror` (a
 //! copy of an install's folder holding the file to check); the child
 //! processes they start are handled by [`crate::verify::process`].
 
-pub mod bridge;
+mod bridge;
 mod headless_cli;
 pub(crate) mod mirror;
 pub mod plugin;
 mod sdk_client;
+pub mod stdio_host;
 pub(crate) mod steps;
 
 use std::future::Future;

@@ -1,871 +1,147 @@
-//! `mcpatch verify --command CMD`: verify any stdio MCP bridge (mcp-remote,
-//! mcp-proxy, supergateway, ...) against the fake server, in the MCP
-//! conformance suite's convention: the server URL put in place of `{url}` or
-//! appended as the last argument, `MCP_CONFORMANCE_SCENARIO` and
-//! `MCP_CONFORMANCE_PROTOCOL_VERSION` set. mcpatch is the bridge's stdio host;
-//! the verdicts are the same judges' as for the DSH plugin, from the server's
-//! witness log and the answers that came back over stdio.
+//! `verify` of an installed stdio bridge (mcp-remote): the install's program,
+//! started as its manifest's `verify.command` says, with mcpatch as its stdio
+//! host, through the bridge scenarios of `verify --command`. A file that is
+//! not the installed one (a backup's saved original, the control of `verify
+//! --backup`; the patched copy `apply` checks before it writes a release
+//! mcpatch does not know) is run in place: the folder of the command's entry
+//! file is copied with that file in it (mirror.rs), and the copy's entry runs.
 
-mod drive;
-mod host;
-mod install;
-
-pub use super::LeftOut;
-pub(super) use install::InstalledBridge;
-
-use std::ffi::OsString;
-use std::io::IsTerminal;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-use serde::Serialize;
-
-use crate::color;
+use super::stdio_host::{self, BridgeOptions};
+use crate::classify::{Install, State};
 use crate::error::{Error, Result};
-use crate::exit_code::Outcome;
-use crate::verify::fake_server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
-use crate::verify::process::{self as child, orphans};
-use crate::verify::render::{overall_style, scenario_table, shown_verdict};
-use crate::verify::scenario::Policy;
-use crate::verify::scenario::{
-    self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
-};
-use crate::verify::signals::Interrupts;
+use crate::node::Node;
+use crate::registry::PatchSpec;
+use crate::verify::drivers::mirror;
+use crate::verify::drivers::{ClientDriver, Job, Verifying};
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
+use crate::verify::scenario::Scenario;
+use crate::verify::target::{Target, COPY_PREFIX};
 
-/// The default of `--startup-timeout`: `npx` may download the bridge first.
-pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
-/// Test-only: panic at the named step (only `bridge-ran`), to prove that a
-/// panic unwinding through a run still kills and reaps the bridge.
-const PANIC_AT: &str = "MCPATCH_TEST_PANIC_AT";
-/// Lines of the bridge's stderr a BROKEN note quotes.
-const NOTE_STDERR_LINES: usize = 5;
+/// An installed stdio bridge (mcp-remote), run as its manifest's `verify.command` says.
+pub(crate) struct InstalledBridge;
 
-/// Options of `mcpatch verify --command`.
-#[derive(Debug, Clone)]
-pub struct BridgeOptions {
-    /// The bridge's command line, as typed (quoted as for a shell).
-    pub command: String,
-    pub scenarios: Vec<ScenarioName>,
-    pub json: bool,
-    /// How long the bridge may take to answer the first initialize.
-    pub startup: Duration,
-    /// Print each scenario's stderr of the bridge.
-    pub verbose: bool,
-    /// Where the bridge's environment comes from: mcpatch's own for the
-    /// user's `--command`, cleared for an install mcpatch found.
-    pub environment: child::Environment,
-}
+impl ClientDriver for InstalledBridge {
+    fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
+        Box::pin(verify_install(
+            job.spec,
+            job.node,
+            job.install,
+            job.target,
+            job.scenarios,
+            job.progress,
+        ))
+    }
 
-/// The argv and the variables of a bridge to start against a server's URL.
-pub(crate) type Launch<'a> = &'a dyn Fn(&str) -> (Vec<OsString>, Vec<(String, OsString)>);
-
-/// A conformance check, as the MCP conformance suite names and reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct Check {
-    pub id: &'static str,
-    /// SUCCESS or FAILURE.
-    pub status: &'static str,
-    pub description: &'static str,
-    /// What failed, for a FAILURE.
-    pub error_message: Option<String>,
-}
-
-/// One scenario's result.
-#[derive(Debug, Clone, Serialize)]
-pub struct BridgeScenario {
-    pub name: ScenarioName,
-    pub expected: Expectation,
-    /// verdict, ok, recovery_ms, trigger_ms, failed_calls, initialize_count, trigger_error, note.
-    #[serde(flatten)]
-    pub judgement: Judgement,
-    /// The conformance suite's session checks (the scenarios whose server answers a lost session with 404).
-    pub checks: Vec<Check>,
-    /// Sessions the bridge opened before the one its host's calls went through (a
-    /// connection test at start-up), left out of the verdict and the checks.
-    pub sessions_before_host: usize,
-    /// How the bridge ended, when it ended by itself during the scenario (else null).
-    pub exit: Option<String>,
-    /// The bridge's stderr during this scenario (its last lines).
-    pub stderr: String,
-    /// Lines of stderr left out before `stderr` (0 when it is whole).
-    pub stderr_lines_dropped: usize,
-    /// Lines on the bridge's stdout that were not JSON-RPC messages.
-    pub stdout_noise: Vec<String>,
-    /// Whether the bridge got through its handshake (initialize, tools/list).
-    #[serde(skip)]
-    pub started: bool,
-}
-
-/// A scenario not run because the bridge could not start in scenario `first`.
-fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
-    BridgeScenario {
-        name: s.name,
-        expected: s.expectation(true),
-        judgement: Judgement {
-            verdict: "BROKEN",
-            ok: false,
-            recovery_ms: None,
-            trigger_ms: None,
-            failed_calls: 0,
-            initialize_count: 0,
-            trigger_error: None,
-            note: format!("not run: the bridge did not get through its handshake in {first}"),
-        },
-        checks: Vec::new(),
-        sessions_before_host: 0,
-        exit: None,
-        stderr: String::new(),
-        stderr_lines_dropped: 0,
-        stdout_noise: Vec::new(),
-        started: false,
+    fn always_strict(&self) -> bool {
+        true
     }
 }
 
-#[derive(Debug, Serialize)]
-struct BridgeReport {
-    /// The bridge's command, split as a shell would (before the URL is put in).
-    command: Vec<String>,
-    protocol_version: &'static str,
-    startup_timeout_ms: u64,
-    call_timeout_ms: u64,
-    /// SEAMLESS, RECOVERED or HELD when every scenario met its expectation, else STUCK or FAILED.
-    overall: &'static str,
-    scenarios: Vec<BridgeScenario>,
-    left_out: Vec<LeftOut>,
-    /// What stopped the check outside any one scenario (an interrupt), else null.
-    error: Option<String>,
-}
-
-/// Why a scenario does not run against a bridge, if it does not.
-fn left_out_why(s: &Scenario) -> Option<&'static str> {
-    const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
-    if s.plan == Plan::Forgetful
-        || (s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short)
-    {
-        return Some(POLICY);
-    }
-    match s.plan {
-        Plan::Invalidate
-        | Plan::Idle
-        | Plan::Restart
-        | Plan::Ordinary
-        | Plan::Settle
-        | Plan::Concurrent
-        | Plan::Cut
-        | Plan::Reload => None,
-        Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
-        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a stdio host cannot pass"),
-        Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
-        Plan::Forgetful | Plan::GiveUp => Some(POLICY),
-    }
-}
-
-/// What the DSH plugin's runs have that a bridge's do not.
-const DEFAULT_POLICY_LEFT_OUT: &str = "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario";
-
-/// Run the scenarios of `opts` (its `command` unused) on the bridge that
-/// `launch` starts against a server's URL, for `verify` of an installed bridge, inside the caller's runtime (which handles signals: a
-/// dropped run kills and reaps the bridge): the results and the overall
-/// verdict, and the scenarios left out; `progress` prints a line per scenario on stderr.
-pub(crate) async fn run_launch(
-    opts: &BridgeOptions,
-    launch: Launch<'_>,
+/// Verify one install of a stdio bridge on `target.load`: the installed
+/// file, or a copy of the entry's folder holding `target.load` in its place.
+/// The bridge is always held to the current revision's expectations (the
+/// scenarios' seamless ones): the saved original is expected to fail them.
+async fn verify_install(
+    spec: &PatchSpec,
+    node: &Node,
+    install: &Install,
+    target: &Target,
+    scenarios: &[Scenario],
     progress: bool,
-) -> Result<(Vec<BridgeScenario>, &'static str, Vec<LeftOut>)> {
-    let (chosen, left_out) = choose(opts)?;
-    let mut results = Vec::new();
-    run_scenarios(opts, launch, &chosen, &mut results, progress).await?;
-    let overall = overall(&results);
-    Ok((results, overall, left_out))
-}
-
-/// The scenarios a bridge runs, and those left out with why.
-fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
-    let mut chosen = Vec::new();
-    let mut left_out = Vec::new();
-    for s in scenario::all().into_iter().filter(|s| {
-        if opts.scenarios.is_empty() {
-            !crate::verify::scenario::reload::by_name_only(s)
-        } else {
-            opts.scenarios.contains(&s.name)
-        }
-    }) {
-        match left_out_why(&s) {
-            Some(why) => left_out.push(LeftOut {
-                name: s.name.to_string(),
-                why,
-            }),
-            None => chosen.push(s),
+) -> Result<InstallResult> {
+    // Node reads its argv as UTF-8: a path that is not would be read as another
+    // one (U+FFFD in place of each bad byte), a file someone else may have put there.
+    for path in [&install.file, &target.load] {
+        if path.to_str().is_none() {
+            return Err(Error::PathNotLoadable {
+                path: install.path.clone(),
+                url: crate::stage::file_url(&install.path),
+            });
         }
     }
-    if opts.scenarios.is_empty() || opts.scenarios.contains(&ScenarioName::Expired404) {
-        left_out.push(LeftOut {
-            name: "expired-404 (default policy)".into(),
-            why: DEFAULT_POLICY_LEFT_OUT,
-        });
-    }
-    if chosen.is_empty() {
-        return Err(Error::BridgeNothingToRun {
-            left_out: left_out
-                .iter()
-                .map(|l| format!("{}: {}", l.name, l.why))
-                .collect(),
-        });
-    }
-    Ok((chosen, left_out))
-}
-
-pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
-    let words = child::parse(&opts.command)?;
-    let (chosen, left_out) = choose(opts)?;
-    let mut results = Vec::new();
-    // The user's own command: `{url}` in its words, else the URL last.
-    let launch = |url: &str| (child::with_url(&words, url), Vec::new());
-    let result = run_all(opts, &launch, &chosen, &mut results);
-    let overall = overall(&results);
-    if opts.json {
-        let report = BridgeReport {
-            command: words,
-            protocol_version: PROTOCOL_VERSIONS[0],
-            startup_timeout_ms: opts.startup.as_millis() as u64,
-            call_timeout_ms: drive::CALL_LIMIT.as_millis() as u64,
-            overall,
-            scenarios: results,
-            left_out,
-            error: result.as_ref().err().map(|e| e.to_string()),
-        };
-        let text = serde_json::to_string_pretty(&report).expect("report serializes");
-        crate::outln!("{text}");
-    } else if result.is_ok() {
-        crate::out!("{}", render(&opts.command, &results, &left_out, overall));
-    }
-    result
-}
-
-fn run_all(
-    opts: &BridgeOptions,
-    launch: Launch<'_>,
-    chosen: &[Scenario],
-    results: &mut Vec<BridgeScenario>,
-) -> Result<Outcome> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| {
-            Error::io(
-                "start",
-                "the async runtime",
-                e,
-                "check the machine's thread limits",
-            )
-        })?;
-    let progress = !opts.json || std::io::stderr().is_terminal();
-    rt.block_on(async {
-        // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
-        let mut signals = Interrupts::listen()?;
-        tokio::select! {
-            r = run_scenarios(opts, launch, chosen, results, progress) => r,
-            signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
-        }
-    })
-}
-
-/// Run `chosen` one after another on the bridge `launch` starts, each
-/// result pushed to `results` as it comes.
-async fn run_scenarios(
-    opts: &BridgeOptions,
-    launch: Launch<'_>,
-    chosen: &[Scenario],
-    results: &mut Vec<BridgeScenario>,
-    progress: bool,
-) -> Result<Outcome> {
-    let started = Instant::now();
-    let total = chosen.len();
-    // A bridge that could not start once is not started again (each try may
-    // wait the whole start-up limit): the scenarios left say so.
-    let mut not_started: Option<ScenarioName> = None;
-    for (i, s) in chosen.iter().enumerate() {
-        let one = match not_started {
-            Some(first) => not_run(s, first),
-            None => run_one(s, launch, opts.startup, &opts.environment).await?,
-        };
-        if !one.started && not_started.is_none() {
-            not_started = Some(s.name);
-        }
-        if progress {
-            let j = &one.judgement;
-            let shown = shown_verdict(color::stderr(), j, one.expected);
-            crate::errln!(
-                "[{}/{total}] {}: {shown} at {:.1} s",
-                i + 1,
-                s.name,
-                started.elapsed().as_secs_f64()
-            );
-        }
-        if opts.verbose {
-            crate::errln!("--- stderr of the bridge ({}) ---", s.name);
-            if !one.stderr.is_empty() {
-                crate::errln!("{}", crate::output::clean_lines(&one.stderr));
-            }
-            crate::errln!("--- end ---");
-        }
-        results.push(one);
-    }
-    Ok(if results.iter().all(|r| r.judgement.ok) {
-        Outcome::Clean
+    let mirror = if target.load == install.file {
+        None
     } else {
-        Outcome::Attention
-    })
-}
-
-async fn run_one(
-    s: &Scenario,
-    launch: Launch<'_>,
-    startup: Duration,
-    environment: &child::Environment,
-) -> Result<BridgeScenario> {
-    let server = FakeServer::start(s.behaviour.clone(), 0).await?;
-    let (argv, env) = launch(&server.url());
-    let version = PROTOCOL_VERSIONS[0];
-    let (bridge, stdin, stdout) =
-        child::GroupChild::spawn(&argv, s.name.as_str(), version, environment, &env)?;
-    let host = Arc::new(host::Host::new(stdin, stdout));
-    let run = drive::run(s, &server, host.clone(), startup, version).await;
-    // The bridge still runs here: the fault tests fail or panic at this point
-    // to prove it is killed and reaped on those paths too.
-    crate::kill_point::reached("bridge-ran")?;
-    if std::env::var_os(PANIC_AT).is_some_and(|v| v == "bridge-ran") {
-        panic!("{PANIC_AT}=bridge-ran");
+        let entry = crate::targets::stdio_bridge::entry(spec, &install.path).ok_or_else(|| {
+            Error::BridgeNoEntry {
+                target: spec.target,
+                file: install.file.clone(),
+            }
+        })?;
+        Some(mirror::build(
+            &entry,
+            &install.file,
+            &target.load,
+            COPY_PREFIX,
+        )?)
+    };
+    // Removed when dropped, a signal included: verify's own listener turns
+    // SIGINT, SIGTERM and SIGHUP into an error that unwinds through here.
+    let scratch = crate::stage::scratch_dir("mcpatch-bridge-")?;
+    // The manifest's words filled in once per server, each placeholder in one
+    // pass: a path (not UTF-8, or holding `{url}`) goes in as it is.
+    let run = mirror.as_ref().map(|m| m.entry.as_path());
+    let launch = |url: &str| {
+        crate::targets::stdio_bridge::command(
+            spec,
+            &node.path,
+            &install.path,
+            run,
+            url,
+            scratch.path(),
+        )
+    };
+    if progress {
+        let what = match &target.backup {
+            Some(id) => format!(" (backup {}, the control)", crate::output::clean(id)),
+            None if mirror.is_some() => " (a copy to check)".to_string(),
+            None => String::new(),
+        };
+        crate::errln!(
+            "{}{what}: {} as a stdio bridge",
+            crate::output::path(&install.path),
+            spec.target
+        );
     }
-    let stderr = bridge.stderr.clone();
-    // Was the end the bridge's own? Look before mcpatch closes its stdin.
-    let ended_itself = matches!(run.stop, Some(drive::Stop::Closed(_)));
-    let status = drive::finish(&host, bridge).await;
-    let exit = if ended_itself {
-        Some(status.map_or_else(|| "its stdout ended".to_string(), |s| s.to_string()))
+    let bridge_opts = BridgeOptions {
+        command: String::new(),
+        scenarios: scenarios.iter().map(|s| s.name).collect(),
+        json: !progress,
+        startup: stdio_host::DEFAULT_STARTUP,
+        verbose: false,
+        // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
+        environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
+    };
+    let (runs, overall, left_out) = stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
+    let scenarios = runs
+        .into_iter()
+        .map(|r| ScenarioResult {
+            build: None,
+            name: r.name,
+            policy: "bridge",
+            expected: r.expected,
+            judgement: r.judgement,
+            node_version: node.version.clone(),
+        })
+        .collect();
+    let note = if target.backup.is_some() {
+        Some("the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced".to_string())
+    } else if target.state == State::Affected {
+        Some("not patched: run `mcpatch apply`".to_string())
     } else {
         None
     };
-    let (stderr_text, dropped, tail) = match stderr.lock() {
-        Ok(t) => (t.text(), t.dropped, t.last(NOTE_STDERR_LINES)),
-        Err(_) => Default::default(),
-    };
-    let (witness, before_host) = host_scope(server.witness());
-    let dropped_ids = server.dropped_sessions();
-    let expected = s.expectation(true);
-    let judgement = match &run.stop {
-        None => {
-            let counts = server.call_counts();
-            scenario::judge_with(
-                s,
-                expected,
-                &Evidence {
-                    witness: &witness,
-                    dropped: &dropped_ids,
-                    counts: &counts,
-                    calls: &run.calls,
-                    policy: Policy::Short,
-                    seamless: true,
-                    per_call_recovery: false,
-                },
-                // A bridge keeps no tool list of its own: its host lists the tools.
-                false,
-            )
-        }
-        Some(stop) => stopped(stop, &witness, &run.calls, exit.as_deref(), &tail),
-    };
-    let checks = checks(s, &witness, &dropped_ids);
-    Ok(BridgeScenario {
-        name: s.name,
-        expected,
-        judgement,
-        checks,
-        sessions_before_host: before_host,
-        exit,
-        stderr: stderr_text,
-        stderr_lines_dropped: dropped,
-        stdout_noise: host.stray.lock().map(|s| s.clone()).unwrap_or_default(),
-        started: !run.tools.is_empty(),
-    })
-}
-
-/// The witness log from the session the host's calls went through on: a bridge
-/// may open sessions of its own before it (mcp-remote tests the connection with
-/// one), which are no session its host used. Returns the log without those
-/// sessions, and how many there were.
-fn host_scope(witness: Vec<WitnessEntry>) -> (Vec<WitnessEntry>, usize) {
-    let host_session = witness
-        .iter()
-        .find(|e| e.rpc_method.as_deref() == Some("tools/call"))
-        .and_then(|e| e.session_sent.clone());
-    let Some(start) = host_session.and_then(|s| {
-        witness
-            .iter()
-            .position(|e| e.session_issued.as_deref() == Some(s.as_str()))
-    }) else {
-        return (witness, 0);
-    };
-    let earlier: Vec<String> = witness[..start]
-        .iter()
-        .filter_map(|e| e.session_issued.clone())
-        .collect();
-    let scoped = witness
-        .into_iter()
-        .skip(start)
-        .filter(|e| e.session_sent.as_ref().is_none_or(|s| !earlier.contains(s)))
-        .collect();
-    (scoped, earlier.len())
-}
-
-/// The verdict of a run that stopped early: HANG for a bridge that stopped
-/// answering, BROKEN for one that ended or answered the handshake wrongly.
-fn stopped(
-    stop: &drive::Stop,
-    witness: &[WitnessEntry],
-    calls: &[scenario::HarnessCall],
-    exit: Option<&str>,
-    stderr_tail: &str,
-) -> Judgement {
-    let (verdict, note) = match stop {
-        drive::Stop::Hang(what) => ("HANG", format!("{what}; the bridge was still running")),
-        drive::Stop::Closed(what) => {
-            let how = exit.map(|e| format!(" ({e})")).unwrap_or_default();
-            let tail = if stderr_tail.is_empty() {
-                "its stderr was empty".to_string()
-            } else {
-                format!(
-                    "its stderr ended: {}",
-                    crate::output::clean_lines(stderr_tail).replace('\n', " | ")
-                )
-            };
-            ("BROKEN", format!("{what}{how}; {tail}"))
-        }
-        drive::Stop::Handshake(what) => ("BROKEN", what.clone()),
-    };
-    Judgement {
-        verdict,
-        ok: false,
-        recovery_ms: None,
-        trigger_ms: None,
-        failed_calls: calls.iter().filter(|c| !c.ok).count(),
-        initialize_count: witness
-            .iter()
-            .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 200)
-            .count(),
-        trigger_error: None,
-        note,
-    }
-}
-
-pub const CHECK_RENEGOTIATE: &str = "client-session-renegotiate-on-404";
-pub const CHECK_CONTINUES: &str = "client-session-continues-after-renegotiation";
-
-/// Whether a scenario is one the conformance suite's session checks apply to:
-/// the server loses the session under the client and answers it with 404.
-fn answers_404(s: &Scenario) -> bool {
-    s.expect == Expectation::Recover
-        && matches!(
-            s.behaviour.lost_session,
-            LostSessionAnswer::NotFoundJsonRpc
-                | LostSessionAnswer::NotFoundText
-                | LostSessionAnswer::NotFoundPlain
-        )
-}
-
-/// The conformance suite's two session checks, from the witness log: after a
-/// 404 to a request carrying a dropped session id, (1) a fresh initialize
-/// without a session id, (2) requests on the new session answered, and none
-/// carrying the old id once the new session was set up.
-fn checks(s: &Scenario, witness: &[WitnessEntry], dropped: &[String]) -> Vec<Check> {
-    if !answers_404(s) {
-        return Vec::new();
-    }
-    let dead = |e: &WitnessEntry| {
-        e.session_sent
-            .as_ref()
-            .is_some_and(|id| dropped.contains(id))
-    };
-    let lost = witness.iter().position(|e| dead(e) && e.status == 404);
-    let fresh = lost.and_then(|at| {
-        witness[at..]
-            .iter()
-            .position(|e| {
-                e.rpc_method.as_deref() == Some("initialize")
-                    && e.session_sent.is_none()
-                    && e.status == 200
-            })
-            .map(|i| i + at)
-    });
-    let check = |id, description, failure: Option<String>| Check {
-        id,
-        status: if failure.is_none() {
-            "SUCCESS"
-        } else {
-            "FAILURE"
-        },
-        description,
-        error_message: failure,
-    };
-    let renegotiate = match (lost, fresh) {
-        (None, _) => {
-            Some("the client never sent a request that met the 404 of a lost session".into())
-        }
-        (Some(_), None) => {
-            Some("after the 404 the client never sent a new initialize without a session id".into())
-        }
-        _ => None,
-    };
-    let continues = match fresh {
-        None => Some("there was no new session to continue on".into()),
-        Some(at) => {
-            let new_id = witness[at].session_issued.clone().unwrap_or_default();
-            let established = witness[at].answered_ms;
-            let old_later = witness
-                .iter()
-                .filter(|e| dead(e) && e.t_ms > established)
-                .count();
-            let answered = witness[at + 1..].iter().any(|e| {
-                e.session_sent.as_deref() == Some(new_id.as_str())
-                    && e.rpc_method.as_deref() != Some("initialize")
-                    && (200..300).contains(&e.status)
-            });
-            if old_later > 0 {
-                Some(format!("{old_later} request(s) still carried the old session id after the new session was set up"))
-            } else if !answered {
-                Some("no request on the new session was answered".into())
-            } else {
-                None
-            }
-        }
-    };
-    vec![
-        check(
-            CHECK_RENEGOTIATE,
-            "on a 404 for a request carrying a session id, the client starts a new session with an initialize that carries no session id",
-            renegotiate,
-        ),
-        check(
-            CHECK_CONTINUES,
-            "after renegotiating, the client continues on the new session id, not the old one",
-            continues,
-        ),
-    ]
-}
-
-/// One word for the bridge: the weakest result that still met every expectation, or what failed.
-fn overall(results: &[BridgeScenario]) -> &'static str {
-    if results.is_empty() || !results.iter().all(|r| r.judgement.ok) {
-        return if results.iter().any(|r| r.judgement.verdict == "STUCK") {
-            "STUCK"
-        } else {
-            "FAILED"
-        };
-    }
-    let verdicts: Vec<&str> = results.iter().map(|r| r.judgement.verdict).collect();
-    if verdicts.contains(&"RECOVERED") {
-        "RECOVERED"
-    } else if verdicts.contains(&"SEAMLESS") {
-        "SEAMLESS"
-    } else {
-        "HELD"
-    }
-}
-
-fn render(
-    command: &str,
-    results: &[BridgeScenario],
-    left_out: &[LeftOut],
-    overall: &str,
-) -> String {
-    let paint = color::stdout();
-    let columns = crate::width::stdout_columns();
-    // A word wider than the room (a long path) is shortened from the middle, as status does.
-    let lead = "bridge: ";
-    let shown: Vec<String> = crate::output::clean(command)
-        .split(' ')
-        .map(|w| match columns {
-            Some(c) => crate::table::shorten_middle(w, c.saturating_sub(lead.len()).max(1)),
-            None => w.to_string(),
-        })
-        .collect();
-    let mut s = crate::table::hanging(lead, &shown.join(" "), columns);
-    let rows: Vec<(String, &Judgement, Expectation)> = results
-        .iter()
-        .map(|x| (x.name.to_string(), &x.judgement, x.expected))
-        .collect();
-    s.push_str(&scenario_table(&rows, columns, paint));
-    for l in left_out {
-        s.push_str(&crate::table::hanging(
-            "left out ",
-            &format!("{}: {}", l.name, l.why),
-            columns,
-        ));
-    }
-    s.push_str(&paint.paint(overall_style(overall), overall));
-    s.push('\n');
-    s
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn entry(
-        t: u64,
-        rpc: &str,
-        sent: Option<&str>,
-        status: u16,
-        issued: Option<&str>,
-    ) -> WitnessEntry {
-        WitnessEntry {
-            seq: t,
-            t_ms: t,
-            answered_ms: t,
-            http_method: "POST".into(),
-            rpc_method: Some(rpc.into()),
-            session_sent: sent.map(str::to_string),
-            status,
-            session_issued: issued.map(str::to_string),
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-        }
-    }
-
-    fn call(t: u64, sent: &str, id: &str, status: u16) -> WitnessEntry {
-        WitnessEntry {
-            call_id: Some(id.into()),
-            executed: Some(status == 200),
-            call_ok: (status == 200).then_some(true),
-            ..entry(t, "tools/call", Some(sent), status, None)
-        }
-    }
-
-    fn dropped_note(t: u64) -> WitnessEntry {
-        WitnessEntry {
-            http_method: "CONTROL".into(),
-            rpc_method: None,
-            note: Some("invalidate: dropped 1 session(s)".into()),
-            ..entry(t, "", None, 200, None)
-        }
-    }
-
-    /// A bridge that tests the connection with session p0, serves its host on
-    /// s1, loses it, starts s2 without the dead id and resends the call once
-    /// (no tools/list: its host never asked).
-    fn renegotiated() -> Vec<WitnessEntry> {
-        vec![
-            entry(0, "initialize", None, 200, Some("p0")),
-            entry(1, "initialize", None, 200, Some("s1")),
-            entry(2, "tools/list", Some("s1"), 200, None),
-            call(3, "s1", "c1", 200),
-            dropped_note(4),
-            call(5, "s1", "c2", 404),
-            entry(6, "initialize", None, 200, Some("s2")),
-            call(7, "s2", "c2", 200),
-            // The connection test's GET, reopened with its dead id.
-            WitnessEntry {
-                http_method: "GET".into(),
-                rpc_method: None,
-                ..entry(8, "", Some("p0"), 404, None)
-            },
-        ]
-    }
-
-    #[test]
-    fn the_verdict_starts_at_the_session_the_hosts_calls_went_through() {
-        let (scoped, before) = host_scope(renegotiated());
-        assert_eq!(before, 1);
-        assert_eq!(scoped.len(), 7);
-        assert_eq!(scoped[0].session_issued.as_deref(), Some("s1"));
-        assert!(scoped
-            .iter()
-            .all(|e| e.session_sent.as_deref() != Some("p0")));
-        // No call: nothing to scope by.
-        let w = vec![entry(0, "initialize", None, 200, Some("s1"))];
-        assert_eq!(host_scope(w).1, 0);
-    }
-
-    #[test]
-    fn a_bridge_recovers_without_relisting_tools_where_the_plugin_must_relist() {
-        let s = scenario::find(ScenarioName::Expired404);
-        let (witness, _) = host_scope(renegotiated());
-        let dropped = vec!["s1".to_string(), "p0".to_string()];
-        let counts = [
-            (
-                "c1".to_string(),
-                crate::verify::fake_server::CallCount { sent: 1, ran: 1 },
-            ),
-            (
-                "c2".to_string(),
-                crate::verify::fake_server::CallCount { sent: 2, ran: 1 },
-            ),
-        ]
-        .into_iter()
-        .collect();
-        let calls = vec![
-            scenario::HarnessCall {
-                call_id: "c1".into(),
-                name: "echo".into(),
-                ok: true,
-                error: None,
-                ms: 1,
-            },
-            scenario::HarnessCall {
-                call_id: "c2".into(),
-                name: "echo".into(),
-                ok: true,
-                error: None,
-                ms: 2,
-            },
-        ];
-        let ev = Evidence {
-            witness: &witness,
-            dropped: &dropped,
-            counts: &counts,
-            calls: &calls,
-            policy: Policy::Short,
-            seamless: true,
-            per_call_recovery: false,
-        };
-        let j = scenario::judge_with(&s, Expectation::Seamless, &ev, false);
-        assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
-        assert_eq!(
-            j.note,
-            "one fresh initialize without the dead id, calls succeeded"
-        );
-        let j = scenario::judge(&s, Expectation::Seamless, &ev);
-        assert_eq!((j.verdict, j.ok), ("STUCK", false));
-        assert_eq!(
-            j.note,
-            "a new session started but its tools were never listed again"
-        );
-    }
-
-    #[test]
-    fn the_404_checks_pass_on_renegotiation_and_fail_on_each_way_of_missing_it() {
-        let s = scenario::find(ScenarioName::Expired404);
-        let dropped = vec!["s1".to_string()];
-        let (witness, _) = host_scope(renegotiated());
-        let statuses = |w: &[WitnessEntry]| {
-            checks(&s, w, &dropped)
-                .iter()
-                .map(|c| (c.id, c.status, c.error_message.clone()))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(
-            statuses(&witness),
-            [
-                (CHECK_RENEGOTIATE, "SUCCESS", None),
-                (CHECK_CONTINUES, "SUCCESS", None)
-            ]
-        );
-        // The dead id again after the new session: renegotiated, did not continue.
-        let mut again = witness.clone();
-        again.push(call(9, "s1", "c3", 404));
-        assert_eq!(
-            statuses(&again)[1],
-            (CHECK_CONTINUES, "FAILURE", Some("1 request(s) still carried the old session id after the new session was set up".into()))
-        );
-        // No new initialize: both fail.
-        let kept: Vec<WitnessEntry> = witness[..5].to_vec();
-        assert_eq!(
-            statuses(&kept),
-            [
-                (
-                    CHECK_RENEGOTIATE,
-                    "FAILURE",
-                    Some(
-                        "after the 404 the client never sent a new initialize without a session id"
-                            .into()
-                    )
-                ),
-                (
-                    CHECK_CONTINUES,
-                    "FAILURE",
-                    Some("there was no new session to continue on".into())
-                ),
-            ]
-        );
-        // A new session nothing was answered on.
-        let idle: Vec<WitnessEntry> = witness[..6].to_vec();
-        assert_eq!(
-            statuses(&idle)[1],
-            (
-                CHECK_CONTINUES,
-                "FAILURE",
-                Some("no request on the new session was answered".into())
-            )
-        );
-        // Scenarios whose server does not answer 404 carry no checks.
-        assert!(checks(
-            &scenario::find(ScenarioName::Expired400),
-            &witness,
-            &dropped
-        )
-        .is_empty());
-        assert!(checks(
-            &scenario::find(ScenarioName::RestartPersisted),
-            &witness,
-            &dropped
-        )
-        .is_empty());
-    }
-
-    #[test]
-    fn only_the_dsh_plugin_api_scenarios_are_left_out_for_bridges() {
-        let run: Vec<ScenarioName> = scenario::all()
-            .iter()
-            .filter(|s| left_out_why(s).is_none())
-            .map(|s| s.name)
-            .collect();
-        assert_eq!(
-            run,
-            [
-                ScenarioName::Expired404,
-                ScenarioName::Expired400,
-                ScenarioName::Expired401,
-                ScenarioName::IdleTimeout,
-                ScenarioName::Restart,
-                ScenarioName::RestartPersisted,
-                ScenarioName::OrdinaryErrors,
-                ScenarioName::Sse404,
-                ScenarioName::StrictReinit,
-                ScenarioName::ConcurrentLoss,
-                ScenarioName::CutMidCall,
-                ScenarioName::Reload,
-                ScenarioName::Reload5s,
-            ]
-        );
-    }
-
-    #[test]
-    fn a_bridge_that_ended_is_broken_with_its_stderr_on_one_line_and_escaped() {
-        let j = stopped(
-            &drive::Stop::Closed("the bridge's stdout ended while call c2 (echo) waited".into()),
-            &[],
-            &[],
-            Some("exit status: 3"),
-            "first\n\u{1b}]0;owned\u{7}last",
-        );
-        assert_eq!((j.verdict, j.ok), ("BROKEN", false));
-        assert_eq!(
-            j.note,
-            "the bridge's stdout ended while call c2 (echo) waited (exit status: 3); its stderr ended: first | \\u{1b}]0;owned\\u{7}last"
-        );
-        let j = stopped(
-            &drive::Stop::Hang("call c2 (echo) got no answer within 5000 ms".into()),
-            &[],
-            &[],
-            None,
-            "",
-        );
-        assert_eq!(j.verdict, "HANG");
-        assert_eq!(
-            j.note,
-            "call c2 (echo) got no answer within 5000 ms; the bridge was still running"
-        );
-    }
+    let mut result = InstallResult::checked(
+        install,
+        target,
+        node.version.clone(),
+        // A bridge is always held to seamless recovery.
+        Expectations::of(target.is_current_patch(), true),
+        scenarios,
+    );
+    // The bridge's own word (FAILED when no scenario ran).
+    result.overall = overall;
+    result.note = note;
+    result.left_out = left_out;
+    Ok(result)
 }

@@ -115,17 +115,16 @@ async fn verify_install(
                 }
             );
         }
-        let opts = crate::verify::drivers::bridge::BridgeOptions {
+        let opts = super::stdio_host::BridgeOptions {
             command: String::new(),
             scenarios: scenarios.iter().map(|s| s.name).collect(),
             json: !progress,
-            startup: crate::verify::drivers::bridge::DEFAULT_STARTUP,
+            startup: super::stdio_host::DEFAULT_STARTUP,
             verbose: false,
             // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
             environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
         };
-        let (runs, this, out) =
-            crate::verify::drivers::bridge::run_launch(&opts, &launch, progress).await?;
+        let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
         if rank(this) > rank(overall) {
             overall = this;
         }
