@@ -147,7 +147,7 @@ pub(crate) fn not_checked(
 }
 
 /// What the gate `apply` puts a revision mcpatch does not know through found
-/// ([`verify_staged_strict`]).
+/// ([`crate::verify::verify_staged_strict`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct GateReport {
     /// Whether every scenario met the current patch revision's expectations.

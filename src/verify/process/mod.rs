@@ -1,6 +1,7 @@
-//! The bridge under test as a child process: its command line parsed with
-//! shell quoting rules (no shell runs it), the fake server's URL put in, run
-//! in a process group of its own so that everything it starts (an `npx`
+//! The programs a driver starts to check an install (a bridge, the headless
+//! CLI), as child processes, one home for every driver: a command line parsed
+//! with shell quoting rules (no shell runs it), the fake server's URL put in,
+//! run in a process group of its own so that everything it starts (an `npx`
 //! download, the node it execs) is killed with it, what it leaves behind
 //! outside the group killed too (orphans.rs), and reaped on every path, drop
 //! and unwinding included. Its stderr is drained as it comes, each line cut
