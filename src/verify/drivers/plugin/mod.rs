@@ -44,6 +44,10 @@ impl ClientDriver for PluginHarness {
     }
 }
 
+/// Verify one install of the DSH plugin on `target.load`: every scenario run
+/// by the harness (`expired-404` once more under the package's default
+/// policy, `reload` once more with its 60 s calls), each judged from its own
+/// fake server's witness log; then the explored runs, if any.
 async fn verify_install(
     node: &Node,
     install: &Install,
