@@ -86,3 +86,25 @@ pub struct LeftOut {
     pub name: String,
     pub why: &'static str,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_bridge_is_always_strict_and_only_the_plugin_needs_the_shim() {
+        let all = [
+            Driver::PluginApi,
+            Driver::StdioBridge,
+            Driver::GeminiCli,
+            Driver::SdkClient,
+        ];
+        let strict: Vec<Driver> = all.into_iter().filter(|d| of(*d).always_strict()).collect();
+        assert_eq!(strict, [Driver::StdioBridge]);
+        let shimmed: Vec<Driver> = all
+            .into_iter()
+            .filter(|d| of(*d).needs_with_resolvers())
+            .collect();
+        assert_eq!(shimmed, [Driver::PluginApi]);
+    }
+}
