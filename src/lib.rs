@@ -179,14 +179,14 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             if let Some(flag) = flag {
                 return Err(crate::error::Error::BridgeConflict { flag });
             }
-            verify::bridge::run(&verify::bridge::BridgeOptions {
+            verify::drivers::stdio_host::run(&verify::drivers::stdio_host::BridgeOptions {
                 command,
                 scenarios,
                 json,
                 startup: startup_timeout,
                 verbose,
                 // The user's own command runs as the user would run it.
-                environment: verify::bridge::child::Environment::Inherited,
+                environment: verify::process::Environment::Inherited,
             })
         }
         Command::Verify {

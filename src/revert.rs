@@ -215,11 +215,7 @@ fn revert_all(
                 // already the original (an upgrade put it back) is said so.
                 let mut restored_files: Vec<(&Path, &str, &str)> = Vec::new();
                 if file_too {
-                    restored_files.push((
-                        file,
-                        &chosen.id,
-                        &chosen.manifest.sha256_before,
-                    ));
+                    restored_files.push((file, &chosen.id, &chosen.manifest.sha256_before));
                 }
                 restored_files.extend(
                     also.iter()

@@ -2,44 +2,35 @@
 //! installed client heals itself when a server drops its session — the real
 //! installed file, the real MCP SDK, real node, real HTTP servers.
 
-pub mod bridge;
-pub mod checks;
-pub(crate) mod child_env;
+pub mod drivers;
 pub mod explore;
-mod gemini_cli;
-pub mod harness;
-mod mirror;
-pub mod reload;
+pub mod fake_server;
+pub mod process;
+pub(crate) mod render;
+pub mod report;
 pub mod scenario;
-mod sdk_client;
 mod serve;
-pub mod server;
-pub(crate) mod steps;
+pub(crate) mod signals;
+pub(crate) mod target;
 
+pub use report::{Expectations, GateReport, InstallResult, ScenarioResult};
 pub use serve::serve;
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
 
-use serde::Serialize;
-
-use crate::backup;
+use self::report::{not_checked, VerifyReport};
+use self::signals::{caught_signal, Interrupts};
+use self::target::{check_backups_first, copy_beside, Target};
 use crate::classify::{self, Install, State};
-use crate::color::visible_width;
-use crate::color::{self, Painter, Style};
 use crate::environment::Environment;
 use crate::error::{Error, Failures, Result};
 use crate::exit_code::Outcome;
 use crate::node::{self, Node};
-use crate::registry::Driver;
 use crate::registry::PatchSpec;
 use crate::survey;
-use crate::survey::table::{paint_state, short_hash};
-use crate::table::{hanging, shorten_middle, Align, Table};
-use harness::{Policy, RunSpec};
-use scenario::{Evidence, Expectation, Judgement, Scenario, ScenarioName};
-use server::FakeServer;
+use crate::table::shorten_middle;
+use scenario::{Scenario, ScenarioName};
 
 /// Options of `mcpatch verify`.
 #[derive(Debug, Clone, Default)]
@@ -65,118 +56,14 @@ pub struct VerifyOptions {
     pub explore_only: bool,
 }
 
-/// Which expectations a file was judged by, as `verify --json` reports them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Expectations {
-    /// The file is the current patch revision: recovery must be seamless.
-    CurrentRevision,
-    /// `--strict`: the current revision's expectations, for a file that is not it.
-    Strict,
-    /// Any other file (earlier revision, unknown, the saved original): recovering
-    /// after failed calls is enough.
-    Relaxed,
-}
-
-impl Expectations {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Expectations::CurrentRevision => "current-revision",
-            Expectations::Strict => "strict",
-            Expectations::Relaxed => "relaxed",
-        }
-    }
-
-    /// Whether these are the current revision's (seamless) expectations.
-    pub fn seamless(self) -> bool {
-        self != Expectations::Relaxed
-    }
-
-    fn of(current_patch: bool, strict: bool) -> Self {
-        match (current_patch, strict) {
-            (true, _) => Expectations::CurrentRevision,
-            (false, true) => Expectations::Strict,
-            (false, false) => Expectations::Relaxed,
-        }
-    }
-}
-
-/// One scenario's result, as `verify --json` reports it.
-#[derive(Debug, Clone, Serialize)]
-pub struct ScenarioResult {
-    pub name: ScenarioName,
-    /// The reconnect policy the client ran with: short (100 ms first backoff) or default (the package's own).
-    pub policy: &'static str,
-    pub expected: Expectation,
-    /// verdict, ok, recovery_ms, trigger_ms, failed_calls, initialize_count, trigger_error, note.
-    #[serde(flatten)]
-    pub judgement: Judgement,
-    pub node_version: String,
-    /// For an install of several builds (mcp-sdk): the build it ran (`esm`, `cjs`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub build: Option<String>,
-}
-
-/// One install's results.
-#[derive(Debug, Clone, Serialize)]
-pub struct InstallResult {
-    /// The target it is an install of (`--target NAME`).
-    pub target: &'static str,
-    #[serde(serialize_with = "crate::path_json::serialize")]
-    pub path: PathBuf,
-    /// The file that was loaded: the install's, or the saved file of a backup.
-    #[serde(serialize_with = "crate::path_json::serialize")]
-    pub file: PathBuf,
-    pub backup: Option<String>,
-    /// sha256 of what was loaded.
-    pub sha256: String,
-    /// The state of what was loaded (a backup's saved original is `affected`).
-    pub state: State,
-    /// Always false: verify changes no install (a backup's copy is removed after the run).
-    pub changed: bool,
-    /// The install's state as verify found it (with `--backup`, `state` is the
-    /// backup's); fleet tools read the same fields from apply and revert.
-    pub state_before: State,
-    /// The same as `state_before`: verify leaves the install as it found it.
-    pub state_after: State,
-    /// Why the check of this install could not run (then `overall` is FAILED
-    /// and `scenarios` is empty), else null.
-    pub error: Option<String>,
-    pub node_version: String,
-    /// Whether the harness had to add Promise.withResolvers (Node < 22).
-    pub node_shim: bool,
-    /// The expectations the file was judged by: `current-revision` (it is the
-    /// current patch revision), `strict` (`--strict` on any other file) or
-    /// `relaxed` (any other file without `--strict`).
-    pub expectations: Expectations,
-    /// SEAMLESS, RECOVERED or HELD when every scenario met its expectation (by the
-    /// weakest recovery seen, HELD when no recovery scenario ran), else STUCK or FAILED.
-    pub overall: &'static str,
-    /// What to make of the result, if anything.
-    pub note: Option<String>,
-    pub scenarios: Vec<ScenarioResult>,
-    /// The explored runs (`verify --explore`), if any ran.
-    pub exploration: Option<explore::Exploration>,
-    /// Scenarios asked for that this install's client driver does not run, and why.
-    pub left_out: Vec<bridge::LeftOut>,
-}
-
-#[derive(Debug, Serialize)]
-struct VerifyReport {
-    installs: Vec<InstallResult>,
-    /// What stopped verify outside any one install (no install found, node
-    /// missing, an interrupt), else null; each install's own failure is in its `error`.
-    error: Option<String>,
-}
-
 /// The scenarios named, in the order verify reports them (when none are
-/// named, all but those that run only when named: [`reload::by_name_only`]).
+/// named, all but those that run only when named: [`scenario::reload::by_name_only`]).
 fn select(names: &[ScenarioName]) -> Vec<Scenario> {
     scenario::all()
         .into_iter()
         .filter(|s| {
             if names.is_empty() {
-                !reload::by_name_only(s)
+                !scenario::reload::by_name_only(s)
             } else {
                 names.contains(&s.name)
             }
@@ -255,7 +142,9 @@ fn verify_all(
         // Only the plugin harness (DSH's plugin API) needs the shim.
         let plugin_host = report.installs.iter().find_map(|i| {
             let spec = crate::registry::find(targets, i.target, &i.package);
-            (spec.driver == Driver::PluginApi).then_some(spec.texts.host)
+            drivers::of(spec.driver)
+                .needs_with_resolvers()
+                .then_some(spec.texts.host)
         });
         if let (false, Some(host)) = (node.has_with_resolvers, plugin_host) {
             crate::err!(
@@ -278,7 +167,6 @@ fn verify_all(
     let mut failures = Failures::new(report.installs.len(), "verified");
     for install in &report.installs {
         let spec = crate::registry::find(targets, install.target, &install.package);
-        let bridge = spec.driver == Driver::StdioBridge;
         if install.state == State::Unsupported {
             if !opts.json {
                 crate::outln!(
@@ -300,7 +188,7 @@ fn verify_all(
             crate::errln!("{lead}{path}");
         }
         // A bridge is always held to the current revision's expectations.
-        let strict = bridge || opts.strict;
+        let strict = drivers::of(spec.driver).always_strict() || opts.strict;
         // As root, the install's code runs only if no other user can change it.
         let checked = crate::trust::check(
             &install.path,
@@ -338,56 +226,12 @@ fn verify_all(
             outcome = Outcome::Attention;
         }
         if !opts.json {
-            crate::out!("{}", render(&result));
+            crate::out!("{}", render::render(&result));
         }
         results.push(result);
     }
     failures.finish()?;
     Ok(outcome)
-}
-
-/// Before node is even looked for: the backups folder must be trusted (as
-/// apply and revert check it: run as root, root's and writable by no one
-/// else), and some install must have the backup asked for; else the error
-/// names the install, the backups folder and the fix.
-fn check_backups_first(
-    spec: &PatchSpec,
-    installs: &[Install],
-    wanted: &str,
-    env: &Environment,
-) -> Result<()> {
-    let root = backup::root(&env.state_home()?, spec);
-    backup::check_trusted(&root)?;
-    let backups = backup::list(&root)?;
-    let checked: Vec<&Install> = installs
-        .iter()
-        .filter(|i| i.state != State::Unsupported)
-        .collect();
-    let named = (!wanted.is_empty()).then_some(wanted);
-    match checked.first() {
-        Some(first)
-            if checked
-                .iter()
-                .all(|i| backup::pick(&backups, &i.file, named).is_none()) =>
-        {
-            Err(no_backup(&first.file, named, &root))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// No backup of `file` under `root` (or none named `named`).
-fn no_backup(file: &std::path::Path, named: Option<&str>, root: &std::path::Path) -> Error {
-    match named {
-        Some(id) => Error::BackupNotFound {
-            id: id.to_string(),
-            dir: root.to_path_buf(),
-        },
-        None => Error::NoBackupToVerify {
-            file: file.to_path_buf(),
-            dir: root.to_path_buf(),
-        },
-    }
 }
 
 /// Run the verify scenarios against `file`, a client file inside the package
@@ -451,141 +295,6 @@ pub fn verify_file(
     })
 }
 
-/// The report of an install whose check could not run: `error` says why.
-fn not_checked(install: &Install, node: &Node, e: &Error, strict: bool) -> InstallResult {
-    InstallResult {
-        target: install.target,
-        path: install.path.clone(),
-        file: install.file.clone(),
-        backup: None,
-        sha256: install.sha256.clone(),
-        state: install.state,
-        changed: false,
-        state_before: install.state,
-        state_after: install.state,
-        error: Some(e.to_string()),
-        node_version: node.version.clone(),
-        node_shim: !node.has_with_resolvers,
-        expectations: Expectations::of(install.state == State::Patched, strict),
-        overall: "FAILED",
-        note: None,
-        scenarios: Vec::new(),
-        exploration: None,
-        left_out: Vec::new(),
-    }
-}
-
-/// The file a verify run loads: the install's own, or a backup's saved file
-/// copied next to it (so its imports resolve from the install) and removed afterwards.
-struct Target {
-    /// What node loads.
-    load: PathBuf,
-    /// What the report names: the install's file, or the backup's saved file.
-    file: PathBuf,
-    backup: Option<String>,
-    sha256: String,
-    state: State,
-    /// The copy, locked while this run lives (removed on drop).
-    _copy: Option<tempfile::NamedTempFile>,
-}
-
-/// Name prefix of the copy of a backup that `verify --backup` loads from inside an install.
-const COPY_PREFIX: &str = ".mcpatch-verify-";
-
-/// Remove copies that earlier `verify --backup` runs left behind when they were killed:
-/// only those no live run holds (a run keeps its copy locked), never a link or non-file.
-fn remove_dead_copies(dir: &std::path::Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if !(name.starts_with(COPY_PREFIX)
-            && [".js", ".cjs", ".mjs"].iter().any(|x| name.ends_with(x)))
-        {
-            continue;
-        }
-        let path = entry.path();
-        let mut open = std::fs::OpenOptions::new();
-        open.read(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            open.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
-        }
-        let Ok(file) = open.open(&path) else { continue };
-        let dead = file.metadata().is_ok_and(|m| m.is_file()) && file.try_lock().is_ok();
-        if dead {
-            let _ = std::fs::remove_file(&path);
-        }
-    }
-}
-
-/// `bytes` written beside `file` as a locked `.mcpatch-verify-*.js`, so node
-/// loads it with the install's imports; removed when dropped.
-fn copy_beside(file: &std::path::Path, bytes: &[u8]) -> Result<tempfile::NamedTempFile> {
-    if let Some(dir) = file.parent() {
-        remove_dead_copies(dir);
-    }
-    let mut temp = crate::replace::temp_beside(file, COPY_PREFIX)?;
-    temp.as_file().try_lock().map_err(|e| {
-        Error::io(
-            "lock",
-            temp.path(),
-            std::io::Error::other(e.to_string()),
-            "check that the install's folder is on a local disk",
-        )
-    })?;
-    temp.write_all(bytes)
-        .map_err(|e| Error::io("write", temp.path(), e, "check free space on that disk"))?;
-    Ok(temp)
-}
-
-/// What the gate `apply` puts a revision mcpatch does not know through found
-/// ([`verify_staged_strict`]).
-#[derive(Debug, Clone, Serialize)]
-pub struct GateReport {
-    /// Whether every scenario met the current patch revision's expectations.
-    pub passed: bool,
-    /// As `verify` reports it: SEAMLESS when it passed, else STUCK or FAILED.
-    pub overall: &'static str,
-    pub node_version: String,
-    pub scenarios: Vec<ScenarioResult>,
-}
-
-/// What a scenario's name says of the run's policy, when it is not the
-/// scenario's usual one: the DSH plugin's default policy, or that policy with
-/// the package's own call timeout (60 s).
-fn policy_label(policy: &str) -> &'static str {
-    match policy {
-        "default" => " (default policy)",
-        "package" => " (60 s calls)",
-        _ => "",
-    }
-}
-
-impl GateReport {
-    /// One line per scenario that did not meet its expectation.
-    pub fn failing_lines(&self) -> Vec<String> {
-        self.scenarios
-            .iter()
-            .filter(|x| !x.judgement.ok)
-            .map(|x| {
-                let policy = policy_label(x.policy);
-                let j = &x.judgement;
-                format!(
-                    "{}{policy}: {} (expected {}): {}",
-                    x.name,
-                    j.verdict,
-                    x.expected.verdict(),
-                    j.note
-                )
-            })
-            .collect()
-    }
-}
-
 /// The gate `apply` puts a revision mcpatch does not know through, before
 /// anything touches the install: the patched copy `staged` of `file` (the
 /// install's file the patch changes) is written beside it as a locked
@@ -646,52 +355,8 @@ pub fn verify_staged_strict(
     })
 }
 
-impl Target {
-    fn for_install(
-        spec: &PatchSpec,
-        install: &Install,
-        backup_id: Option<&str>,
-        env: &Environment,
-    ) -> Result<Target> {
-        let Some(wanted) = backup_id else {
-            return Ok(Target {
-                load: install.file.clone(),
-                file: install.file.clone(),
-                backup: None,
-                sha256: install.sha256.clone(),
-                state: install.state,
-                _copy: None,
-            });
-        };
-        let root = backup::root(&env.state_home()?, spec);
-        // Trusted as apply and revert trust it, before node runs what it holds.
-        backup::check_trusted(&root)?;
-        let backups = backup::list(&root)?;
-        let named = (!wanted.is_empty()).then_some(wanted);
-        let chosen = backup::pick(&backups, &install.file, named)
-            .ok_or_else(|| no_backup(&install.file, named, &root))?;
-        let bytes = backup::read_checked(chosen, spec)?;
-        let (state, _, _) = classify::classify_bytes(spec, &bytes, &chosen.manifest.sha256_before);
-        let temp = copy_beside(&install.file, &bytes)?;
-        Ok(Target {
-            load: temp.path().to_path_buf(),
-            file: chosen.dir.join(backup::SAVED_FILE),
-            backup: Some(chosen.id.clone()),
-            sha256: chosen.manifest.sha256_before.clone(),
-            state,
-            _copy: Some(temp),
-        })
-    }
-
-    /// Whether what is loaded carries the current patch revision, so recovery must be seamless.
-    fn is_current_patch(&self) -> bool {
-        self.state == State::Patched
-    }
-}
-
 /// Put one install's file (`target.load`) through `scenarios` with its
-/// target's client driver: the DSH plugin harness, the installed stdio
-/// bridge, or the headless gemini-cli.
+/// target's client driver ([`drivers::of`]).
 async fn check_install(
     spec: &PatchSpec,
     node: &Node,
@@ -701,519 +366,15 @@ async fn check_install(
     opts: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
-    match spec.driver {
-        Driver::GeminiCli => {
-            gemini_cli::verify_install(spec, node, install, target, scenarios, opts, progress).await
-        }
-        Driver::StdioBridge => {
-            bridge::verify_install(spec, node, install, target, scenarios, progress).await
-        }
-        Driver::PluginApi => verify_install(node, install, target, scenarios, opts, progress).await,
-        Driver::SdkClient => {
-            sdk_client::verify_install(spec, node, install, target, scenarios, progress).await
-        }
-    }
-}
-
-async fn verify_install(
-    node: &Node,
-    install: &Install,
-    target: &Target,
-    scenarios: &[Scenario],
-    opts: &VerifyOptions,
-    progress: bool,
-) -> Result<InstallResult> {
-    let jobs = opts.jobs;
-    let scenarios: &[Scenario] = if opts.explore_only { &[] } else { scenarios };
-    let mut runs: Vec<(&Scenario, Policy)> = scenarios
-        .iter()
-        .map(|s| (s, Policy::for_scenario(s.name)))
-        .collect();
-    if let Some(first) = scenarios
-        .iter()
-        .find(|s| s.name == ScenarioName::Expired404)
-    {
-        runs.push((first, Policy::Default));
-    }
-    // Reload runs once more with the package's own call timeout (60 s).
-    for s in scenarios
-        .iter()
-        .filter(|s| s.plan == scenario::Plan::Reload)
-    {
-        runs.push((s, Policy::Package));
-    }
-    let mut servers = Vec::with_capacity(runs.len());
-    for (scenario, _) in &runs {
-        servers.push(FakeServer::start(scenario.behaviour.clone(), 0).await?);
-    }
-    let specs: Vec<RunSpec> = runs
-        .iter()
-        .zip(&servers)
-        .map(|((scenario, policy), server)| RunSpec {
-            plan: scenario.plan,
-            policy: *policy,
-            url: server.url(),
-            reload: scenario.behaviour.reload,
-            control_token: server.control_token().to_string(),
-            explored: None,
-        })
-        .collect();
-    let expectations = Expectations::of(target.is_current_patch(), opts.strict);
-    let seamless = expectations.seamless();
-    let total = runs.len();
-    let started = Instant::now();
-    let mut judged: Vec<Option<Judgement>> = vec![None; total];
-    let mut finished = 0;
-    let node_report = if specs.is_empty() {
-        harness::NodeReport::default()
-    } else {
-        harness::run_all(
+    drivers::of(spec.driver)
+        .verify(drivers::Job {
+            spec,
             node,
-            &target.load,
-            &specs,
-            jobs.unwrap_or(total),
-            |i, run| {
-                let (scenario, policy) = runs[i];
-                let server = &servers[i];
-                let expect = scenario.expectation(seamless);
-                let j = match (&run.fatal, run.done) {
-                    (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
-                    (None, false) => broken("the harness stopped before this run ended".into()),
-                    (None, true) => {
-                        let witness = server.witness();
-                        let dropped = server.dropped_sessions();
-                        let counts = server.call_counts();
-                        let mut j = scenario::judge(
-                            scenario,
-                            expect,
-                            &Evidence {
-                                witness: &witness,
-                                dropped: &dropped,
-                                counts: &counts,
-                                calls: &run.calls,
-                                policy,
-                                seamless,
-                                per_call_recovery: false,
-                            },
-                        );
-                        checks::refine(scenario, policy, expect, &run, &mut j);
-                        j
-                    }
-                };
-                finished += 1;
-                if progress {
-                    let shown = shown_verdict(color::stderr(), &j, expect);
-                    crate::errln!(
-                        "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
-                        scenario.name,
-                        policy.as_str(),
-                        started.elapsed().as_secs_f64()
-                    );
-                }
-                judged[i] = Some(j);
-            },
-        )
-        .await?
-    };
-    let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
-    let results: Vec<ScenarioResult> = runs
-        .iter()
-        .zip(judged)
-        .map(|((scenario, policy), j)| ScenarioResult {
-            build: None,
-            name: scenario.name,
-            policy: policy.as_str(),
-            expected: scenario.expectation(seamless),
-            judgement: j.unwrap_or_else(|| broken("the harness never started this run".into())),
-            node_version: node_version.clone(),
-        })
-        .collect();
-    let mut result = InstallResult::checked(install, target, node_version, expectations, results);
-    // By default the short exploration goes with the whole table, not with
-    // scenarios the user picked by name.
-    let whole_table = opts.scenarios.is_empty();
-    let explore_runs = opts
-        .explore
-        .unwrap_or(if (seamless && whole_table) || opts.explore_only {
-            explore::DEFAULT_RUNS
-        } else {
-            0
-        });
-    if explore_runs > 0 {
-        let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
-        let jobs = jobs.unwrap_or(explore_runs as usize).max(1);
-        let found =
-            explore::explore(node, &target.load, explore_runs, seed, jobs, progress).await?;
-        if !found.ok {
-            result.overall = "FAILED";
-        } else if opts.explore_only {
-            // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
-            result.overall = "EXPLORED";
-        }
-        result.exploration = Some(found);
-    }
-    result.node_shim = node_report.shim || !node.has_with_resolvers;
-    result.note = install_note(target, result.overall, expectations);
-    Ok(result)
-}
-
-impl InstallResult {
-    /// Whether every scenario met its expectation and every explored run kept the rules.
-    pub fn passed(&self) -> bool {
-        self.scenarios.iter().all(|s| s.judgement.ok)
-            && self.exploration.as_ref().is_none_or(|e| e.ok)
-    }
-
-    /// The report of an install whose file (`target.load`) went through its
-    /// scenarios; `overall` from their verdicts, no note, no shim, nothing left out.
-    fn checked(
-        install: &Install,
-        target: &Target,
-        node_version: String,
-        expectations: Expectations,
-        scenarios: Vec<ScenarioResult>,
-    ) -> InstallResult {
-        InstallResult {
-            target: install.target,
-            path: install.path.clone(),
-            file: target.file.clone(),
-            backup: target.backup.clone(),
-            sha256: target.sha256.clone(),
-            state: target.state,
-            changed: false,
-            state_before: install.state,
-            state_after: install.state,
-            error: None,
-            node_version,
-            node_shim: false,
-            expectations,
-            overall: overall(&scenarios),
-            note: None,
+            install,
+            target,
             scenarios,
-            exploration: None,
-            left_out: Vec::new(),
-        }
-    }
-}
-
-/// The signal [`crate::on_signal`] records while a `catch` guard lives, once it comes.
-async fn caught_signal() -> &'static str {
-    loop {
-        if let Some(signal) = crate::on_signal::caught() {
-            return signal;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
-}
-
-/// SIGINT, SIGTERM and SIGHUP (the terminal closed), caught from the moment
-/// they are listened to.
-pub(crate) struct Interrupts {
-    #[cfg(unix)]
-    int: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    term: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    hup: tokio::signal::unix::Signal,
-}
-
-impl Interrupts {
-    /// Start catching the signals (call inside the runtime).
-    pub(crate) fn listen() -> Result<Self> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{signal, SignalKind};
-            let catch = |kind: SignalKind, name: &str| {
-                signal(kind)
-                    .map_err(|e| Error::io("catch", name, e, "check the machine's signal limits"))
-            };
-            Ok(Interrupts {
-                int: catch(SignalKind::interrupt(), "SIGINT")?,
-                term: catch(SignalKind::terminate(), "SIGTERM")?,
-                hup: catch(SignalKind::hangup(), "SIGHUP")?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(Interrupts {})
-    }
-
-    /// The next signal caught.
-    pub(crate) async fn next(&mut self) -> &'static str {
-        #[cfg(unix)]
-        {
-            tokio::select! {
-                _ = self.int.recv() => "SIGINT",
-                _ = self.term.recv() => "SIGTERM",
-                _ = self.hup.recv() => "SIGHUP",
-            }
-        }
-        #[cfg(not(unix))]
-        {
-            let _ = tokio::signal::ctrl_c().await;
-            "SIGINT"
-        }
-    }
-}
-
-fn broken(note: String) -> Judgement {
-    Judgement {
-        verdict: "BROKEN",
-        ok: false,
-        recovery_ms: None,
-        trigger_ms: None,
-        failed_calls: 0,
-        initialize_count: 0,
-        trigger_error: None,
-        note,
-    }
-}
-
-/// One word for an install: the weakest result that still met every expectation, or what failed.
-fn overall(results: &[ScenarioResult]) -> &'static str {
-    if !results.iter().all(|r| r.judgement.ok) {
-        return if results.iter().any(|r| r.judgement.verdict == "STUCK") {
-            "STUCK"
-        } else {
-            "FAILED"
-        };
-    }
-    let recoveries: Vec<&str> = results
-        .iter()
-        .filter(|r| matches!(r.judgement.verdict, "SEAMLESS" | "RECOVERED"))
-        .map(|r| r.judgement.verdict)
-        .collect();
-    if recoveries.contains(&"RECOVERED") {
-        "RECOVERED"
-    } else if recoveries.is_empty() {
-        "HELD"
-    } else {
-        "SEAMLESS"
-    }
-}
-
-fn install_note(target: &Target, overall: &str, expectations: Expectations) -> Option<String> {
-    if target.backup.is_some() {
-        return Some("the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced".into());
-    }
-    let strict = expectations == Expectations::Strict;
-    match (target.state, overall) {
-        (State::Patched, _) => None,
-        (State::Outdated, "RECOVERED" | "SEAMLESS") if !strict => Some(
-            "patched by an earlier mcpatch revision: it recovers, but calls that meet a lost session fail first; run `mcpatch apply` to upgrade to seamless recovery".into(),
-        ),
-        (State::Outdated, _) => Some(
-            "patched by an earlier mcpatch revision; run `mcpatch apply` to upgrade".into(),
-        ),
-        (State::Affected, _) => Some("not patched: run `mcpatch apply`".into()),
-        (_, "SEAMLESS" | "HELD") if strict => Some(
-            "not the current patch revision, judged by its expectations (--strict): it meets them"
-                .into(),
-        ),
-        (_, _) if strict => Some(
-            "not the current patch revision, judged by its expectations (--strict): it falls short of them"
-                .into(),
-        ),
-        (State::Modified | State::UpstreamFixed, "RECOVERED") => Some(
-            "not a revision mcpatch patched: recovering after failed calls is enough to pass".into(),
-        ),
-        _ => None,
-    }
-}
-
-/// A verdict as shown, coloured: green when it met its expectation, yellow
-/// for RECOVERED (it met it, after failed calls), red with what was expected
-/// when it did not.
-fn shown_verdict(paint: Painter, j: &Judgement, expect: Expectation) -> String {
-    if !j.ok {
-        let text = format!("{} (expected {})", j.verdict, expect.verdict());
-        return paint.paint(Style::Red, &text);
-    }
-    paint.paint(overall_style(j.verdict), j.verdict)
-}
-
-/// The colour of a verdict that met its expectation, or of an overall result.
-fn overall_style(verdict: &str) -> Style {
-    match verdict {
-        "RECOVERED" => Style::Yellow,
-        "STUCK" | "FAILED" => Style::Red,
-        _ => Style::Green,
-    }
-}
-
-fn render(r: &InstallResult) -> String {
-    render_within(r, crate::width::stdout_columns(), color::stdout())
-}
-
-/// One install's results in at most `columns` (when given): a row per
-/// scenario with its note wrapped under itself when that fits, else each
-/// scenario on a line of its own (name and verdict) above its figures and note.
-fn render_within(r: &InstallResult, columns: Option<usize>, paint: Painter) -> String {
-    let mut s = String::new();
-    let path = crate::output::path(&r.path);
-    let (what, after) = match &r.backup {
-        Some(id) => (
-            path,
-            format!(" (backup {}, the control)", crate::output::clean(id)),
-        ),
-        None => (path, format!(" ({})", paint_state(paint, r.state))),
-    };
-    let what = match columns {
-        Some(c) if visible_width(&what) + visible_width(&after) > c => {
-            format!("{}\n   {after}", shorten_middle(&what, c))
-        }
-        _ => format!("{what}{after}"),
-    };
-    s.push_str(&format!("{what}\n"));
-    s.push_str(&hanging(
-        "    ",
-        &format!(
-            "sha256 {}, node {}{}",
-            short_hash(&r.sha256),
-            r.node_version,
-            if r.node_shim {
-                " with Promise.withResolvers shim"
-            } else {
-                ""
-            }
-        ),
-        columns,
-    ));
-    let rows: Vec<(String, &Judgement, Expectation)> = r
-        .scenarios
-        .iter()
-        .map(|x| {
-            let name = format!("{}{}", x.name, policy_label(x.policy));
-            let name = match &x.build {
-                Some(b) => format!("{b}: {name}"),
-                None => name,
-            };
-            (name, &x.judgement, x.expected)
+            opts,
+            progress,
         })
-        .collect();
-    if !rows.is_empty() {
-        s.push_str(&scenario_table(&rows, columns, paint));
-    }
-    if let Some(note) = &r.note {
-        let note = crate::output::clean_lines(note);
-        let note = crate::scope::commands_within(&note, columns);
-        s.push_str(&hanging("note: ", &note, columns));
-    }
-    if let Some(e) = &r.exploration {
-        s.push_str(&explore::render(e, columns, paint));
-    }
-    s.push_str(&paint.paint(overall_style(r.overall), r.overall));
-    s.push('\n');
-    s
-}
-
-/// The scenario table of a report (an install's, or a bridge's), in at most
-/// `columns` (when given): a row per scenario (name, verdict, failed calls,
-/// recovery ms, handshakes, note wrapped under itself) when the note gets at
-/// least 30 columns, else each scenario on a line of its own (name and verdict)
-/// above its figures and note. Notes carry servers' words: escaped.
-pub(crate) fn scenario_table(
-    rows: &[(String, &Judgement, Expectation)],
-    columns: Option<usize>,
-    paint: Painter,
-) -> String {
-    let mut table = Table::new(
-        &[
-            "SCENARIO",
-            "VERDICT",
-            "FAILED CALLS",
-            "RECOVERY MS",
-            "HANDSHAKES",
-            "NOTE",
-        ],
-        &[
-            Align::Left,
-            Align::Left,
-            Align::Right,
-            Align::Right,
-            Align::Right,
-            Align::Left,
-        ],
-    );
-    for (name, j, expected) in rows {
-        table.row(vec![
-            name.clone(),
-            shown_verdict(paint, j, *expected),
-            j.failed_calls.to_string(),
-            j.recovery_ms
-                .map(|m| m.to_string())
-                .unwrap_or_else(|| "-".into()),
-            j.initialize_count.to_string(),
-            crate::output::clean(&j.note).into_owned(),
-        ]);
-    }
-    match columns {
-        Some(c) if table.width() > c && table.lead_width() + 30 > c => {
-            let mut s = String::new();
-            for (name, j, expected) in rows {
-                s.push_str(&hanging(
-                    "",
-                    &format!("{name}: {}", shown_verdict(paint, j, *expected)),
-                    Some(c),
-                ));
-                let calls = if j.failed_calls == 1 { "call" } else { "calls" };
-                let handshakes = if j.initialize_count == 1 {
-                    "handshake"
-                } else {
-                    "handshakes"
-                };
-                let recovered = match j.recovery_ms {
-                    Some(ms) => format!(", recovery {ms} ms"),
-                    None => String::new(),
-                };
-                s.push_str(&hanging(
-                    "    ",
-                    &format!(
-                        "{} failed {calls}{recovered}, {} {handshakes}",
-                        j.failed_calls, j.initialize_count
-                    ),
-                    Some(c),
-                ));
-                s.push_str(&hanging("    ", &crate::output::clean(&j.note), Some(c)));
-            }
-            s
-        }
-        _ => table.lines_within(columns).concat(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn verdicts_are_green_when_met_yellow_when_recovered_and_red_when_not() {
-        let paint = Painter::new(true);
-        let met = |verdict: &'static str| Judgement {
-            verdict,
-            ok: true,
-            ..broken(String::new())
-        };
-        assert_eq!(
-            shown_verdict(paint, &met("SEAMLESS"), Expectation::Seamless),
-            "\x1b[32mSEAMLESS\x1b[0m"
-        );
-        assert_eq!(
-            shown_verdict(paint, &met("RECOVERED"), Expectation::Recover),
-            "\x1b[33mRECOVERED\x1b[0m"
-        );
-        let stuck = Judgement {
-            verdict: "STUCK",
-            ..broken(String::new())
-        };
-        assert_eq!(
-            shown_verdict(paint, &stuck, Expectation::Seamless),
-            "\x1b[31mSTUCK (expected SEAMLESS)\x1b[0m"
-        );
-        assert_eq!(
-            shown_verdict(Painter::new(false), &stuck, Expectation::Recover),
-            "STUCK (expected RECOVERED)"
-        );
-        assert_eq!(overall_style("FAILED"), Style::Red);
-        assert_eq!(overall_style("HELD"), Style::Green);
-    }
+        .await
 }

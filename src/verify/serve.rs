@@ -4,8 +4,8 @@
 
 use std::io::{BufRead, Write};
 
+use super::fake_server::{self, FakeServer};
 use super::scenario::{self, ScenarioName};
-use super::server::{self, FakeServer};
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
 use crate::table::hanging;
@@ -140,7 +140,7 @@ fn read_keys() -> tokio::sync::mpsc::UnboundedReceiver<Key> {
 
 /// One witness entry for the terminal, with anything a client sent escaped so
 /// it cannot move the cursor, recolour or retitle the terminal.
-fn console_line(e: &server::WitnessEntry) -> String {
+fn console_line(e: &fake_server::WitnessEntry) -> String {
     let clean = |s: &str| crate::output::clean(s).into_owned();
     match &e.note {
         Some(n) => format!("{:>7} ms  {}", e.t_ms, clean(n)),
@@ -174,7 +174,7 @@ mod tests {
 
     #[test]
     fn console_lines_escape_control_characters_from_clients() {
-        let e = server::WitnessEntry {
+        let e = fake_server::WitnessEntry {
             seq: 0,
             t_ms: 5,
             answered_ms: 5,

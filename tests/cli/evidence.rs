@@ -314,7 +314,7 @@ fn a_hundred_random_mutations_are_never_affected_and_never_patched_without_yes()
 mod server_robustness {
     use std::time::{Duration, Instant};
 
-    use mcpatch::verify::server::{FakeServer, ServerBehaviour};
+    use mcpatch::verify::fake_server::{FakeServer, ServerBehaviour};
     use proptest::prelude::*;
     use serde_json::json;
 

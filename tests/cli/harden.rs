@@ -1190,7 +1190,8 @@ fn a_closed_or_full_stdout_or_stderr_never_panics() {
     let sb = Sandbox::new();
     let client = sb.client_install("0.1.0-rc.8", "a");
     let p = client.to_str().unwrap();
-    let fake = super::probe::Fake::start(mcpatch::verify::server::LostSessionAnswer::NotFoundText);
+    let fake =
+        super::probe::Fake::start(mcpatch::verify::fake_server::LostSessionAnswer::NotFoundText);
     let url = fake.url();
     // A closed stdout: completions and diff print as they go and end by SIGPIPE (or finish first).
     for args in [&["completions", "bash"][..], &["diff", "--path", p][..]] {

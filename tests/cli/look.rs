@@ -6,7 +6,7 @@
 use std::io::Read;
 use std::process::Stdio;
 
-use mcpatch::verify::server::LostSessionAnswer;
+use mcpatch::verify::fake_server::LostSessionAnswer;
 
 use super::probe::{shown, Fake};
 use super::*;

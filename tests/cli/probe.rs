@@ -7,7 +7,7 @@ use std::net::TcpListener;
 
 use mcpatch::probe::exchange::body_text;
 use mcpatch::probe::predicate::{self, Predicate, SdkError};
-use mcpatch::verify::server::{FakeServer, LostSessionAnswer, ServerBehaviour};
+use mcpatch::verify::fake_server::{FakeServer, LostSessionAnswer, ServerBehaviour};
 
 use super::*;
 

@@ -240,8 +240,8 @@ fn gemini_cli_is_stuck_on_a_reloading_server_before_apply_and_answers_every_call
 
 #[tokio::test]
 async fn the_fake_server_forgets_every_session_on_each_reload_only_once_started_and_counts_them() {
-    use mcpatch::verify::reload::ReloadCycle;
-    use mcpatch::verify::server::{FakeServer, ServerBehaviour};
+    use mcpatch::verify::fake_server::reload::ReloadCycle;
+    use mcpatch::verify::fake_server::{FakeServer, ServerBehaviour};
     let cycle = ReloadCycle {
         every: std::time::Duration::from_millis(150),
         times: 3,

@@ -9,7 +9,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::process::Stdio;
 use std::time::Duration;
 
-use mcpatch::verify::server::{FakeServer, ServerBehaviour};
+use mcpatch::verify::fake_server::{FakeServer, ServerBehaviour};
 use serde_json::{json, Value};
 
 use super::*;

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use mcpatch::verify::harness::Policy;
+use mcpatch::verify::fake_server::{FakeServer, LostSessionAnswer, ServerBehaviour};
+use mcpatch::verify::scenario::Policy;
 use mcpatch::verify::scenario::{self, Evidence, HarnessCall, Judgement, ScenarioName};
-use mcpatch::verify::server::{FakeServer, LostSessionAnswer, ServerBehaviour};
 use serde_json::{json, Value};
 
 /// A minimal hand-written MCP client over reqwest.

@@ -10,7 +10,7 @@
 use std::io::ErrorKind;
 use std::time::{Duration, Instant};
 
-use mcpatch::verify::server::{FakeServer, ServerBehaviour, ServerLimits};
+use mcpatch::verify::fake_server::{FakeServer, ServerBehaviour, ServerLimits};
 use serde_json::{json, Value};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;

@@ -4,18 +4,18 @@
 //! shrunk to the smallest plan that still fails the same rule, printed with
 //! the seed that replays it.
 
-pub mod invariants;
 pub mod plan;
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use self::invariants::{Expected, Violation};
 use self::plan::{run_seed, ExplorePlan, LAST_CALL};
-use super::harness::{self, HarnessRun, Policy, RunSpec};
+use super::drivers::plugin::harness::{self, HarnessRun, RunSpec};
+use super::fake_server::FakeServer;
+use super::scenario::invariants::{self, Expected, Violation};
+use super::scenario::Policy;
 use super::scenario::{Evidence, Plan};
-use super::server::FakeServer;
 use crate::color::{Painter, Style};
 use crate::error::Result;
 use crate::node::Node;

@@ -9,11 +9,11 @@ use std::fmt;
 
 use serde_json::{json, Value};
 
-use crate::verify::server::{
+use crate::verify::fake_server::{
     LostSessionAnswer, ServerBehaviour, HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS,
 };
 
-use super::invariants::Reconnect;
+use crate::verify::scenario::invariants::Reconnect;
 
 /// Each call's own timeout (`toolCallTimeoutMs` and, unless a step says
 /// otherwise, the caller's abort signal), as the harness sets it.

@@ -15,7 +15,7 @@ use tokio::sync::watch;
 use crate::error::Result;
 use crate::node::Node;
 use crate::stage::Scratch;
-use crate::verify::bridge::child::{GroupChild, StderrTail};
+use crate::verify::process::{GroupChild, StderrTail};
 
 /// What the CLI is asked, for its own logs: the fake model drives the calls.
 const PROMPT: &str = "mcpatch verify: call the tools the model asks for.";
@@ -63,7 +63,7 @@ impl Cli {
             .args(["-p", PROMPT, "--yolo", "-o", "json"])
             .current_dir(root.join("project"));
         // The one rule for what mcpatch starts by itself (child_env.rs), then gemini-cli's own.
-        crate::verify::child_env::clear(cmd.as_std_mut(), root);
+        crate::verify::process::env::clear(cmd.as_std_mut(), root);
         cmd.env("USERPROFILE", root)
             .env("GEMINI_API_KEY", "mcpatch-fake-key")
             .env("GOOGLE_GEMINI_BASE_URL", model_url)

@@ -1,18 +1,17 @@
-//! `mcpatch verify --command CMD`: verify any stdio MCP bridge (mcp-remote,
-//! mcp-proxy, supergateway, ...) against the fake server, in the MCP
+//! mcpatch as the stdio host of a bridge, shared by the drivers that run a
+//! program speaking MCP over stdio (an installed bridge, the SDK's host
+//! script) and by `mcpatch verify --command CMD`, which verifies any stdio MCP
+//! bridge (mcp-remote, mcp-proxy, supergateway, ...) against the fake server, in the MCP
 //! conformance suite's convention: the server URL put in place of `{url}` or
 //! appended as the last argument, `MCP_CONFORMANCE_SCENARIO` and
 //! `MCP_CONFORMANCE_PROTOCOL_VERSION` set. mcpatch is the bridge's stdio host;
 //! the verdicts are the same judges' as for the DSH plugin, from the server's
 //! witness log and the answers that came back over stdio.
 
-pub(crate) mod child;
 mod drive;
 mod host;
-mod install;
-mod orphans;
 
-pub(super) use install::verify_install;
+use super::LeftOut;
 
 use std::ffi::OsString;
 use std::io::IsTerminal;
@@ -21,12 +20,17 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::harness::Policy;
-use super::scenario::{self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName};
-use super::server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
 use crate::color;
 use crate::error::{Error, Result};
 use crate::exit_code::Outcome;
+use crate::verify::fake_server::{FakeServer, LostSessionAnswer, WitnessEntry, PROTOCOL_VERSIONS};
+use crate::verify::process::{self as child, orphans};
+use crate::verify::render::{overall_style, scenario_table, shown_verdict};
+use crate::verify::scenario::Policy;
+use crate::verify::scenario::{
+    self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
+};
+use crate::verify::signals::Interrupts;
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
@@ -117,13 +121,6 @@ fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
     }
 }
 
-/// A scenario not run against bridges, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct LeftOut {
-    pub name: String,
-    pub why: &'static str,
-}
-
 #[derive(Debug, Serialize)]
 struct BridgeReport {
     /// The bridge's command, split as a shell would (before the URL is put in).
@@ -143,8 +140,7 @@ struct BridgeReport {
 fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
     if s.plan == Plan::Forgetful
-        || (s.plan != Plan::Reload
-            && super::harness::Policy::for_scenario(s.name) != super::harness::Policy::Short)
+        || (s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short)
     {
         return Some(POLICY);
     }
@@ -189,7 +185,7 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     let mut left_out = Vec::new();
     for s in scenario::all().into_iter().filter(|s| {
         if opts.scenarios.is_empty() {
-            !super::reload::by_name_only(s)
+            !crate::verify::scenario::reload::by_name_only(s)
         } else {
             opts.scenarios.contains(&s.name)
         }
@@ -267,7 +263,7 @@ fn run_all(
     let progress = !opts.json || std::io::stderr().is_terminal();
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
-        let mut signals = super::Interrupts::listen()?;
+        let mut signals = Interrupts::listen()?;
         tokio::select! {
             r = run_scenarios(opts, launch, chosen, results, progress) => r,
             signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
@@ -299,7 +295,7 @@ async fn run_scenarios(
         }
         if progress {
             let j = &one.judgement;
-            let shown = super::shown_verdict(color::stderr(), j, one.expected);
+            let shown = shown_verdict(color::stderr(), j, one.expected);
             crate::errln!(
                 "[{}/{total}] {}: {shown} at {:.1} s",
                 i + 1,
@@ -576,16 +572,6 @@ fn overall(results: &[BridgeScenario]) -> &'static str {
     }
 }
 
-/// At most `n` characters of `text`, with `…` when cut.
-pub(crate) fn clip(text: &str, n: usize) -> String {
-    if text.chars().count() <= n {
-        return text.to_string();
-    }
-    let mut s: String = text.chars().take(n).collect();
-    s.push('…');
-    s
-}
-
 fn render(
     command: &str,
     results: &[BridgeScenario],
@@ -608,7 +594,7 @@ fn render(
         .iter()
         .map(|x| (x.name.to_string(), &x.judgement, x.expected))
         .collect();
-    s.push_str(&super::scenario_table(&rows, columns, paint));
+    s.push_str(&scenario_table(&rows, columns, paint));
     for l in left_out {
         s.push_str(&crate::table::hanging(
             "left out ",
@@ -616,7 +602,7 @@ fn render(
             columns,
         ));
     }
-    s.push_str(&paint.paint(super::overall_style(overall), overall));
+    s.push_str(&paint.paint(overall_style(overall), overall));
     s.push('\n');
     s
 }
@@ -710,11 +696,11 @@ mod tests {
         let counts = [
             (
                 "c1".to_string(),
-                crate::verify::server::CallCount { sent: 1, ran: 1 },
+                crate::verify::fake_server::CallCount { sent: 1, ran: 1 },
             ),
             (
                 "c2".to_string(),
-                crate::verify::server::CallCount { sent: 2, ran: 1 },
+                crate::verify::fake_server::CallCount { sent: 2, ran: 1 },
             ),
         ]
         .into_iter()

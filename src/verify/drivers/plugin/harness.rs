@@ -11,17 +11,19 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-use super::reload::{self, ReloadCycle};
-use super::scenario::{
-    HarnessCall, Plan, ScenarioName, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
+use crate::error::{Error, Result};
+use crate::node::Node;
+use crate::verify::fake_server::reload::ReloadCycle;
+use crate::verify::fake_server::RAN_BEFORE_LOSS_DELAY;
+use crate::verify::scenario::policy::CALL_TIMEOUT;
+use crate::verify::scenario::reload;
+use crate::verify::scenario::{
+    HarnessCall, Plan, Policy, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
     DEADLINE_RESEND_CALL_TIMEOUT, DEADLINE_RESEND_REINIT_DELAY, DEADLINE_RESEND_TOOL,
     DEADLINE_SIGNAL, DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, GIVE_UP_CALL_TIMEOUT, IDLE_FOR,
     NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
-use super::server::RAN_BEFORE_LOSS_DELAY;
-use crate::error::{Error, Result};
-use crate::node::Node;
 
 /// Words of the patched plugin's warning that a lost session is being
 /// replaced (one per loss: the explored runs' log rule counts them).
@@ -30,116 +32,13 @@ pub const LOSS_LOG_WORDS: &str = "with a fresh session";
 /// The harness source, bundled in the binary.
 pub const HARNESS_JS: &str = include_str!("harness.mjs");
 
-/// How long a healthy client may take, past its first reconnect delay, to
-/// handshake, re-list its tools and answer a call, on a loaded machine.
-const RECONNECT_ALLOWANCE: Duration = Duration::from_millis(2500);
-/// How long, past the first reconnect delay, the harness watches for a client
-/// that throws a healthy session away.
-const RECYCLE_WINDOW: Duration = Duration::from_millis(600);
-/// Each call's own timeout (`toolCallTimeoutMs` and the caller's abort signal).
-const CALL_TIMEOUT: Duration = Duration::from_millis(3000);
-/// The package's own `toolCallTimeoutMs` (`DEFAULT_TOOL_CALL_TIMEOUT_MS`, 60 s).
-const PACKAGE_CALL_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// Reconnect policy handed to the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
-    /// A short policy so scenarios run fast (100 ms first backoff, 5 attempts).
-    Short,
-    /// The package's own default (no `reconnect` config: 500 ms first backoff, 10 attempts).
-    Default,
-    /// As short, but only 2 attempts, so reconnecting gives up within a call's timeout.
-    Brief,
-    /// A 5 s first backoff (3 attempts), so a first reconnect that waits it shows.
-    Long,
-    /// The package's default policy and its default call timeout (60 s), not
-    /// verify's usual 3 s: the calls of `reload` must be answered at once either way.
-    Package,
-}
-
-impl Policy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Policy::Short => "short",
-            Policy::Default => "default",
-            Policy::Brief => "brief",
-            Policy::Long => "long",
-            Policy::Package => "package",
-        }
-    }
-
-    /// The policy a scenario runs with (`expired-404` runs once more with the package's default).
-    pub fn for_scenario(name: ScenarioName) -> Policy {
-        match name {
-            ScenarioName::GaveUp => Policy::Brief,
-            ScenarioName::LongBackoff => Policy::Long,
-            ScenarioName::Reload | ScenarioName::Reload5s => Policy::Default,
-            _ => Policy::Short,
-        }
-    }
-
-    fn config(self) -> Value {
-        match self {
-            Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
-            Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
-            Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),
-            Policy::Default | Policy::Package => Value::Null,
-        }
-    }
-
-    /// The first reconnect delay (the package's default is 500 ms).
-    pub fn initial_delay(self) -> Duration {
-        match self {
-            Policy::Short | Policy::Brief => Duration::from_millis(100),
-            Policy::Default | Policy::Package => Duration::from_millis(500),
-            Policy::Long => Duration::from_millis(5000),
-        }
-    }
-
-    /// Reconnect attempts per outage (the package's default is 10).
-    pub fn max_attempts(self) -> u32 {
-        match self {
-            Policy::Short => 5,
-            Policy::Brief => 2,
-            Policy::Long => 3,
-            Policy::Default | Policy::Package => 10,
-        }
-    }
-
-    /// The most one reconnect delay grows to (the package's default is 30 s).
-    pub fn max_delay(self) -> Duration {
-        match self {
-            Policy::Short | Policy::Brief => Duration::from_millis(1000),
-            Policy::Default | Policy::Package | Policy::Long => Duration::from_secs(30),
-        }
-    }
-
-    /// The package's delay before reconnect attempt `attempt` (1-based) of an outage.
-    pub fn backoff(self, attempt: u32) -> Duration {
-        let doubled = self
-            .initial_delay()
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20));
-        doubled.min(self.max_delay())
-    }
-
-    /// Each call's timeout.
-    pub fn call_timeout(self) -> Duration {
-        match self {
-            Policy::Package => PACKAGE_CALL_TIMEOUT,
-            _ => CALL_TIMEOUT,
-        }
-    }
-
-    /// By when a client healthy under this policy has certainly recovered: its
-    /// first reconnect delay plus a generous allowance for the handshake. Past
-    /// it, a client that has not recovered is STUCK.
-    pub fn deadline(self) -> Duration {
-        self.initial_delay() + RECONNECT_ALLOWANCE
-    }
-
-    /// How long the harness watches for a wrongful recycle of a healthy session.
-    pub fn recycle_window(self) -> Duration {
-        self.initial_delay() + RECYCLE_WINDOW
+/// The reconnect configuration the harness hands the DSH plugin (`null`: the package's own).
+fn policy_config(policy: Policy) -> Value {
+    match policy {
+        Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
+        Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
+        Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),
+        Policy::Default | Policy::Package => Value::Null,
     }
 }
 
@@ -289,7 +188,7 @@ pub async fn run_all(
                 "url": s.url,
                 "controlBase": s.url.trim_end_matches("/mcp"),
                 "controlToken": s.control_token,
-                "reconnect": s.policy.config(),
+                "reconnect": policy_config(s.policy),
                 "deadlineMs": s.policy.deadline().as_millis() as u64,
                 "settleMs": s.policy.recycle_window().as_millis() as u64,
                 "idleMs": IDLE_FOR.as_millis() as u64,
@@ -321,7 +220,7 @@ pub async fn run_all(
     let config_file = dir.write("config.json", config.to_string().as_bytes())?;
     let mut cmd = tokio::process::Command::new(&node.path);
     // The install's plugin runs in here: the one environment rule (child_env.rs).
-    crate::verify::child_env::clear(cmd.as_std_mut(), dir.path());
+    crate::verify::process::env::clear(cmd.as_std_mut(), dir.path());
     let mut child = cmd
         .arg(&script)
         .arg(crate::stage::file_url(target))

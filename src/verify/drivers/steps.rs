@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::verify::harness::Policy;
+use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
+use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
     Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS,
     IDLE_FOR, SLOW_TIMEOUT_TOOL,
 };
-use crate::verify::server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
 
 /// How long the driver waits for a server-side event it caused (a restart listening again).
 const EVENT_LIMIT: Duration = Duration::from_secs(10);
@@ -187,7 +187,7 @@ async fn witnessed(server: &FakeServer, matches: impl Fn(&str) -> bool) {
 /// Wait until the witness log as a whole is what `matches` looks for, bounded.
 async fn witnessed_entry(
     server: &FakeServer,
-    matches: impl Fn(&[crate::verify::server::WitnessEntry]) -> bool,
+    matches: impl Fn(&[crate::verify::fake_server::WitnessEntry]) -> bool,
 ) {
     let until = Instant::now() + Duration::from_secs(5);
     while Instant::now() < until {

@@ -13,17 +13,34 @@
 
 use std::path::{Path, PathBuf};
 
-use super::mirror;
-use super::scenario::Scenario;
-use super::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
+use super::{mirror, ClientDriver, Job, Verifying};
 use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
+use crate::verify::scenario::Scenario;
+use crate::verify::target::{Target, COPY_PREFIX};
+
+/// The MCP TypeScript SDK's own client, through the target's host script.
+pub(crate) struct SdkClient;
+
+impl ClientDriver for SdkClient {
+    fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
+        Box::pin(verify_install(
+            job.spec,
+            job.node,
+            job.install,
+            job.target,
+            job.scenarios,
+            job.progress,
+        ))
+    }
+}
 
 /// Verify every build of one SDK install on `target.load` (for the build
 /// `target.file` is; the others as installed), each held to seamless recovery.
-pub(in crate::verify) async fn verify_install(
+async fn verify_install(
     spec: &PatchSpec,
     node: &Node,
     install: &Install,
@@ -98,16 +115,16 @@ pub(in crate::verify) async fn verify_install(
                 }
             );
         }
-        let opts = super::bridge::BridgeOptions {
+        let opts = super::stdio_host::BridgeOptions {
             command: String::new(),
             scenarios: scenarios.iter().map(|s| s.name).collect(),
             json: !progress,
-            startup: super::bridge::DEFAULT_STARTUP,
+            startup: super::stdio_host::DEFAULT_STARTUP,
             verbose: false,
             // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
-            environment: super::bridge::child::Environment::Cleared(scratch.path().to_path_buf()),
+            environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
         };
-        let (runs, this, out) = super::bridge::run_launch(&opts, &launch, progress).await?;
+        let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
         if rank(this) > rank(overall) {
             overall = this;
         }

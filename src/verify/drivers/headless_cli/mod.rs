@@ -16,17 +16,21 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::bridge::LeftOut;
-use super::harness::Policy;
-use super::mirror;
-use super::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
-use super::server::{FakeServer, ServerBehaviour, WitnessEntry};
-use super::steps::{self, Stop};
-use super::{InstallResult, ScenarioResult, Target};
+use super::{ClientDriver, Job, LeftOut, Verifying};
 use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::{FileFind, PatchSpec};
+use crate::verify::drivers::mirror;
+use crate::verify::drivers::steps::{self, Stop};
+use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
+use crate::verify::render::shown_verdict;
+use crate::verify::report::install_note;
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
+use crate::verify::scenario::Policy;
+use crate::verify::scenario::{self, Evidence, HarnessCall, Judgement, Plan, Scenario};
+use crate::verify::target::Target;
+use crate::verify::target::COPY_PREFIX;
 use model::{AskedCall, FakeModel};
 
 /// How long the CLI may take to start and send its first request (it loads
@@ -110,7 +114,7 @@ impl ModelCaller<'_> {
             if model::declared_name(&self.declared, tool).is_none() {
                 return Err(Stop::Handshake(format!(
                     "gemini-cli declared no tool `{tool}` of the fake server to the model (it declared: {})",
-                    super::bridge::clip(&self.declared.join(", "), 300)
+                    crate::verify::render::clip(&self.declared.join(", "), 300)
                 )));
             }
             labels.push((id.clone(), label));
@@ -312,16 +316,33 @@ fn entry_of(spec: &PatchSpec, install: &Install) -> Result<std::path::PathBuf> {
     }
 }
 
+/// gemini-cli's real CLI, run headless once per scenario with mcpatch as its model.
+pub(crate) struct HeadlessCli;
+
+impl ClientDriver for HeadlessCli {
+    fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
+        Box::pin(verify_install(
+            job.spec,
+            job.node,
+            job.install,
+            job.target,
+            job.scenarios,
+            job.opts,
+            job.progress,
+        ))
+    }
+}
+
 /// Verify one install of gemini-cli: each scenario gemini-cli can be put
 /// through, on the installed file or (a backup, a patched copy) on a copy
 /// of its bundle folder with that file in place.
-pub(super) async fn verify_install(
+async fn verify_install(
     spec: &PatchSpec,
     node: &Node,
     install: &Install,
     target: &Target,
     scenarios: &[Scenario],
-    opts: &super::VerifyOptions,
+    opts: &crate::verify::VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
     let entry = entry_of(spec, install)?;
@@ -332,13 +353,13 @@ pub(super) async fn verify_install(
             &entry,
             &install.file,
             &target.load,
-            super::COPY_PREFIX,
+            COPY_PREFIX,
         )?)
     };
     // Removed when dropped, a signal included: verify's own listener turns
     // SIGINT, SIGTERM and SIGHUP into an error that unwinds through here.
     let entry = mirror.as_ref().map_or(entry, |m| m.entry.clone());
-    let expectations = super::Expectations::of(target.is_current_patch(), opts.strict);
+    let expectations = Expectations::of(target.is_current_patch(), opts.strict);
     let seamless = expectations.seamless();
     let chosen: Vec<&Scenario> = scenarios
         .iter()
@@ -393,7 +414,7 @@ pub(super) async fn verify_install(
         };
         let n = finished.fetch_add(1, Ordering::SeqCst) + 1;
         if progress {
-            let shown = super::shown_verdict(crate::color::stderr(), &j, expect);
+            let shown = shown_verdict(crate::color::stderr(), &j, expect);
             crate::errln!(
                 "[{n}/{total}] {}: {shown} at {:.1} s",
                 s.name,
@@ -431,7 +452,7 @@ pub(super) async fn verify_install(
     let results: Vec<ScenarioResult> = results.into_iter().flatten().collect();
     let mut result =
         InstallResult::checked(install, target, node.version.clone(), expectations, results);
-    result.note = super::install_note(target, result.overall, expectations).or_else(|| {
+    result.note = install_note(target, result.overall, expectations).or_else(|| {
         (install.state == State::Affected).then(|| "not patched: run `mcpatch apply`".into())
     });
     result.left_out = left_out;

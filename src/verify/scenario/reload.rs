@@ -1,33 +1,14 @@
 //! The `reload` scenarios: a server in watch mode, which forgets every session
-//! on each save, every few seconds, with one call after each restart. Their
-//! cycles, the server's forgetting loop, and the verdict: every call answered
-//! at once (a loss after a completed recovery is a new outage, not the same
-//! one), kept here apart from the other scenarios.
+//! on each save, every few seconds, with one call after each restart (their
+//! rows and cycles are in table.rs). Their verdict: every call answered at once (a loss after a
+//! completed recovery is a new outage, not the same one), kept here apart from
+//! the other scenarios; the server's forgetting loop is fake_server/reload.rs.
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
-use super::scenario::{Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName};
-use super::server::{LostSessionAnswer, ServerBehaviour};
-
-/// How often, and how many times, the server forgets every session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ReloadCycle {
-    pub every: Duration,
-    pub times: u32,
-}
-
-/// `reload`: 15 restarts 2 s apart.
-pub const RELOAD: ReloadCycle = ReloadCycle {
-    every: Duration::from_secs(2),
-    times: 15,
-};
-/// `reload-5s`: 8 restarts 5 s apart.
-pub const RELOAD_5S: ReloadCycle = ReloadCycle {
-    every: Duration::from_secs(5),
-    times: 8,
-};
+use super::evidence::{Evidence, Judgement};
+use super::table::{Plan, Scenario};
+use crate::verify::fake_server::reload::NOTE_PREFIX;
 
 /// The longest a call after a restart may take to count as answered at once.
 /// It is the package's second reconnect delay (1 s: 500 ms doubled), so a
@@ -49,37 +30,6 @@ pub fn call_limit(per_call_recovery: bool) -> Duration {
     }
 }
 
-/// The server's note for each time it forgets every session (`reload 3/15`).
-pub const NOTE_PREFIX: &str = "reload ";
-
-/// The reload scenario `name`, forgetting every session as `cycle` says.
-/// `reload` answers a forgotten session as the MCP TypeScript SDK's example
-/// server does after a restart (400 "No valid session ID provided"),
-/// `reload-5s` as the SDK's own transport does (404 + JSON-RPC -32001).
-pub fn scenario(name: ScenarioName, cycle: ReloadCycle, base: &ServerBehaviour) -> Scenario {
-    let (what, lost_session) = match name {
-        ScenarioName::Reload5s => (
-            "restarts in watch mode: forgets every session every 5 s, 8 times, one call after each; answers 404 + JSON-RPC -32001",
-            LostSessionAnswer::NotFoundJsonRpc,
-        ),
-        _ => (
-            "restarts in watch mode: forgets every session every 2 s, 15 times, one call after each; answers 400 \"No valid session ID provided\"",
-            LostSessionAnswer::BadRequestNoValidSession,
-        ),
-    };
-    Scenario {
-        name,
-        what,
-        behaviour: ServerBehaviour {
-            reload: Some(cycle),
-            lost_session,
-            ..base.clone()
-        },
-        plan: Plan::Reload,
-        expect: Expectation::Reloaded,
-    }
-}
-
 /// Whether a scenario runs only when named (`--scenario`): the reload
 /// scenarios take 30 s and 40 s of wall time, more than every other scenario
 /// together, so the default `verify` leaves them out.
@@ -94,24 +44,6 @@ pub fn run_length(s: &Scenario) -> Duration {
         .map_or(Duration::ZERO, |c| c.every * c.times)
 }
 
-/// The forgetting loop the fake server runs once the plan starts it: every
-/// `cycle.every`, `forget(n)` drops every session (n counts from 1), then
-/// `done` counts it; `times` times in all.
-pub async fn forget_loop(
-    cycle: ReloadCycle,
-    done: Arc<AtomicU32>,
-    forget: impl Fn(u32) + Send + 'static,
-) {
-    for n in 1..=cycle.times {
-        tokio::time::sleep(cycle.every).await;
-        forget(n);
-        done.store(n, Ordering::SeqCst);
-    }
-}
-
-/// RELOADED when the server forgot every session `cycle.times` times, a call
-/// followed each time, and every call was answered within [`CALL_LIMIT`];
-/// SLOWED when all were answered but some waited longer (a backoff); STUCK when
 /// a call failed; BROKEN when the run did not reach every restart.
 pub fn judge(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {
     let Some(cycle) = scenario.behaviour.reload else {
@@ -190,9 +122,10 @@ mod tests {
     use std::collections::HashMap;
 
     use super::*;
-    use crate::verify::harness::Policy;
-    use crate::verify::scenario::{self, HarnessCall};
-    use crate::verify::server::{CallCount, WitnessEntry};
+    use crate::verify::fake_server::reload::ReloadCycle;
+    use crate::verify::fake_server::{CallCount, ServerBehaviour, WitnessEntry};
+    use crate::verify::scenario::table::{reload_scenario, Expectation, ScenarioName};
+    use crate::verify::scenario::{self, HarnessCall, Policy};
 
     fn note(n: u32) -> WitnessEntry {
         WitnessEntry {
@@ -229,7 +162,7 @@ mod tests {
         for c in calls.iter().filter(|c| c.ok) {
             counts.insert(c.call_id.clone(), CallCount { sent: 1, ran: 1 });
         }
-        let s = scenario(
+        let s = reload_scenario(
             ScenarioName::Reload,
             ReloadCycle {
                 every: Duration::from_secs(2),

@@ -6,20 +6,42 @@
 //! mcpatch does not know) is run in place: the folder of the command's entry
 //! file is copied with that file in it (mirror.rs), and the copy's entry runs.
 
-use super::super::mirror;
-use super::super::scenario::Scenario;
-use super::super::{Expectations, InstallResult, ScenarioResult, Target, COPY_PREFIX};
-use super::BridgeOptions;
+use super::stdio_host::{self, BridgeOptions};
 use crate::classify::{Install, State};
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
+use crate::verify::drivers::mirror;
+use crate::verify::drivers::{ClientDriver, Job, Verifying};
+use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
+use crate::verify::scenario::Scenario;
+use crate::verify::target::{Target, COPY_PREFIX};
+
+/// An installed stdio bridge (mcp-remote), run as its manifest's `verify.command` says.
+pub(crate) struct InstalledBridge;
+
+impl ClientDriver for InstalledBridge {
+    fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
+        Box::pin(verify_install(
+            job.spec,
+            job.node,
+            job.install,
+            job.target,
+            job.scenarios,
+            job.progress,
+        ))
+    }
+
+    fn always_strict(&self) -> bool {
+        true
+    }
+}
 
 /// Verify one install of a stdio bridge on `target.load`: the installed
 /// file, or a copy of the entry's folder holding `target.load` in its place.
 /// The bridge is always held to the current revision's expectations (the
 /// scenarios' seamless ones): the saved original is expected to fail them.
-pub(in crate::verify) async fn verify_install(
+async fn verify_install(
     spec: &PatchSpec,
     node: &Node,
     install: &Install,
@@ -85,12 +107,12 @@ pub(in crate::verify) async fn verify_install(
         command: String::new(),
         scenarios: scenarios.iter().map(|s| s.name).collect(),
         json: !progress,
-        startup: super::DEFAULT_STARTUP,
+        startup: stdio_host::DEFAULT_STARTUP,
         verbose: false,
         // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
-        environment: super::child::Environment::Cleared(scratch.path().to_path_buf()),
+        environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
     };
-    let (runs, overall, left_out) = super::run_launch(&bridge_opts, &launch, progress).await?;
+    let (runs, overall, left_out) = stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
     let scenarios = runs
         .into_iter()
         .map(|r| ScenarioResult {

@@ -93,7 +93,7 @@ impl Drop for FakeModel {
 
 impl FakeModel {
     pub async fn start() -> Result<FakeModel> {
-        let (listener, addr) = crate::verify::server::bind_loopback(0).await?;
+        let (listener, addr) = crate::verify::fake_server::bind_loopback(0).await?;
         let shared = Arc::new(Shared {
             conversation: Mutex::new(Conversation::default()),
             turn: Notify::new(),

@@ -1,6 +1,7 @@
-//! The bridge under test as a child process: its command line parsed with
-//! shell quoting rules (no shell runs it), the fake server's URL put in, run
-//! in a process group of its own so that everything it starts (an `npx`
+//! The programs a driver starts to check an install (a bridge, the headless
+//! CLI), as child processes, one home for every driver: a command line parsed
+//! with shell quoting rules (no shell runs it), the fake server's URL put in,
+//! run in a process group of its own so that everything it starts (an `npx`
 //! download, the node it execs) is killed with it, what it leaves behind
 //! outside the group killed too (orphans.rs), and reaped on every path, drop
 //! and unwinding included. Its stderr is drained as it comes, each line cut
@@ -14,7 +15,8 @@ use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 
-use super::orphans;
+pub mod env;
+pub mod orphans;
 
 use crate::error::{Error, Result};
 
@@ -131,7 +133,7 @@ pub struct GroupChild {
 pub enum Environment {
     /// mcpatch's own, whole (the user's own `--command`).
     Inherited,
-    /// Cleared but for the variables [`crate::verify::child_env`] lets through,
+    /// Cleared but for the variables [`self::env`] lets through,
     /// HOME and TMPDIR the given scratch folder (what mcpatch starts by itself).
     Cleared(std::path::PathBuf),
 }
@@ -149,7 +151,7 @@ impl GroupChild {
         let mut cmd = tokio::process::Command::new(&argv[0]);
         cmd.args(&argv[1..]);
         if let Environment::Cleared(scratch) = environment {
-            crate::verify::child_env::clear(cmd.as_std_mut(), scratch);
+            self::env::clear(cmd.as_std_mut(), scratch);
         }
         cmd.envs(env.iter().map(|(k, v)| (k, v)))
             .env("MCP_CONFORMANCE_SCENARIO", scenario)

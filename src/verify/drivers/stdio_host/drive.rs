@@ -10,12 +10,12 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use super::child::GroupChild;
 use super::host::{call_outcome, Host, NoAnswer};
+use crate::verify::drivers::steps;
+pub use crate::verify::drivers::steps::Stop;
+use crate::verify::fake_server::FakeServer;
+use crate::verify::process::GroupChild;
 use crate::verify::scenario::{HarnessCall, Scenario};
-use crate::verify::server::FakeServer;
-use crate::verify::steps;
-pub use crate::verify::steps::Stop;
 
 /// How long a bridge may take to answer one call before it counts as hung:
 /// the DSH harness's call timeout, plus slack for a process in between.
@@ -173,7 +173,7 @@ pub async fn handshake(
     if !tools.iter().any(|t| t == "echo") {
         return Err(Stop::Handshake(format!(
             "tools/list did not list the fake server's tools (echo, add, fail, slow): {}",
-            crate::verify::bridge::clip(&list.to_string(), 300)
+            crate::verify::render::clip(&list.to_string(), 300)
         )));
     }
     Ok(tools)

@@ -3,8 +3,8 @@
 //! They refine a scenario's judgement for the client that must meet the current
 //! revision's expectations.
 
-use super::harness::{HarnessRun, Policy};
-use super::scenario::{Expectation, Judgement, Plan, Scenario};
+use super::harness::HarnessRun;
+use crate::verify::scenario::{Expectation, Judgement, Plan, Policy, Scenario};
 
 /// The log line a loss must start with (`warn: ` is the harness's level prefix).
 const LOSS_WARNING: &str = "warn: mcp-client(fake): the server no longer recognises the session (";

@@ -4,8 +4,9 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::verify::scenario::{self, Evidence, HarnessCall, NEVER_SETTLED};
-use crate::verify::server::WitnessEntry;
+use super::evidence::{Evidence, HarnessCall};
+use super::table::NEVER_SETTLED;
+use crate::verify::fake_server::{CallCount, WitnessEntry};
 
 /// How long after the server answered a session as lost a request already on
 /// its way may still arrive with that session: the client learns of the loss
@@ -89,10 +90,10 @@ pub fn check_common(ev: &Evidence<'_>) -> Option<Violation> {
             ),
         ));
     }
-    if let Some(note) = scenario::repeated_call(ev) {
+    if let Some(note) = repeated_call(ev) {
         return Some(Violation::new("tool-runs-once", "REPEATED", note));
     }
-    if let Some(note) = scenario::success_never_run(ev) {
+    if let Some(note) = success_never_run(ev) {
         return Some(Violation::new("answer-from-server", "BROKEN", note));
     }
     if let Some(v) = initialize_with_lost_session(ev.witness, ev.dropped) {
@@ -553,6 +554,55 @@ fn gave_up_rightly(
     false
 }
 
+/// A call id the server ran twice, or that was sent again after an answer other
+/// than session loss (so the tool may have run), or sent more than twice.
+pub(crate) fn repeated_call(ev: &Evidence<'_>) -> Option<String> {
+    let mut ids: Vec<(&String, &CallCount)> = ev.counts.iter().collect();
+    ids.sort_by(|a, b| a.0.cmp(b.0));
+    for (id, count) in ids {
+        if count.ran > 1 {
+            return Some(format!(
+                "call {id} ran {} times: a tool call was sent again after it ran",
+                count.ran
+            ));
+        }
+        if count.sent > 2 {
+            return Some(format!(
+                "call {id} was sent {} times: more than the one repeat a lost session allows",
+                count.sent
+            ));
+        }
+        if count.sent == 2 {
+            let lost_answers = ev
+                .witness
+                .iter()
+                .filter(|e| e.call_id.as_deref() == Some(id.as_str()))
+                .filter(|e| e.executed == Some(false) && matches!(e.status, 400 | 401 | 404))
+                .count();
+            if lost_answers == 0 {
+                return Some(format!(
+                    "call {id} was sent again although its first send was not answered as a lost session: the tool may have run twice"
+                ));
+            }
+        }
+    }
+    None
+}
+
+/// A call the caller saw succeed that the server never ran.
+pub(crate) fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
+    ev.calls
+        .iter()
+        .filter(|c| c.ok)
+        .find(|c| ev.counts.get(&c.call_id).is_none_or(|n| n.ran == 0))
+        .map(|c| {
+            format!(
+                "the caller got a success for call {} that the server never ran",
+                c.call_id
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -627,14 +677,14 @@ mod tests {
         lost.call_id = Some("c2".into());
         let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
         let dropped = vec!["a".to_string()];
-        let counts: HashMap<String, crate::verify::server::CallCount> = [
+        let counts: HashMap<String, crate::verify::fake_server::CallCount> = [
             (
                 "c1".to_string(),
-                crate::verify::server::CallCount { sent: 1, ran: 1 },
+                crate::verify::fake_server::CallCount { sent: 1, ran: 1 },
             ),
             (
                 "c2".to_string(),
-                crate::verify::server::CallCount { sent: 1, ran: 0 },
+                crate::verify::fake_server::CallCount { sent: 1, ran: 0 },
             ),
         ]
         .into();
@@ -651,7 +701,7 @@ mod tests {
                 dropped: &dropped,
                 counts: &counts,
                 calls,
-                policy: crate::verify::harness::Policy::Short,
+                policy: crate::verify::scenario::Policy::Short,
                 seamless: true,
                 per_call_recovery: false,
             })

@@ -1,0 +1,191 @@
+//! The DSH plugin's driver (`plugin-api`): the bundled JS harness
+//! (harness.rs, harness.mjs) loads the install's plugin in one node process
+//! and drives every scenario run at once against its own fake server, then
+//! the judges and the plugin's own log checks (checks.rs) give each verdict;
+//! the explored runs (`verify --explore`) go through the same harness.
+
+pub mod checks;
+pub mod harness;
+
+use std::time::Instant;
+
+use crate::classify::Install;
+use crate::color;
+use crate::error::Result;
+use crate::node::Node;
+use crate::verify::explore;
+use crate::verify::fake_server::FakeServer;
+use crate::verify::render::shown_verdict;
+use crate::verify::report::{broken, install_note, Expectations, InstallResult, ScenarioResult};
+use crate::verify::scenario::{self, Evidence, Judgement, Policy, Scenario, ScenarioName};
+use crate::verify::target::Target;
+use crate::verify::VerifyOptions;
+use harness::RunSpec;
+
+use super::{ClientDriver, Job, Verifying};
+
+/// The DSH plugin, loaded by the bundled harness.
+pub(crate) struct PluginHarness;
+
+impl ClientDriver for PluginHarness {
+    fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
+        Box::pin(verify_install(
+            job.node,
+            job.install,
+            job.target,
+            job.scenarios,
+            job.opts,
+            job.progress,
+        ))
+    }
+
+    fn needs_with_resolvers(&self) -> bool {
+        true
+    }
+}
+
+/// Verify one install of the DSH plugin on `target.load`: every scenario run
+/// by the harness (`expired-404` once more under the package's default
+/// policy, `reload` once more with its 60 s calls), each judged from its own
+/// fake server's witness log; then the explored runs, if any.
+async fn verify_install(
+    node: &Node,
+    install: &Install,
+    target: &Target,
+    scenarios: &[Scenario],
+    opts: &VerifyOptions,
+    progress: bool,
+) -> Result<InstallResult> {
+    let jobs = opts.jobs;
+    let scenarios: &[Scenario] = if opts.explore_only { &[] } else { scenarios };
+    let mut runs: Vec<(&Scenario, Policy)> = scenarios
+        .iter()
+        .map(|s| (s, Policy::for_scenario(s.name)))
+        .collect();
+    if let Some(first) = scenarios
+        .iter()
+        .find(|s| s.name == ScenarioName::Expired404)
+    {
+        runs.push((first, Policy::Default));
+    }
+    // Reload runs once more with the package's own call timeout (60 s).
+    for s in scenarios
+        .iter()
+        .filter(|s| s.plan == scenario::Plan::Reload)
+    {
+        runs.push((s, Policy::Package));
+    }
+    let mut servers = Vec::with_capacity(runs.len());
+    for (scenario, _) in &runs {
+        servers.push(FakeServer::start(scenario.behaviour.clone(), 0).await?);
+    }
+    let specs: Vec<RunSpec> = runs
+        .iter()
+        .zip(&servers)
+        .map(|((scenario, policy), server)| RunSpec {
+            plan: scenario.plan,
+            policy: *policy,
+            url: server.url(),
+            reload: scenario.behaviour.reload,
+            control_token: server.control_token().to_string(),
+            explored: None,
+        })
+        .collect();
+    let expectations = Expectations::of(target.is_current_patch(), opts.strict);
+    let seamless = expectations.seamless();
+    let total = runs.len();
+    let started = Instant::now();
+    let mut judged: Vec<Option<Judgement>> = vec![None; total];
+    let mut finished = 0;
+    let node_report = if specs.is_empty() {
+        harness::NodeReport::default()
+    } else {
+        harness::run_all(
+            node,
+            &target.load,
+            &specs,
+            jobs.unwrap_or(total),
+            |i, run| {
+                let (scenario, policy) = runs[i];
+                let server = &servers[i];
+                let expect = scenario.expectation(seamless);
+                let j = match (&run.fatal, run.done) {
+                    (Some(fatal), _) => broken(format!("the harness failed this run: {fatal}")),
+                    (None, false) => broken("the harness stopped before this run ended".into()),
+                    (None, true) => {
+                        let witness = server.witness();
+                        let dropped = server.dropped_sessions();
+                        let counts = server.call_counts();
+                        let mut j = scenario::judge(
+                            scenario,
+                            expect,
+                            &Evidence {
+                                witness: &witness,
+                                dropped: &dropped,
+                                counts: &counts,
+                                calls: &run.calls,
+                                policy,
+                                seamless,
+                                per_call_recovery: false,
+                            },
+                        );
+                        checks::refine(scenario, policy, expect, &run, &mut j);
+                        j
+                    }
+                };
+                finished += 1;
+                if progress {
+                    let shown = shown_verdict(color::stderr(), &j, expect);
+                    crate::errln!(
+                        "[{finished}/{total}] {} ({} policy): {shown} at {:.1} s",
+                        scenario.name,
+                        policy.as_str(),
+                        started.elapsed().as_secs_f64()
+                    );
+                }
+                judged[i] = Some(j);
+            },
+        )
+        .await?
+    };
+    let node_version = node_report.version.unwrap_or_else(|| node.version.clone());
+    let results: Vec<ScenarioResult> = runs
+        .iter()
+        .zip(judged)
+        .map(|((scenario, policy), j)| ScenarioResult {
+            build: None,
+            name: scenario.name,
+            policy: policy.as_str(),
+            expected: scenario.expectation(seamless),
+            judgement: j.unwrap_or_else(|| broken("the harness never started this run".into())),
+            node_version: node_version.clone(),
+        })
+        .collect();
+    let mut result = InstallResult::checked(install, target, node_version, expectations, results);
+    // By default the short exploration goes with the whole table, not with
+    // scenarios the user picked by name.
+    let whole_table = opts.scenarios.is_empty();
+    let explore_runs = opts
+        .explore
+        .unwrap_or(if (seamless && whole_table) || opts.explore_only {
+            explore::DEFAULT_RUNS
+        } else {
+            0
+        });
+    if explore_runs > 0 {
+        let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
+        let jobs = jobs.unwrap_or(explore_runs as usize).max(1);
+        let found =
+            explore::explore(node, &target.load, explore_runs, seed, jobs, progress).await?;
+        if !found.ok {
+            result.overall = "FAILED";
+        } else if opts.explore_only {
+            // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
+            result.overall = "EXPLORED";
+        }
+        result.exploration = Some(found);
+    }
+    result.node_shim = node_report.shim || !node.has_with_resolvers;
+    result.note = install_note(target, result.overall, expectations);
+    Ok(result)
+}

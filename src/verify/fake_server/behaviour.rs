@@ -1,0 +1,167 @@
+//! What a scenario sets the fake server to do (its behaviour, its limits) and
+//! what the server records of each request (the witness log's entries, each
+//! call id's counts): the fake server's public vocabulary.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::reload::ReloadCycle;
+
+/// How the server answers a request whose session it does not know.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LostSessionAnswer {
+    /// 404 + JSON-RPC -32001 "Session not found" (TypeScript SDK transport).
+    NotFoundJsonRpc,
+    /// 400 + JSON-RPC -32000 "Bad Request: No valid session ID provided" (TS SDK examples).
+    BadRequestNoValidSession,
+    /// 404 + text "Not Found: Session not found" (rmcp >= 0.17).
+    NotFoundText,
+    /// 404 + text "Not Found", naming no session: a server restarted behind a
+    /// router or framework that answers an unknown session with its default 404.
+    NotFoundPlain,
+    /// 401 + text "Unauthorized: Session not found" (rmcp < 0.17).
+    UnauthorizedText,
+    /// 403 + text "Forbidden: session expired" (a gateway in front of the server).
+    ForbiddenSessionExpired,
+    /// 500 + text "Internal Server Error: session expired" (a framework's unhandled error).
+    InternalErrorSessionExpired,
+}
+
+/// The server's behaviour, set per scenario.
+#[derive(Debug, Clone)]
+pub struct ServerBehaviour {
+    pub lost_session: LostSessionAnswer,
+    /// Prune sessions idle longer than this.
+    pub idle_limit: Option<Duration>,
+    /// Keep sessions across a restart (persisted store).
+    pub persist_sessions: bool,
+    /// Reject an initialize that carries a session id, like servers that refuse a duplicate initialize.
+    pub strict_initialize: bool,
+    /// Answer the optional GET stream with 404 instead of 405, like servers with no GET
+    /// route; the answer waits until the session has listed its tools, so it reaches a
+    /// client that is already connected.
+    pub get_not_found: bool,
+    /// Drop every session right after answering its first tool list.
+    pub forget_after_list: bool,
+    /// Restart (cutting every connection) as soon as the `slow` tool starts running.
+    pub restart_during_slow_call: bool,
+    /// Answer an initialize this much later once some session was lost, so calls
+    /// made while a client replaces its session meet the replacement under way.
+    pub reinit_delay: Option<Duration>,
+    /// Answer a tools/list this much later once some session was lost, so a client
+    /// that sends calls on its new session before the tools are re-listed shows it.
+    pub relist_delay: Option<Duration>,
+    /// Answer every initialize with 503 once some session was lost, so a client's
+    /// reconnect attempts all fail and it gives up.
+    pub refuse_reinit: bool,
+    /// Once the plan starts it (`/control/reload`), forget every session again
+    /// and again, as a server restarted on every save (reload.rs).
+    pub reload: Option<ReloadCycle>,
+}
+
+impl Default for ServerBehaviour {
+    fn default() -> Self {
+        ServerBehaviour {
+            lost_session: LostSessionAnswer::NotFoundJsonRpc,
+            idle_limit: None,
+            persist_sessions: false,
+            strict_initialize: false,
+            get_not_found: false,
+            forget_after_list: false,
+            restart_during_slow_call: false,
+            reinit_delay: None,
+            relist_delay: None,
+            refuse_reinit: false,
+            reload: None,
+        }
+    }
+}
+
+/// Bounds on what the server holds, so no client can grow it without limit.
+#[derive(Debug, Clone)]
+pub struct ServerLimits {
+    /// Connections served at once; more wait in the listen backlog.
+    pub max_connections: usize,
+    /// A connection that does not send a whole request head within this is
+    /// closed, however its bytes trickle in (this also closes idle keep-alive
+    /// connections).
+    pub header_read_timeout: Duration,
+    /// A request body must arrive within this.
+    pub body_read_timeout: Duration,
+    /// A connection whose answer cannot be written for this long (the client
+    /// stopped reading) is closed.
+    pub write_timeout: Duration,
+    /// Live sessions; past it the least recently used one is evicted.
+    pub max_sessions: usize,
+    /// Witness entries kept; the oldest go first.
+    pub witness_entries: usize,
+    /// Dropped session ids and call ids remembered.
+    pub remembered_ids: usize,
+}
+
+impl Default for ServerLimits {
+    fn default() -> Self {
+        ServerLimits {
+            max_connections: 256,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            write_timeout: Duration::from_secs(10),
+            max_sessions: 10_000,
+            witness_entries: 100_000,
+            remembered_ids: 100_000,
+        }
+    }
+}
+
+/// One request as the server saw it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WitnessEntry {
+    /// Position in the log since the server started (never reused).
+    pub seq: u64,
+    /// Milliseconds since the server started, when the request arrived.
+    pub t_ms: u64,
+    /// Milliseconds since the server started, when it was answered.
+    pub answered_ms: u64,
+    pub http_method: String,
+    /// The JSON-RPC method, if the body was a request or notification.
+    pub rpc_method: Option<String>,
+    /// The `Mcp-Session-Id` the client sent.
+    pub session_sent: Option<String>,
+    /// The HTTP status answered.
+    pub status: u16,
+    /// A session id issued by this answer (initialize).
+    pub session_issued: Option<String>,
+    /// For tools/call: the caller's `call_id` argument, if any.
+    pub call_id: Option<String>,
+    /// For tools/call: whether the tool ran (false when the request was rejected first).
+    pub executed: Option<bool>,
+    /// For tools/call: whether the result was a success (not an error of any kind).
+    pub call_ok: Option<bool>,
+    /// Control events (invalidate, restart, prune) and other notes.
+    pub note: Option<String>,
+}
+
+/// How often one call id was sent and how often its tool ran.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct CallCount {
+    /// tools/call requests carrying this id that reached the server.
+    pub sent: u32,
+    /// Times the tool ran for it.
+    pub ran: u32,
+}
+
+impl LostSessionAnswer {
+    /// The words of this answer that a caller must get to see.
+    pub fn words(self) -> &'static str {
+        match self {
+            LostSessionAnswer::NotFoundJsonRpc
+            | LostSessionAnswer::NotFoundText
+            | LostSessionAnswer::UnauthorizedText => "Session not found",
+            LostSessionAnswer::BadRequestNoValidSession => "No valid session ID provided",
+            LostSessionAnswer::NotFoundPlain => "Not Found",
+            LostSessionAnswer::ForbiddenSessionExpired
+            | LostSessionAnswer::InternalErrorSessionExpired => "session expired",
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! What a scenario's verdict is computed from (the server's witness log and
+//! counts, the caller's view of each call) and the verdict itself.
+//!
+//! What the caller saw (which calls failed, with which words, how long they
+//! took) comes from the driver, which only measures; every success it reports
+//! must also be in the server's counts, or the verdict is BROKEN.
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+use super::policy::Policy;
+use crate::verify::fake_server::{CallCount, WitnessEntry};
+
+/// What the harness saw of one tool call: the caller's view, measured.
+#[derive(Debug, Clone, Default)]
+pub struct HarnessCall {
+    /// The `call_id` the harness gave the call (the server counts it).
+    pub call_id: String,
+    pub name: String,
+    pub ok: bool,
+    pub error: Option<String>,
+    /// How long the call took, as the caller waited for it.
+    pub ms: u64,
+}
+
+/// Everything a verdict is computed from.
+#[derive(Debug, Clone, Copy)]
+pub struct Evidence<'a> {
+    pub witness: &'a [WitnessEntry],
+    /// Session ids the server dropped on purpose.
+    pub dropped: &'a [String],
+    /// How often each call id was sent and run.
+    pub counts: &'a HashMap<String, CallCount>,
+    /// The caller's view of each call, in the order they were made.
+    pub calls: &'a [HarnessCall],
+    pub policy: Policy,
+    /// Whether the client carries the current patch revision: then no call may
+    /// fail except one the server cut while its tool ran.
+    pub seamless: bool,
+    /// Whether the client recovers once per call that meets a lost session,
+    /// with no reconnect policy of its own (gemini-cli): a bounded run then
+    /// allows one new session per call, each started at once.
+    pub per_call_recovery: bool,
+}
+
+/// The verdict of one scenario run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Judgement {
+    /// SEAMLESS, RECOVERED, STUCK, HELD, RECYCLED, BROKEN, REPEATED, BOUNDED,
+    /// UNBOUNDED or NOT-RETRIED.
+    pub verdict: &'static str,
+    /// Whether the verdict is what the expectation asks.
+    pub ok: bool,
+    /// From the first request that met the loss to the first successful call on the new session.
+    pub recovery_ms: Option<u64>,
+    /// How long the call that met the loss took, as its caller waited.
+    pub trigger_ms: Option<u64>,
+    /// Calls whose caller got an error.
+    pub failed_calls: usize,
+    /// Successful initialize handshakes the server saw.
+    pub initialize_count: usize,
+    /// The error the caller got for the call that met the loss, if it failed.
+    pub trigger_error: Option<String>,
+    pub note: String,
+}

@@ -1,0 +1,19 @@
+//! The verify scenarios: the table (what the fake server does, how the client
+//! is driven, what a healed client must show), the reconnect policies they run
+//! with, and the judges that turn a run's evidence — the server's witness log
+//! and per-call counts, the caller's view of each call — into a verdict.
+
+pub mod evidence;
+pub mod invariants;
+pub mod judges;
+pub mod policy;
+pub mod reload;
+pub mod table;
+
+pub use evidence::{Evidence, HarnessCall, Judgement};
+pub use judges::{judge, judge_with};
+pub use policy::Policy;
+pub use table::*;
+
+#[cfg(test)]
+mod tests;
