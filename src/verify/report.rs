@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::explore;
 use super::scenario::{Expectation, Judgement, ScenarioName};
 use super::target::Target;
-use super::{drivers, explore};
 use crate::classify::{Install, State};
 use crate::error::Error;
 use crate::node::Node;
@@ -106,7 +106,7 @@ pub struct InstallResult {
     /// The explored runs (`verify --explore`), if any ran.
     pub exploration: Option<explore::Exploration>,
     /// Scenarios asked for that this install's client driver does not run, and why.
-    pub left_out: Vec<drivers::LeftOut>,
+    pub left_out: Vec<LeftOut>,
 }
 
 #[derive(Debug, Serialize)]
@@ -296,4 +296,11 @@ pub(crate) fn install_note(
         ),
         _ => None,
     }
+}
+
+/// A scenario asked for that a driver does not run, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct LeftOut {
+    pub name: String,
+    pub why: &'static str,
 }

@@ -24,14 +24,13 @@ pub(crate) mod steps;
 use std::future::Future;
 use std::pin::Pin;
 
-use serde::Serialize;
-
 use crate::classify::Install;
 use crate::error::Result;
 use crate::node::Node;
 use crate::registry::Driver;
 use crate::registry::PatchSpec;
 use crate::verify::report::InstallResult;
+pub use crate::verify::report::LeftOut;
 use crate::verify::scenario::Scenario;
 use crate::verify::target::Target;
 use crate::verify::VerifyOptions;
@@ -78,13 +77,6 @@ pub(crate) fn of(driver: Driver) -> &'static dyn ClientDriver {
         Driver::GeminiCli => &headless_cli::HeadlessCli,
         Driver::SdkClient => &sdk_client::SdkClient,
     }
-}
-
-/// A scenario asked for that a driver does not run, and why.
-#[derive(Debug, Clone, Serialize)]
-pub struct LeftOut {
-    pub name: String,
-    pub why: &'static str,
 }
 
 #[cfg(test)]
