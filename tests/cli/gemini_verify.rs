@@ -429,3 +429,60 @@ fn scenarios_gemini_cli_cannot_run_are_left_out_saying_why() {
         stderr(&o)
     );
 }
+
+/// `code` put right after the shebang of the CLI's entry file.
+fn at_start_of_entry(pkg: &Path, code: &str) {
+    let entry = pkg.join("bundle/gemini.js");
+    let text = std::fs::read_to_string(&entry).unwrap();
+    let (shebang, rest) = text.split_once('\n').unwrap();
+    std::fs::write(&entry, format!("{shebang}\n{code}\n{rest}")).unwrap();
+}
+
+#[test]
+fn a_cli_that_ends_before_it_asks_the_model_anything_is_started_again_up_to_three_times() {
+    let _one = heavy();
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let starts = sb.root().join("starts");
+    let starts_js = serde_json::to_string(&starts.to_string_lossy()).unwrap();
+    let original = std::fs::read_to_string(pkg.join("bundle/gemini.js")).unwrap();
+
+    // Ends at its first start only (as gemini-cli now and then does on a busy
+    // machine): started again, the scenario runs and is judged.
+    at_start_of_entry(
+        &pkg,
+        &format!(
+            "{{ const fs = await import('node:fs'); const first = !fs.existsSync({starts_js}); fs.appendFileSync({starts_js}, 'x'); if (first) process.exit(0); }}"
+        ),
+    );
+    let (c, v, err) = verify(&sb, &pkg, &["--scenario", "expired-404"]);
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(
+        (c, s["verdict"].as_str()),
+        (1, Some("STUCK")),
+        "{v:#}\n{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&starts).unwrap(), "xx");
+
+    // Ends at every start: BROKEN after three.
+    std::fs::write(pkg.join("bundle/gemini.js"), &original).unwrap();
+    std::fs::remove_file(&starts).unwrap();
+    at_start_of_entry(
+        &pkg,
+        &format!(
+            "{{ (await import('node:fs')).appendFileSync({starts_js}, 'x'); process.exit(0); }}"
+        ),
+    );
+    let (c, v, err) = verify(&sb, &pkg, &["--scenario", "expired-404"]);
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(
+        (c, s["verdict"].as_str()),
+        (1, Some("BROKEN")),
+        "{v:#}\n{err}"
+    );
+    assert_eq!(
+        s["note"],
+        "gemini-cli exited before it asked the model anything (exit status: 0), each of 3 times it was started; its stderr was empty"
+    );
+    assert_eq!(std::fs::read_to_string(&starts).unwrap(), "xxx");
+}
