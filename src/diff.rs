@@ -35,69 +35,116 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
     let mut outcome = survey::outcome(&report);
     for install in &report.installs {
         let spec = crate::registry::find(targets, install.target, &install.package);
-        let relative = install
-            .file
-            .strip_prefix(&install.path)
-            .unwrap_or(&install.file)
-            .to_string_lossy()
-            .into_owned();
-        let state = survey::table::paint_state(paint, install.state);
-        let file = crate::output::path(&install.file);
-        let file = match crate::width::stdout_columns() {
-            // "# " before the path, " (state)" after it.
-            Some(c) => crate::table::shorten_middle(
-                &file,
-                c.saturating_sub(5 + install.state.as_str().len()),
-            ),
-            None => file,
-        };
-        crate::outln!("# {file} ({state})");
-        match install.state {
-            State::Affected | State::Modified | State::Outdated if install.unfound.is_none() => {
-                let (bytes, sha256) = classify::hash_file(&install.file)?;
-                let current = String::from_utf8_lossy(&bytes);
-                let staged = if install.state == State::Outdated {
-                    stage::remove_earlier(spec, &current, &sha256, &install.file)
-                        .and_then(|(original, _)| stage::apply_diff(spec, &original, &install.file))
-                } else {
-                    stage::apply_diff(spec, &current, &install.file)
-                };
-                match staged {
-                    Ok(staged) => {
-                        crate::out!(
-                            "{}",
-                            render_change(&relative, &current, &staged, paint.on())
-                        );
-                    }
-                    Err(e) => {
-                        outcome = Outcome::Attention;
-                        // A patched file edited by hand: its backup is the way back.
-                        let e = match env.state_home() {
-                            Ok(home) => backup::point_to_original(
-                                e,
-                                &backup::root(&home, spec),
-                                spec,
-                                &install.file,
-                            ),
-                            Err(_) => e,
-                        };
-                        crate::out!("{}", crate::table::for_a_person(&e.to_string()));
-                    }
-                }
-            }
-            State::Patched if install.revision.is_none() => crate::out!(
-                "{}",
-                crate::table::for_a_person("already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before")
-            ),
-            State::Patched => crate::out!(
-                "{}",
-                crate::table::for_a_person("already patched; `mcpatch revert` restores the original")
-            ),
-            State::UpstreamFixed => crate::outln!("already routes session loss; nothing to patch"),
-            State::Affected | State::Modified | State::Outdated | State::Unsupported => {
-                crate::outln!("unsupported: the patch cannot help this revision")
-            }
+        if install.companions.is_empty() || install.unfound.is_some() {
+            show_file(
+                spec,
+                install,
+                &install.file,
+                install.state,
+                install.revision,
+                env,
+                &mut outcome,
+            )?;
+            continue;
+        }
+        // Several builds (mcp-sdk's ESM and CJS): each file under its own state.
+        let (bytes, sha256) = classify::hash_file(&install.file)?;
+        let own = classify::assess(spec, &bytes, &sha256);
+        show_file(
+            spec,
+            install,
+            &install.file,
+            own.state,
+            own.revision,
+            env,
+            &mut outcome,
+        )?;
+        for c in &install.companions {
+            let Some(c_spec) = spec
+                .companions
+                .iter()
+                .find(|s| s.role.as_deref() == Some(c.role.as_str()))
+            else {
+                continue;
+            };
+            show_file(
+                c_spec,
+                install,
+                &c.file,
+                c.state,
+                c.revision,
+                env,
+                &mut outcome,
+            )?;
         }
     }
     Ok(outcome)
+}
+
+/// One file of `install` under its header: what apply would change in it,
+/// or why nothing.
+fn show_file(
+    spec: &PatchSpec,
+    install: &classify::Install,
+    path: &std::path::Path,
+    state: State,
+    revision: Option<&'static str>,
+    env: &Environment,
+    outcome: &mut Outcome,
+) -> Result<()> {
+    let paint = color::stdout();
+    let relative = path
+        .strip_prefix(&install.path)
+        .unwrap_or(path)
+        .to_string_lossy()
+        .into_owned();
+    let shown = survey::table::paint_state(paint, state);
+    let file = crate::output::path(path);
+    let file = match crate::width::stdout_columns() {
+        // "# " before the path, " (state)" after it.
+        Some(c) => crate::table::shorten_middle(&file, c.saturating_sub(5 + state.as_str().len())),
+        None => file,
+    };
+    crate::outln!("# {file} ({shown})");
+    match state {
+        State::Affected | State::Modified | State::Outdated if install.unfound.is_none() => {
+            let (bytes, sha256) = classify::hash_file(path)?;
+            let current = String::from_utf8_lossy(&bytes);
+            let staged = if state == State::Outdated {
+                stage::remove_earlier(spec, &current, &sha256, path)
+                    .and_then(|(original, _)| stage::apply_diff(spec, &original, path))
+            } else {
+                stage::apply_diff(spec, &current, path)
+            };
+            match staged {
+                Ok(staged) => {
+                    crate::out!("{}", render_change(&relative, &current, &staged, paint.on()));
+                }
+                Err(e) => {
+                    *outcome = Outcome::Attention;
+                    // A patched file edited by hand: its backup is the way back.
+                    let e = match env.state_home() {
+                        Ok(home) => {
+                            backup::point_to_original(e, &backup::root(&home, spec), spec, path)
+                        }
+                        Err(_) => e,
+                    };
+                    crate::out!("{}", crate::table::for_a_person(&e.to_string()));
+                }
+            }
+        }
+        State::Patched if revision.is_none() => crate::out!(
+            "{}",
+            crate::table::for_a_person("already patched (on a locally modified file); `mcpatch revert --yes` restores the file as it was before")
+        ),
+        State::Patched => crate::out!(
+            "{}",
+            crate::table::for_a_person("already patched; `mcpatch revert` restores the original")
+        ),
+        State::UpstreamFixed => crate::outln!("already routes session loss; nothing to patch"),
+        State::Affected | State::Modified | State::Outdated | State::Unsupported => {
+            crate::outln!("unsupported: the patch cannot help this revision")
+        }
+    }
+    Ok(())
 }

@@ -470,3 +470,109 @@ fn an_unrecorded_release_is_written_without_yes_once_both_patched_builds_pass_ve
         .collect();
     assert_eq!(left, Vec::<String>::new());
 }
+
+#[test]
+fn diff_shows_each_build_under_its_own_state_and_each_hunk_is_what_apply_writes() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+
+    let o = sb.run(&["diff", "--path", p]);
+    assert_eq!(code(&o), 1, "{}", stderr(&o));
+    let out = stdout(&o);
+    let headers: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("# ") || l.starts_with("--- ") || l.starts_with("+++ "))
+        .collect();
+    let (esm, cjs) = (
+        sdk.join(ESM).display().to_string(),
+        sdk.join(CJS).display().to_string(),
+    );
+    assert_eq!(
+        headers,
+        [
+            format!("# {esm} (affected)"),
+            format!("--- a/{ESM}"),
+            format!("+++ b/{ESM}"),
+            format!("# {cjs} (affected)"),
+            format!("--- a/{CJS}"),
+            format!("+++ b/{CJS}"),
+        ]
+    );
+
+    // The printed change, applied with patch(1) to a copy, is what apply writes.
+    let copy = sb.root().join("copy");
+    cp(&["-a"], &sdk, &copy);
+    let body: String = out
+        .lines()
+        .filter(|l| !l.starts_with("# "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let mut child = std::process::Command::new("patch")
+        .args(["-s", "-p1", "-d"])
+        .arg(&copy)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("patch(1) applies the printed diff: apt-get install patch");
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(body.as_bytes())
+        .unwrap();
+    assert!(child.wait().unwrap().success(), "{out}");
+    assert_eq!(
+        code(&sb.run(&["apply", "--yes", "--quiet", "--path", p])),
+        0
+    );
+    assert_eq!(hashes(&copy), hashes(&sdk));
+
+    let o = sb.run(&["diff", "--path", p]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "# {esm} (patched)\nalready patched; `mcpatch revert --path {p}` restores the original\n\
+             # {cjs} (patched)\nalready patched; `mcpatch revert --path {p}` restores the original\n"
+        )
+    );
+}
+
+#[test]
+fn revert_of_an_install_whose_esm_build_was_put_back_names_the_cjs_build_it_restores() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+    let before = hashes(&sdk);
+    assert_eq!(
+        code(&sb.run(&["apply", "--yes", "--quiet", "--path", p])),
+        0
+    );
+    // An install of the package puts the ESM build back, not the CJS one.
+    let original_esm = fetched_project("sdk-1.32.2")
+        .join("node_modules")
+        .join(SDK)
+        .join(ESM);
+    std::fs::remove_file(sdk.join(ESM)).unwrap();
+    std::fs::copy(&original_esm, sdk.join(ESM)).unwrap();
+
+    let o = sb.run(&["revert", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let out = stdout(&o).replace(&sb.root().display().to_string(), "[SANDBOX]");
+    let first: Vec<&str> = out.lines().take(3).collect();
+    let rel = |f: &str| format!("[SANDBOX]/sdk-1.32.2/node_modules/{SDK}/{f}");
+    assert_eq!(first.len(), 3, "{out}");
+    assert!(
+        first[0].starts_with(&format!("restored {} from backup ", rel(CJS))),
+        "{out}"
+    );
+    assert_eq!(first[1], format!("    sha256 now {}", short(&before[1])));
+    assert_eq!(
+        first[2],
+        format!("    {} was already the original", rel(ESM))
+    );
+    assert_eq!(hashes(&sdk), before);
+}
