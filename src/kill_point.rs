@@ -91,6 +91,14 @@ fn pause(step: &str) -> Result<()> {
     drop(reached);
     let mut byte = [0u8; 1];
     loop {
+        // A signal the step records (see on_signal) stops the pause as it
+        // stops the step's own work: the step returns and its drops clean up.
+        if let Some(signal) = crate::on_signal::caught() {
+            return Err(Error::Interrupted { signal });
+        }
+        if !readable_within(&resume, 100) {
+            continue;
+        }
         match resume.read(&mut byte) {
             Ok(1) if byte[0] == b'\n' => return Ok(()),
             Ok(1) => {}
@@ -99,6 +107,24 @@ fn pause(step: &str) -> Result<()> {
             Err(e) => return Err(io(e, "resume")),
         }
     }
+}
+
+/// Whether `file` has something to read within `ms` milliseconds.
+#[cfg(unix)]
+fn readable_within(file: &File, ms: i32) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let mut fd = libc::pollfd {
+        fd: file.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: poll(2) on one pollfd we own, for a bounded time.
+    unsafe { libc::poll(&mut fd, 1, ms) > 0 }
+}
+
+#[cfg(not(unix))]
+fn readable_within(_: &File, _: i32) -> bool {
+    true
 }
 
 #[cfg(unix)]

@@ -529,7 +529,7 @@ mod unknown_revisions {
             .env("MCPATCH_TEST_PAUSE_DIR", pause.path())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
         // The gate passed (it runs before the backup), and the run waits at the backup.
@@ -551,8 +551,15 @@ mod unknown_revisions {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         };
-        assert_eq!(status.signal(), Some(libc::SIGTERM));
+        // Recorded, as from the backup on a signal is: the step stops at once,
+        // the backup and the staged file go, and apply says why.
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+        assert_eq!(status.code(), Some(2), "{err}");
+        assert!(err.contains("SIGTERM"), "{err}");
         assert_eq!(sha256_file(&file), edited, "untouched");
+        assert_eq!(backup_count(&sb), 0, "{err}");
+        assert_eq!(leftovers(&client), Vec::<String>::new());
     }
 
     #[test]
