@@ -347,6 +347,48 @@ fn assess_carrying_patch(spec: &PatchSpec, text: &str) -> Assessment {
 /// Read, hash and classify one located install (one whose file was not
 /// found is unsupported, saying why).
 pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
+    classify_with(spec, located, None)
+}
+
+/// [`classify`] for a plain `status`: a file whose sha256 `cache` remembers
+/// (its stamp unchanged) is not read when that sha256 alone settles its state
+/// (a revision mcpatch recorded); a file read is remembered.
+pub fn classify_remembering(
+    spec: &PatchSpec,
+    located: &Located,
+    cache: &mut crate::status_cache::StatusCache,
+) -> Result<Install> {
+    classify_with(spec, located, Some(cache))
+}
+
+/// The file's bytes and sha256: from `cache` (no bytes) when its sha256 is
+/// a revision that settles the state by itself, else read (and remembered).
+fn read_or_remembered(
+    spec: &PatchSpec,
+    file: &Path,
+    cache: Option<&mut crate::status_cache::StatusCache>,
+) -> Result<(Vec<u8>, String)> {
+    let Some(cache) = cache else {
+        return hash_file(file);
+    };
+    let settles = |sha: &String| {
+        spec.revision(sha)
+            .is_some_and(|r| r.kind != RevisionKind::ReportedAffected)
+    };
+    if let Some(sha) = cache.sha256(file).filter(settles) {
+        return Ok((Vec::new(), sha));
+    }
+    let (bytes, meta) = identity::read_capped(file, identity::MAX_FILE_BYTES, true)?;
+    let sha = identity::sha256_hex(&bytes);
+    cache.remember_sha256(file, crate::status_cache::Stamp::of(&meta), &sha);
+    Ok((bytes, sha))
+}
+
+fn classify_with(
+    spec: &PatchSpec,
+    located: &Located,
+    cache: Option<&mut crate::status_cache::StatusCache>,
+) -> Result<Install> {
     if let Some(why) = &located.unfound {
         return Ok(Install {
             target: spec.target,
@@ -369,7 +411,7 @@ pub fn classify(spec: &PatchSpec, located: &Located) -> Result<Install> {
             via: Vec::new(),
         });
     }
-    let (bytes, sha256) = hash_file(&located.file)?;
+    let (bytes, sha256) = read_or_remembered(spec, &located.file, cache)?;
     let Assessment {
         state,
         revision,

@@ -39,6 +39,7 @@ pub mod scope;
 pub mod small_file;
 pub mod stage;
 pub mod status;
+pub mod status_cache;
 pub mod survey;
 pub mod table;
 pub mod targets;

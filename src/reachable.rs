@@ -12,6 +12,7 @@ use std::collections::{HashSet, VecDeque};
 use std::path::{Component, Path, PathBuf};
 
 use crate::identity;
+use crate::status_cache::Stamp;
 
 /// Largest file read while following imports (gemini-cli's biggest chunk is
 /// about 15 MB).
@@ -26,15 +27,35 @@ const MAX_TOTAL_BYTES: u64 = 256 * 1024 * 1024;
 /// The one file reachable from `entry` (relative to `package_dir`) that holds
 /// `declares`, or why there is none.
 pub fn find(package_dir: &Path, entry: &str, declares: &str) -> Result<PathBuf, String> {
-    find_within(package_dir, entry, declares, MAX_TOTAL_BYTES)
+    find_within(
+        package_dir,
+        entry,
+        declares,
+        MAX_TOTAL_BYTES,
+        &mut Vec::new(),
+    )
 }
 
-/// [`find`], reading at most `budget` bytes in all.
+/// [`find`], with each file it read (relative to `package_dir`) and its
+/// stamp as read: what `status` remembers ([`crate::status_cache`]).
+pub fn find_traced(
+    package_dir: &Path,
+    entry: &str,
+    declares: &str,
+) -> (Result<PathBuf, String>, Vec<(PathBuf, Stamp)>) {
+    let mut read = Vec::new();
+    let found = find_within(package_dir, entry, declares, MAX_TOTAL_BYTES, &mut read);
+    (found, read)
+}
+
+/// [`find`], reading at most `budget` bytes in all; each file read is
+/// pushed to `traced`.
 fn find_within(
     package_dir: &Path,
     entry: &str,
     declares: &str,
     budget: u64,
+    traced: &mut Vec<(PathBuf, Stamp)>,
 ) -> Result<PathBuf, String> {
     use std::os::unix::fs::MetadataExt;
     let start = resolve(Path::new(""), entry)
@@ -60,6 +81,7 @@ fn find_within(
         if !read.insert((meta.dev(), meta.ino())) {
             continue;
         }
+        traced.push((rel.clone(), Stamp::of(&meta)));
         total = total.saturating_add(meta.len());
         if total > budget {
             let limit = if budget >= 1024 * 1024 {
@@ -306,7 +328,8 @@ mod tests {
                 dir.path(),
                 "bundle/gemini.js",
                 "var McpClient = class {",
-                2048
+                2048,
+                &mut Vec::new()
             )
             .unwrap(),
             dir.path().join("bundle/s0.js")
@@ -321,13 +344,21 @@ mod tests {
                 dir.path(),
                 "bundle/gemini.js",
                 "var McpClient = class {",
-                2 * 1024 * 1024
+                2 * 1024 * 1024,
+                &mut Vec::new()
             )
             .unwrap_err(),
             "0 files reachable from bundle/gemini.js declare `var McpClient = class {`"
         );
         assert_eq!(
-            find_within(dir.path(), "bundle/gemini.js", "var McpClient = class {", 3000).unwrap_err(),
+            find_within(
+                dir.path(),
+                "bundle/gemini.js",
+                "var McpClient = class {",
+                3000,
+                &mut Vec::new()
+            )
+            .unwrap_err(),
             "the files reachable from bundle/gemini.js hold more than 3000 bytes in all; the scan stopped there"
         );
     }

@@ -13,8 +13,8 @@ use crate::registry::PatchSpec;
 use crate::running::RunningProcess;
 use crate::survey::table::render_table;
 use crate::survey::{
-    collect_all, look_after, outcome, searched_before, Collected, Dropped, Said, StatusReport,
-    Unreadable,
+    collect_all, collect_all_remembering, look_after, outcome, searched_before, Collected, Dropped,
+    Said, StatusReport, Unreadable,
 };
 use crate::targets::gemini_cli::AutoUpdate;
 
@@ -86,7 +86,7 @@ pub fn run(
         let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         crate::outln!("{text}");
     };
-    let Collected { mut report, failed } = match collect_all(targets, paths, env) {
+    let Collected { mut report, failed } = match collect_all_remembering(targets, paths, env) {
         Ok(collected) => collected,
         Err(e) => {
             if json {

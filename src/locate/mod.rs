@@ -27,7 +27,28 @@ pub fn locate(
     paths: &[PathBuf],
     env: &Environment,
 ) -> Result<LocateReport> {
+    locate_with(targets, paths, env, None)
+}
+
+/// [`locate`] for a plain `status`: searches by reachability whose files are
+/// unchanged since `cache` saw them are taken from it (the report gives it back).
+pub fn locate_remembering(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    env: &Environment,
+    cache: crate::status_cache::StatusCache,
+) -> Result<LocateReport> {
+    locate_with(targets, paths, env, Some(cache))
+}
+
+fn locate_with(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    env: &Environment,
+    cache: Option<crate::status_cache::StatusCache>,
+) -> Result<LocateReport> {
     let mut search = Search::new(targets);
+    search.cache = cache;
     if !paths.is_empty() {
         for p in paths {
             search.explicit(p)?;

@@ -63,6 +63,8 @@ pub struct Located {
 #[derive(Debug, Default)]
 pub struct LocateReport {
     pub installs: Vec<Located>,
+    /// The cache the search used, when it was given one (see `locate_remembering`).
+    pub cache: Option<crate::status_cache::StatusCache>,
     pub searched: Vec<String>,
     /// How many folders the search listed: its cost, which grows with the
     /// number of package folders and never with the files inside them.
@@ -138,6 +140,9 @@ pub struct Search {
     /// package seen from several places (`gemini` on PATH and npm's global
     /// root) has its chunks read once.
     found_in: HashMap<(usize, u64, u64), std::result::Result<PathBuf, String>>,
+    /// What a plain `status` remembers of searches by reachability (only
+    /// `status` sets it: the other commands always read the files).
+    pub(super) cache: Option<crate::status_cache::StatusCache>,
 }
 
 impl Search {
@@ -157,6 +162,7 @@ impl Search {
             visited: HashSet::new(),
             folders_read: 0,
             found_in: HashMap::new(),
+            cache: None,
         }
     }
 
@@ -660,10 +666,16 @@ impl Search {
 
     fn record(&mut self, wanted: usize, dir: &Path, via: &str) {
         let w = &self.wanted[wanted];
-        let search = || match &w.find {
+        let cache = &mut self.cache;
+        let mut search = || match &w.find {
             FileFind::Path(rel) => Ok(dir.join(rel)),
             FileFind::Content { glob, contains } => find_by_content(dir, glob, contains),
-            FileFind::Reachable { from, declares } => crate::reachable::find(dir, from, declares),
+            FileFind::Reachable { from, declares } => match cache {
+                Some(c) => c.reachable(dir, from, declares, || {
+                    crate::reachable::find_traced(dir, from, declares)
+                }),
+                None => crate::reachable::find(dir, from, declares),
+            },
             FileFind::Export {
                 export, condition, ..
             } => crate::exports::find(dir, export, condition),
@@ -826,6 +838,7 @@ impl Search {
         });
         LocateReport {
             installs,
+            cache: self.cache,
             searched: self.searched,
             folders_read: self.folders_read,
         }

@@ -96,9 +96,38 @@ pub fn collect_all(
     paths: &[PathBuf],
     env: &Environment,
 ) -> Result<Collected> {
+    collect_with(targets, paths, env, None)
+}
+
+/// [`collect_all`] for a plain `status`: what the last `status` read and
+/// found, where the files are unchanged, is taken from the state home's
+/// cache ([`crate::status_cache`]) instead of read again; the cache is saved
+/// after. Never for a command that changes files or runs them.
+pub fn collect_all_remembering(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    env: &Environment,
+) -> Result<Collected> {
+    let home = env.state_home().ok();
+    let cache = crate::status_cache::StatusCache::load(home.as_deref());
+    collect_with(targets, paths, env, Some(cache))
+}
+
+fn collect_with(
+    targets: &[&PatchSpec],
+    paths: &[PathBuf],
+    env: &Environment,
+    cache: Option<crate::status_cache::StatusCache>,
+) -> Result<Collected> {
     let LocateReport {
-        installs, searched, ..
-    } = locate::locate(targets, paths, env)?;
+        installs,
+        searched,
+        mut cache,
+        ..
+    } = match cache {
+        Some(c) => locate::locate_remembering(targets, paths, env, c)?,
+        None => locate::locate(targets, paths, env)?,
+    };
     let looked_for = Said::of(targets);
     if installs.is_empty() && !paths.is_empty() {
         return Err(Error::NoInstallFound {
@@ -111,7 +140,11 @@ pub fn collect_all(
     let mut failed = Vec::new();
     for located in &installs {
         let spec = registry::find(targets, located.target, &located.package);
-        match classify::classify(spec, located) {
+        let classified_one = match cache.as_mut() {
+            Some(c) => classify::classify_remembering(spec, located, c),
+            None => classify::classify(spec, located),
+        };
+        match classified_one {
             Ok(mut install) => {
                 install.host_defect = crate::targets::host_defect(spec.driver, &install.path, env);
                 classified.push(install)
@@ -131,6 +164,9 @@ pub fn collect_all(
     classified.sort_by_key(|i| targets.iter().position(|t| t.target == i.target));
     for spec in targets {
         next_steps_from_backups(spec, env, &mut classified);
+    }
+    if let Some(c) = cache {
+        c.save();
     }
     Ok(Collected {
         report: StatusReport {

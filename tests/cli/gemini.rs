@@ -449,3 +449,44 @@ fn homebrew_cellar_and_bun_globals_are_searched() {
         assert_eq!(i.get("auto_update").is_none(), in_cellar, "{i:#}");
     }
 }
+
+/// The status cache: `(state home)/cache/status.json`.
+fn status_cache(sb: &Sandbox) -> PathBuf {
+    sb.dsh_home().join("cache/status.json")
+}
+
+#[test]
+fn a_plain_status_remembers_what_it_read_and_apply_never_trusts_it() {
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let path = pkg.to_str().unwrap();
+    let (original, chunk, patched) = original_of("0.61.0");
+    let status = |sb: &Sandbox| json(&sb.run(&["status", "--json", "--path", path]));
+    assert_eq!(status(&sb)["installs"][0]["state"], "affected");
+    let cache = status_cache(&sb);
+    let mode = std::fs::metadata(&cache).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "the cache is private");
+    let text = std::fs::read_to_string(&cache).unwrap();
+    assert!(text.contains(&original), "{text}");
+
+    // A cache that lies about an unchanged chunk is believed by status alone
+    // (it is what status saves its reading on) ...
+    std::fs::write(&cache, text.replace(&original, &patched)).unwrap();
+    assert_eq!(status(&sb)["installs"][0]["state"], "patched");
+    // ... never by apply: it reads the file, finds it affected, patches it.
+    let o = sb.run(&["apply", "--json", "--path", path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(
+        (&v["changed"], &v["installs"][0]["state_before"]),
+        (&Value::Bool(true), &Value::from("affected")),
+        "{v:#}"
+    );
+    assert_eq!(sha256_file(&pkg.join(&chunk)), patched);
+
+    // A chunk that changes is read again, whatever the cache says.
+    assert_eq!(status(&sb)["installs"][0]["state"], "patched");
+    let o = sb.run(&["revert", "--path", path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(status(&sb)["installs"][0]["state"], "affected");
+}
