@@ -22,7 +22,10 @@
 # Needs: the test fixtures (fetched first), npm and the npm registry (once, for the
 # host install), python3. Environment: BENCH_RUNS (default 15), BENCH_LOSSES (default 20),
 # BENCH_ONLY=gemini (only the gemini-cli rows: no DSH host install, no verify runs),
-# BENCH_ONLY=sdk (only the mcp-sdk project rows),
+# BENCH_ONLY=sdk (only the mcp-sdk project rows), BENCH_ONLY=four (only the rows of a user
+# with all four kinds of install: DSH's plugin and gemini-cli global, mcp-remote in the npx
+# cache, a project with the SDK as the current folder; plain `status` warm, as users run it
+# again, and with its cache removed before each run),
 # BENCH_MCPATCH=<an mcpatch binary> (time that build instead of this tree's, e.g. an earlier
 # commit's, for before/after figures from one script).
 set -euo pipefail
@@ -33,8 +36,8 @@ cargo build --release --locked
 command -v python3 >/dev/null || { echo "error: python3 is needed to time and summarise; apt-get install python3" >&2; exit 2; }
 
 PREFIX="$PWD/.cache/bench/dsh-prefix"
-if [[ "${BENCH_ONLY:-}" != "" && "${BENCH_ONLY:-}" != "gemini" && "${BENCH_ONLY:-}" != "sdk" ]]; then
-  echo "error: BENCH_ONLY=$BENCH_ONLY is not a section; use BENCH_ONLY=gemini or BENCH_ONLY=sdk, or leave it unset for every row" >&2; exit 2
+if [[ "${BENCH_ONLY:-}" != "" && "${BENCH_ONLY:-}" != "gemini" && "${BENCH_ONLY:-}" != "sdk" && "${BENCH_ONLY:-}" != "four" ]]; then
+  echo "error: BENCH_ONLY=$BENCH_ONLY is not a section; use BENCH_ONLY=gemini, sdk or four, or leave it unset for every row" >&2; exit 2
 fi
 if [[ "${BENCH_ONLY:-}" == "" && ! -f "$PREFIX/.done" ]]; then
   echo "bench: installing @deepseek-ai/dsh@0.1.0-rc.8 globally into $PREFIX (once; about a minute, ~280 MB)" >&2
@@ -151,6 +154,54 @@ def sdk_rows():
         row(f"mcp-sdk {name}: npm ls --all @modelcontextprotocol/sdk @modelcontextprotocol/client (in P)", f"{ls:.0f} ms", f"median of {npm_runs}; mcpatch status --path is {ratio(ls, sp)} faster")
         shutil.rmtree(proj)
 
+def four_rows():
+    """9. a plain status with all four kinds of install, warm and with no cache."""
+    u = os.path.join(work, "four")
+    gprefix = os.path.join(u, "prefix")
+    os.makedirs(os.path.join(gprefix, "lib/node_modules/@google"))
+    os.makedirs(os.path.join(gprefix, "bin"))
+    dsh = os.path.join(cache, "dsh-host/0.1.0-rc.8/lib/node_modules/@deepseek-ai")
+    gem = os.path.join(cache, "gemini-cli/0.61.0/lib/node_modules/@google/gemini-cli")
+    remote = os.path.join(cache, "mcp-remote/0.15.1")
+    sdk = os.path.join(cache, "mcp-sdk/projects/sdk-1.32.2")
+    for d in (dsh, gem, remote, sdk):
+        assert os.path.isdir(d), f"no {d}: run scripts/fetch-fixtures.sh"
+    subprocess.run(["cp", "-al", dsh, os.path.join(gprefix, "lib/node_modules/@deepseek-ai")], check=True)
+    subprocess.run(["cp", "-al", gem, os.path.join(gprefix, "lib/node_modules/@google/gemini-cli")], check=True)
+    os.symlink("../lib/node_modules/@google/gemini-cli/bundle/gemini.js", os.path.join(gprefix, "bin/gemini"))
+    os.symlink("../lib/node_modules/@deepseek-ai/dsh/lib/bin.js", os.path.join(gprefix, "bin/dsh"))
+    fhome = os.path.join(u, "home")
+    os.makedirs(os.path.join(fhome, ".npm/_npx"))
+    subprocess.run(["cp", "-al", remote, os.path.join(fhome, ".npm/_npx/0123456789abcdef")], check=True)
+    with open(os.path.join(fhome, ".npmrc"), "w") as f:
+        f.write(f"prefix={gprefix}\n")
+    proj = os.path.join(u, "project")
+    subprocess.run(["cp", "-al", sdk, proj], check=True)
+    fenv = dict(env, HOME=fhome, PATH=os.pathsep.join([os.path.join(gprefix, "bin"), node_dir, os.environ["PATH"]]))
+    fenv.pop("DSH_HOME", None)
+    fenv.pop("MCPATCH_HOME", None)
+    state = os.path.join(fhome, ".local/state/mcpatch/cache")
+    def one(cmd, drop_cache=False):
+        if drop_cache:
+            shutil.rmtree(state, ignore_errors=True)
+        t = time.perf_counter()
+        p = subprocess.run(cmd, env=fenv, cwd=proj, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode not in (0, 1):
+            sys.exit(f"bench: {' '.join(cmd)} exited {p.returncode}: {p.stderr.decode()}")
+        return (time.perf_counter() - t) * 1000, p.stdout.decode()
+    _, out = one([mcpatch, "status", "--json"])
+    found = sorted({i["target"] for i in json.loads(out)["installs"]})
+    assert len(found) == 4, f"bench: the four-target user has installs of {found} only"
+    one([mcpatch, "status"])  # warm-up: the cache is written
+    warm = statistics.median(one([mcpatch, "status"])[0] for _ in range(runs))
+    cold = statistics.median(one([mcpatch, "status"], drop_cache=True)[0] for _ in range(runs))
+    npm_runs = max(3, runs // 3)
+    ls = statistics.median(one([npm, "ls", "-g", "--depth=0"])[0] + one([npm, "ls", "--all", "@modelcontextprotocol/sdk"])[0] for _ in range(npm_runs))
+    row("four targets: mcpatch status (run again: its cache is warm)", f"{warm:.1f} ms", f"median of {runs}; {', '.join(found)}; in the SDK project")
+    row("four targets: mcpatch status (cache removed before each run)", f"{cold:.1f} ms", "what the first run costs: gemini-cli's chunks read")
+    row("four targets: npm ls -g --depth=0 + npm ls --all @modelcontextprotocol/sdk", f"{ls:.0f} ms", f"median of {npm_runs}; mcpatch status is {ratio(ls, warm)} faster")
+    shutil.rmtree(u)
+
 def report():
     shutil.rmtree(work)
     cpu = os.cpu_count()
@@ -178,6 +229,10 @@ if only == "gemini":
     sys.exit(0)
 if only == "sdk":
     sdk_rows()
+    report()
+    sys.exit(0)
+if only == "four":
+    four_rows()
     report()
     sys.exit(0)
 assert os.path.isfile(index), f"no client in the global install at {installed}"
@@ -276,5 +331,6 @@ restore_original()
 
 gemini_rows()
 sdk_rows()
+four_rows()
 report()
 PY
