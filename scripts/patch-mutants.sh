@@ -35,7 +35,8 @@
 #   scripts/patch-mutants.sh [--target T] --list     list the mutants, run nothing
 #
 # A mutant file is JSON: {"rule", "what", "caught_by", "replace": [{"search",
-# "with"}, ...]}, for gemini-cli optionally "version", optionally "scenarios"
+# "with"}, ...]}, for gemini-cli and ai-sdk-mcp optionally "version", for
+# mcp-sdk "package" and "version", optionally "scenarios"
 # (names verify runs instead of its default set, for a mutant only an opt-in
 # scenario catches: `reload`; the unmutated control runs them too), and, for a
 # mutant no test can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
