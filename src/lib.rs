@@ -188,6 +188,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 verbose,
                 // The user's own command runs as the user would run it.
                 environment: verify::process::Environment::Inherited,
+                // A bridge may pass its host's handshake on as it comes.
+                own_handshake: false,
             })
         }
         Command::Verify {

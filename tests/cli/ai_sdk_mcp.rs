@@ -341,3 +341,34 @@ fn the_patched_create_mcp_client_answers_every_call_of_a_server_reloading_every_
         "{v:#}"
     );
 }
+
+#[test]
+fn strict_verify_breaks_a_create_mcp_client_whose_new_session_skips_notifications_initialized() {
+    use super::mcp_sdk::{handshake_note, mutate_builds, strict_expired_404};
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    mutate_builds(
+        &project.join(PKG),
+        &["dist/index.js"],
+        "ai-sdk-mcp",
+        "14-no-initialized-notification",
+    );
+    let (rc, runs) = strict_expired_404(&sb, "ai-sdk-mcp", &project);
+    let runs: Vec<_> = runs
+        .into_iter()
+        .map(|(b, v, n)| (b, v, handshake_note(&n)))
+        .collect();
+    assert_eq!(
+        (rc, runs),
+        (
+            1,
+            vec![(
+                "esm".to_string(),
+                "BROKEN".to_string(),
+                "tools/call (request N) used session S before the client sent its notifications/initialized: the handshake of that session was never finished".to_string(),
+            )]
+        )
+    );
+}

@@ -576,3 +576,114 @@ fn revert_of_an_install_whose_esm_build_was_put_back_names_the_cjs_build_it_rest
     );
     assert_eq!(hashes(&sdk), before);
 }
+
+/// Apply mutant `name` of the SDK catalogue `catalogue`
+/// (test-fixtures/patch-mutants/<catalogue>/NN-name.json) to each patched
+/// build `rels` of `pkg`, as scripts/patch-mutants.sh does: each search
+/// string must match exactly once in each build.
+pub(super) fn mutate_builds(pkg: &Path, rels: &[&str], catalogue: &str, name: &str) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("test-fixtures/patch-mutants")
+        .join(catalogue);
+    let file = dir.join(format!("{name}.json"));
+    let mutant: Value = serde_json::from_slice(
+        &std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())),
+    )
+    .unwrap();
+    for rel in rels {
+        edit_file(&pkg.join(rel), |mut text| {
+            for pair in mutant["replace"].as_array().unwrap() {
+                let search = pair["search"].as_str().unwrap();
+                assert_eq!(
+                    text.matches(search).count(),
+                    1,
+                    "{name} in {rel}: {search:?} must match exactly once"
+                );
+                text = text.replacen(search, pair["with"].as_str().unwrap(), 1);
+            }
+            text
+        });
+    }
+}
+
+/// `verify --strict --json --target T --scenario expired-404` of `project`:
+/// the exit code and each build's (verdict, note).
+pub(super) fn strict_expired_404(
+    sb: &Sandbox,
+    target: &str,
+    project: &Path,
+) -> (i32, Vec<(String, String, String)>) {
+    let o = output_within(
+        sb.command(&[
+            "verify",
+            "--strict",
+            "--json",
+            "--target",
+            target,
+            "--scenario",
+            "expired-404",
+            "--path",
+            project.to_str().unwrap(),
+        ]),
+        std::time::Duration::from_secs(180),
+        "strict verify of the project's SDK",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let runs = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
+        .iter()
+        .map(|s| {
+            (
+                s["build"].as_str().unwrap().to_string(),
+                s["verdict"].as_str().unwrap().to_string(),
+                s["note"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    (code(&o), runs)
+}
+
+/// The note of a run whose new session was used before its handshake ended,
+/// with the request number and session id (they vary) taken out.
+pub(super) fn handshake_note(note: &str) -> String {
+    match (
+        note.split_once(" (request "),
+        note.split_once(" used session "),
+    ) {
+        (Some((method, _)), Some((_, rest))) => {
+            let after_id = rest.split_once(' ').map_or("", |(_, r)| r);
+            format!("{method} (request N) used session S {after_id}")
+        }
+        _ => note.to_string(),
+    }
+}
+
+#[test]
+fn strict_verify_breaks_an_sdk_whose_new_session_is_used_without_notifications_initialized() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let pkg = project.join("node_modules").join(SDK);
+    mutate_builds(
+        &pkg,
+        &[ESM, CJS],
+        "mcp-sdk",
+        "22-no-initialized-notification",
+    );
+    let (rc, runs) = strict_expired_404(&sb, "mcp-sdk", &project);
+    let runs: Vec<_> = runs
+        .into_iter()
+        .map(|(b, v, n)| (b, v, handshake_note(&n)))
+        .collect();
+    let want = |b: &str| {
+        (
+            b.to_string(),
+            "BROKEN".to_string(),
+            "tools/call (request N) used session S before the client sent its notifications/initialized: the handshake of that session was never finished".to_string(),
+        )
+    };
+    assert_eq!((rc, runs), (1, vec![want("esm"), want("cjs")]));
+}

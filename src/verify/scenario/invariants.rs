@@ -603,6 +603,41 @@ pub(crate) fn success_never_run(ev: &Evidence<'_>) -> Option<String> {
         })
 }
 
+/// A client that speaks MCP itself (not a proxy passing its host's messages
+/// on) finishes the handshake of every session before it uses it: a tool list
+/// or call the server took on a session it issued arrives only after that
+/// session's `notifications/initialized`. A session whose initialize is not in
+/// the witness (evicted, or opened before the host's) is not judged.
+pub(crate) fn used_before_initialized(witness: &[WitnessEntry]) -> Option<String> {
+    let issued: HashSet<&str> = witness
+        .iter()
+        .filter_map(|e| e.session_issued.as_deref())
+        .collect();
+    witness
+        .iter()
+        .filter(|e| {
+            e.http_method == "POST"
+                && e.status < 400
+                && matches!(e.rpc_method.as_deref(), Some("tools/list" | "tools/call"))
+        })
+        .find_map(|e| {
+            let s = e.session_sent.as_deref().filter(|s| issued.contains(s))?;
+            let initialized = witness.iter().any(|n| {
+                n.http_method == "POST"
+                    && n.rpc_method.as_deref() == Some("notifications/initialized")
+                    && n.session_sent.as_deref() == Some(s)
+                    && n.t_ms <= e.t_ms
+            });
+            (!initialized).then(|| {
+                format!(
+                    "{} (request {}) used session {s} before the client sent its notifications/initialized: the handshake of that session was never finished",
+                    e.rpc_method.as_deref().unwrap_or(""),
+                    e.seq
+                )
+            })
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -629,6 +664,27 @@ mod tests {
             call_ok: None,
             note: None,
         }
+    }
+
+    #[test]
+    fn a_session_used_before_its_initialized_notification_breaks_the_handshake_rule() {
+        let mut init = entry(0, 0, "POST", "initialize", None, 200);
+        init.session_issued = Some("a".into());
+        let call = entry(2, 20, "POST", "tools/call", Some("a"), 200);
+        let mut w = vec![init.clone(), call.clone()];
+        assert_eq!(
+            used_before_initialized(&w).as_deref(),
+            Some("tools/call (request 2) used session a before the client sent its notifications/initialized: the handshake of that session was never finished")
+        );
+        w.insert(
+            1,
+            entry(1, 10, "POST", "notifications/initialized", Some("a"), 202),
+        );
+        assert_eq!(used_before_initialized(&w), None);
+        // A refused call, or a session whose initialize the witness no longer holds, is not judged.
+        let refused = entry(2, 20, "POST", "tools/call", Some("a"), 404);
+        assert_eq!(used_before_initialized(&[init, refused]), None);
+        assert_eq!(used_before_initialized(&[call]), None);
     }
 
     #[test]

@@ -111,6 +111,8 @@ async fn verify_install(
         verbose: false,
         // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
         environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
+        // mcp-remote passes its host's handshake on as it comes.
+        own_handshake: false,
     };
     let (runs, overall, left_out) = stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
     let scenarios = runs

@@ -123,6 +123,8 @@ async fn verify_install(
             verbose: false,
             // Found by mcpatch, not named by the user: no secret of mcpatch's environment reaches it.
             environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
+            // The SDK's own Client and transport do every handshake, a recovery's too.
+            own_handshake: true,
         };
         let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
         if rank(this) > rank(overall) {

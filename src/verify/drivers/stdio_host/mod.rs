@@ -28,7 +28,7 @@ use crate::verify::process::{self as child, orphans};
 use crate::verify::render::{overall_style, scenario_table, shown_verdict};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
-    self, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
+    self, invariants, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
 };
 use crate::verify::signals::Interrupts;
 
@@ -54,6 +54,10 @@ pub struct BridgeOptions {
     /// Where the bridge's environment comes from: mcpatch's own for the
     /// user's `--command`, cleared for an install mcpatch found.
     pub environment: child::Environment,
+    /// The client speaks MCP itself (an SDK's own Client, not a proxy passing
+    /// its host's messages on): every session it uses must have had its
+    /// `notifications/initialized` first, new sessions of a recovery included.
+    pub own_handshake: bool,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -288,7 +292,7 @@ async fn run_scenarios(
     for (i, s) in chosen.iter().enumerate() {
         let one = match not_started {
             Some(first) => not_run(s, first),
-            None => run_one(s, launch, opts.startup, &opts.environment).await?,
+            None => run_one(s, launch, opts).await?,
         };
         if !one.started && not_started.is_none() {
             not_started = Some(s.name);
@@ -319,12 +323,8 @@ async fn run_scenarios(
     })
 }
 
-async fn run_one(
-    s: &Scenario,
-    launch: Launch<'_>,
-    startup: Duration,
-    environment: &child::Environment,
-) -> Result<BridgeScenario> {
+async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Result<BridgeScenario> {
+    let (startup, environment) = (opts.startup, &opts.environment);
     let server = FakeServer::start(s.behaviour.clone(), 0).await?;
     let (argv, env) = launch(&server.url());
     let version = PROTOCOL_VERSIONS[0];
@@ -354,7 +354,7 @@ async fn run_one(
     let (witness, before_host) = host_scope(server.witness());
     let dropped_ids = server.dropped_sessions();
     let expected = s.expectation(true);
-    let judgement = match &run.stop {
+    let mut judgement = match &run.stop {
         None => {
             let counts = server.call_counts();
             scenario::judge_with(
@@ -375,6 +375,13 @@ async fn run_one(
         }
         Some(stop) => stopped(stop, &witness, &run.calls, exit.as_deref(), &tail),
     };
+    if judgement.ok && opts.own_handshake {
+        if let Some(note) = invariants::used_before_initialized(&witness) {
+            judgement.verdict = "BROKEN";
+            judgement.ok = false;
+            judgement.note = note;
+        }
+    }
     let checks = checks(s, &witness, &dropped_ids);
     Ok(BridgeScenario {
         name: s.name,
