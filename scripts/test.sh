@@ -10,5 +10,7 @@ command -v systemd-analyze >/dev/null || { echo "error: systemd-analyze is not o
 scripts/fetch-fixtures.sh
 cargo fmt --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked "$@"
+# Most tests wait on real clients and servers (restarts, pauses, timeouts) more
+# than they use the CPU: four at a time on 2 cores (RUST_TEST_THREADS overrides).
+RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}" cargo test --locked "$@"
 echo "test command: passed in $(( (SECONDS - started) / 60 )) min $(( (SECONDS - started) % 60 )) s" >&2
