@@ -82,6 +82,9 @@ const UNSETTLED_EXIT: i32 = 13;
 /// How long past its own timeout the harness waits for a call before it reports
 /// it as never settled.
 const SETTLE_GRACE: Duration = Duration::from_millis(3000);
+/// How much longer than its runs' own bounds the harness may take before it
+/// is stopped (every run then BROKEN).
+const HARNESS_MARGIN: Duration = Duration::from_secs(60);
 
 /// One run for the harness: a plan, a policy, a fake server.
 #[derive(Debug, Clone)]
@@ -254,7 +257,9 @@ pub async fn run_all(
     let per_run = Duration::from_secs(10) + IDLE_FOR + 4 * CALL_TIMEOUT;
     let waves = specs.len().div_ceil(jobs.max(1)) as u32;
     let longest = specs.iter().map(RunSpec::extra).max().unwrap_or_default();
-    let limit = (per_run + longest) * waves.max(1) + Duration::from_secs(20);
+    // A backstop past every run's own deadlines: generous, so that a busy
+    // machine (node starved of the CPU) is not judged as a harness that hung.
+    let limit = (per_run + longest) * waves.max(1) + HARNESS_MARGIN;
     let collect = async {
         while let Ok(Some(line)) = lines.next_line().await {
             let Ok(v) = serde_json::from_str::<Value>(&line) else {
