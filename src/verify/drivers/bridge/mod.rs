@@ -7,13 +7,13 @@
 //! file is copied with that file in it (mirror.rs), and the copy's entry runs.
 
 use super::stdio_host::{self, BridgeOptions};
-use crate::classify::{Install, State};
+use crate::classify::Install;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::{ClientDriver, Job, Verifying};
-use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
+use crate::verify::report::{InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
 use crate::verify::target::{Target, COPY_PREFIX};
 
@@ -126,24 +126,13 @@ async fn verify_install(
             node_version: node.version.clone(),
         })
         .collect();
-    let note = if target.backup.is_some() {
-        Some("the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced".to_string())
-    } else if target.state == State::Affected {
-        Some("not patched: run `mcpatch apply`".to_string())
-    } else {
-        None
-    };
-    let mut result = InstallResult::checked(
+    Ok(stdio_host::checked_install(
         install,
         target,
         node.version.clone(),
-        // A bridge is always held to seamless recovery.
-        Expectations::of(target.is_current_patch(), true),
         scenarios,
-    );
-    // The bridge's own word (FAILED when no scenario ran).
-    result.overall = overall;
-    result.note = note;
-    result.left_out = left_out;
-    Ok(result)
+        overall,
+        left_out,
+        "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced",
+    ))
 }

@@ -14,11 +14,11 @@
 use std::path::{Path, PathBuf};
 
 use super::{mirror, ClientDriver, Job, Verifying};
-use crate::classify::{Install, State};
+use crate::classify::Install;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
-use crate::verify::report::{Expectations, InstallResult, ScenarioResult};
+use crate::verify::report::{InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
 use crate::verify::target::{Target, COPY_PREFIX};
 
@@ -142,24 +142,15 @@ async fn verify_install(
             node_version: node.version.clone(),
         }));
     }
-    let note = if target.backup.is_some() {
-        Some("the saved original, run as the control: it is expected to be STUCK".to_string())
-    } else if target.state == State::Affected {
-        Some("not patched: run `mcpatch apply`".to_string())
-    } else {
-        None
-    };
-    let mut result = InstallResult::checked(
+    Ok(super::stdio_host::checked_install(
         install,
         target,
         node.version.clone(),
-        Expectations::of(target.is_current_patch(), true),
         all,
-    );
-    result.overall = overall;
-    result.note = note;
-    result.left_out = left_out;
-    Ok(result)
+        overall,
+        left_out,
+        "the saved original, run as the control: it is expected to be STUCK",
+    ))
 }
 
 /// The worse of two overall words ranks higher.

@@ -219,6 +219,40 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
     Ok((chosen, left_out))
 }
 
+/// An install a bridge host checked (the bridge and sdk-client drivers): held
+/// to seamless recovery whatever its file, with the host's own overall word
+/// (FAILED when no scenario ran) and a note: `control_note` for a saved
+/// original, the next step for an unpatched file, none otherwise.
+pub(crate) fn checked_install(
+    install: &crate::classify::Install,
+    target: &crate::verify::target::Target,
+    node_version: String,
+    scenarios: Vec<crate::verify::report::ScenarioResult>,
+    overall: &'static str,
+    left_out: Vec<LeftOut>,
+    control_note: &str,
+) -> crate::verify::report::InstallResult {
+    use crate::verify::report::{Expectations, InstallResult};
+    let note = if target.backup.is_some() {
+        Some(control_note.to_string())
+    } else if target.state == crate::classify::State::Affected {
+        Some("not patched: run `mcpatch apply`".to_string())
+    } else {
+        None
+    };
+    let mut result = InstallResult::checked(
+        install,
+        target,
+        node_version,
+        Expectations::of(target.is_current_patch(), true),
+        scenarios,
+    );
+    result.overall = overall;
+    result.note = note;
+    result.left_out = left_out;
+    result
+}
+
 pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
     let words = child::parse(&opts.command)?;
     let (chosen, left_out) = choose(opts)?;
