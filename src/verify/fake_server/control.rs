@@ -61,24 +61,13 @@ pub(super) async fn with_control_token(
     if ok {
         return next.run(request).await;
     }
-    let now = shared.now_ms();
-    shared.log(WitnessEntry {
-        seq: 0,
-        t_ms: now,
-        answered_ms: now,
-        http_method: request.method().to_string(),
-        rpc_method: None,
-        session_sent: None,
-        status: 403,
-        session_issued: None,
-        call_id: None,
-        executed: None,
-        call_ok: None,
-        note: Some(format!(
+    shared.log_refused(
+        request.method().to_string(),
+        format!(
             "refused: {} without this run's control token",
             crate::output::clean(request.uri().path())
-        )),
-    });
+        ),
+    );
     (
         StatusCode::FORBIDDEN,
         "Forbidden: the control routes take this run's token (Authorization: Bearer TOKEN)\n",

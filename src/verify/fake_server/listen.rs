@@ -23,7 +23,6 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::answers::mcp;
-use super::behaviour::WitnessEntry;
 use super::control::{
     control_hold, control_invalidate, control_ready, control_refuse, control_reload,
     control_restart, control_witness, with_control_token,
@@ -294,21 +293,10 @@ pub(super) async fn loopback_only(
         return next.run(request).await;
     }
     let what = if host_ok { "Origin" } else { "Host" };
-    let now = shared.now_ms();
-    shared.log(WitnessEntry {
-        seq: 0,
-        t_ms: now,
-        answered_ms: now,
-        http_method: request.method().to_string(),
-        rpc_method: None,
-        session_sent: None,
-        status: 403,
-        session_issued: None,
-        call_id: None,
-        executed: None,
-        call_ok: None,
-        note: Some(format!("refused: {what} is not loopback")),
-    });
+    shared.log_refused(
+        request.method().to_string(),
+        format!("refused: {what} is not loopback"),
+    );
     (
         StatusCode::FORBIDDEN,
         format!("Forbidden: {what} is not loopback\n"),

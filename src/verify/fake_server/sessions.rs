@@ -113,6 +113,26 @@ impl Shared {
         self.started.elapsed().as_millis() as u64
     }
 
+    /// Log a request refused with 403 before it reached the server's routes
+    /// (a Host or Origin not on loopback, a control route without the token).
+    pub(super) fn log_refused(&self, http_method: String, note: String) {
+        let now = self.now_ms();
+        self.log(WitnessEntry {
+            seq: 0,
+            t_ms: now,
+            answered_ms: now,
+            http_method,
+            rpc_method: None,
+            session_sent: None,
+            status: 403,
+            session_issued: None,
+            call_id: None,
+            executed: None,
+            call_ok: None,
+            note: Some(note),
+        });
+    }
+
     pub(super) fn log(&self, mut entry: WitnessEntry) {
         clip(&mut entry.http_method);
         let texts = [
