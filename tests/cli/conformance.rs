@@ -116,24 +116,10 @@ type Verdicts = BTreeMap<String, Verdict>;
 /// a new one over it, so the cache keeps its bytes) with the conformance client
 /// beside its node_modules, where it resolves the project's own SDK.
 fn project_with_client(sb: &Sandbox) -> PathBuf {
-    let src = cache().join("mcp-sdk/projects").join(PROJECT);
-    assert!(
-        src.join(".done").is_file(),
-        "the real npm project {PROJECT} is missing from {}: run test-fixtures/mcp-sdk/fetch.sh (needs npm and the npm registry)",
-        src.display()
-    );
-    let dest = sb.root().join(PROJECT);
-    let st = std::process::Command::new("cp")
-        .arg("-al")
-        .arg(&src)
-        .arg(&dest)
-        .status()
-        .unwrap();
-    assert!(st.success(), "cp -al {} {}", src.display(), dest.display());
+    let dest = super::mcp_sdk_clients::project_copy(sb, PROJECT);
     let client = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("test-fixtures/conformance/everything-client.mjs");
     std::fs::copy(&client, dest.join("everything-client.mjs")).unwrap();
-    let dest = dest.canonicalize().unwrap();
     // The suite splits --command on spaces and hands it to a shell.
     assert!(
         dest.to_str()

@@ -15,7 +15,7 @@ use super::*;
 
 /// Copy a fetched project into the sandbox (hard links: `apply` replaces a
 /// file by renaming a new one over it, so the cache keeps its bytes).
-fn project_copy(sb: &Sandbox, name: &str) -> PathBuf {
+pub(super) fn project_copy(sb: &Sandbox, name: &str) -> PathBuf {
     let src = cache().join("mcp-sdk/projects").join(name);
     assert!(
         src.join(".done").is_file(),
