@@ -374,10 +374,10 @@ pub(super) fn verify_target_runs(
     target: &str,
     project: &Path,
 ) -> (i32, Vec<(String, String, String)>) {
-    let o = output_within(
-        sb.command(&[
-            "verify",
-            "--json",
+    verify_json_runs(
+        sb,
+        project,
+        &[
             "--target",
             target,
             "--scenario",
@@ -386,23 +386,37 @@ pub(super) fn verify_target_runs(
             "expired-400",
             "--scenario",
             "expired-401",
-            "--path",
-            project.to_str().unwrap(),
-        ]),
-        std::time::Duration::from_secs(180),
+        ],
+        ["build", "name", "verdict"],
         "verify of the project's SDK",
-    );
+    )
+}
+
+/// `verify --json ARGS --path PROJECT`: the exit code and, for each run,
+/// its `fields` (three strings of a scenario's JSON).
+fn verify_json_runs(
+    sb: &Sandbox,
+    project: &Path,
+    args: &[&str],
+    fields: [&str; 3],
+    what: &str,
+) -> (i32, Vec<(String, String, String)>) {
+    let mut all = vec!["verify", "--json"];
+    all.extend_from_slice(args);
+    all.extend(["--path", project.to_str().unwrap()]);
+    let o = output_within(sb.command(&all), std::time::Duration::from_secs(180), what);
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let field = |s: &Value, f: &str| s[f].as_str().unwrap().to_string();
     let runs = v["installs"][0]["scenarios"]
         .as_array()
         .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
         .iter()
         .map(|s| {
             (
-                s["build"].as_str().unwrap().to_string(),
-                s["name"].as_str().unwrap().to_string(),
-                s["verdict"].as_str().unwrap().to_string(),
+                field(s, fields[0]),
+                field(s, fields[1]),
+                field(s, fields[2]),
             )
         })
         .collect();
@@ -607,42 +621,19 @@ pub(super) fn mutate_builds(pkg: &Path, rels: &[&str], catalogue: &str, name: &s
 }
 
 /// `verify --strict --json --target T --scenario expired-404` of `project`:
-/// the exit code and each build's (verdict, note).
+/// the exit code and each build's (build, verdict, note).
 pub(super) fn strict_expired_404(
     sb: &Sandbox,
     target: &str,
     project: &Path,
 ) -> (i32, Vec<(String, String, String)>) {
-    let o = output_within(
-        sb.command(&[
-            "verify",
-            "--strict",
-            "--json",
-            "--target",
-            target,
-            "--scenario",
-            "expired-404",
-            "--path",
-            project.to_str().unwrap(),
-        ]),
-        std::time::Duration::from_secs(180),
+    verify_json_runs(
+        sb,
+        project,
+        &["--strict", "--target", target, "--scenario", "expired-404"],
+        ["build", "verdict", "note"],
         "strict verify of the project's SDK",
-    );
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
-    let runs = v["installs"][0]["scenarios"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
-        .iter()
-        .map(|s| {
-            (
-                s["build"].as_str().unwrap().to_string(),
-                s["verdict"].as_str().unwrap().to_string(),
-                s["note"].as_str().unwrap().to_string(),
-            )
-        })
-        .collect();
-    (code(&o), runs)
+    )
 }
 
 /// The note of a run whose new session was used before its handshake ended,
