@@ -54,13 +54,7 @@ fn hashes(pkg: &Path, rels: &[&str]) -> Vec<String> {
 
 /// How many backups the ai-sdk-mcp target keeps.
 fn backups(sb: &Sandbox) -> usize {
-    std::fs::read_dir(sb.dsh_home().join("backups/ai-sdk-mcp-session-loss"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .count()
-        })
-        .unwrap_or(0)
+    backups_of(sb, "ai-sdk-mcp-session-loss")
 }
 
 #[test]

@@ -392,9 +392,14 @@ fn applies_at_once(sb: &Sandbox, client: &Path, n: usize) -> Vec<Output> {
         .collect()
 }
 
+/// How many backups DSH's patch keeps.
 fn backup_count(sb: &Sandbox) -> usize {
-    let root = sb.dsh_home().join("backups/dsh-mcp-client-session-loss");
-    std::fs::read_dir(root)
+    backups_of(sb, "dsh-mcp-client-session-loss")
+}
+
+/// How many backups the patch `id` keeps (its folder's entries, dot-files aside).
+fn backups_of(sb: &Sandbox, id: &str) -> usize {
+    std::fs::read_dir(sb.dsh_home().join("backups").join(id))
         .map(|d| {
             d.flatten()
                 .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))

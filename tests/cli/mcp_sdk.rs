@@ -85,14 +85,7 @@ fn sdk_installs(v: &Value) -> Vec<&Value> {
 
 /// How many backups the mcp-sdk target keeps.
 fn sdk_backups(sb: &Sandbox) -> usize {
-    let root = sb.dsh_home().join("backups/mcp-sdk-session-loss");
-    std::fs::read_dir(root)
-        .map(|d| {
-            d.flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .count()
-        })
-        .unwrap_or(0)
+    backups_of(sb, "mcp-sdk-session-loss")
 }
 
 fn hashes(pkg: &Path) -> [String; 2] {
