@@ -118,6 +118,22 @@ pub struct Companion {
     pub note: Option<String>,
 }
 
+impl Install {
+    /// Each companion file of this install with the spec (of `spec`'s
+    /// companions, by build role) that patches it.
+    pub fn companions_with<'a>(
+        &'a self,
+        spec: &'a PatchSpec,
+    ) -> impl Iterator<Item = (&'a Companion, &'a PatchSpec)> {
+        self.companions.iter().filter_map(move |c| {
+            spec.companions
+                .iter()
+                .find(|s| s.role.as_deref() == Some(c.role.as_str()))
+                .map(|s| (c, s))
+        })
+    }
+}
+
 /// The note on a release mcpatch has no record of that the anchors fit.
 pub const UNRECORDED_FITS: &str = "a release mcpatch has no record of; the patch's content anchors fit it, and `mcpatch apply` verifies the patched copy before writing it";
 

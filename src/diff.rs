@@ -59,14 +59,7 @@ pub fn run(targets: &[&PatchSpec], paths: &[PathBuf], env: &Environment) -> Resu
             env,
             &mut outcome,
         )?;
-        for c in &install.companions {
-            let Some(c_spec) = spec
-                .companions
-                .iter()
-                .find(|s| s.role.as_deref() == Some(c.role.as_str()))
-            else {
-                continue;
-            };
+        for (c, c_spec) in install.companions_with(spec) {
             show_file(
                 c_spec,
                 install,

@@ -316,14 +316,7 @@ fn write_patches(
 fn changes_of(spec: &PatchSpec, install: &Install, root: &Path) -> Result<Vec<patch_file::Change>> {
     let backups = backup::list(root)?;
     let mut files = vec![(install.file.clone(), spec)];
-    for c in &install.companions {
-        let Some(cspec) = spec
-            .companions
-            .iter()
-            .find(|s| s.role.as_deref() == Some(c.role.as_str()))
-        else {
-            continue;
-        };
+    for (c, cspec) in install.companions_with(spec) {
         files.push((c.file.clone(), cspec));
     }
     let mut changes = Vec::new();
