@@ -754,7 +754,7 @@ async fn a_hold_is_judged_from_the_witness_log_not_from_the_clients_claim() {
     assert_eq!(j.note, "tools did not work again on the kept session");
 }
 
-/// A GET for the session's stream, answered (404 in sse-404) once the session listed its tools.
+/// A GET for the session's stream, answered (404 in sse-404) once the session sent a tool call.
 async fn open_get(c: &HandClient) -> tokio::task::JoinHandle<u16> {
     let req = c
         .http
@@ -765,18 +765,26 @@ async fn open_get(c: &HandClient) -> tokio::task::JoinHandle<u16> {
 }
 
 #[tokio::test]
-async fn sse_404_needs_the_get_404_after_the_tool_list_and_catches_a_recycle() {
+async fn sse_404_answers_the_get_after_the_first_call_and_catches_a_recycle() {
     let behaviour = scenario::find(ScenarioName::Sse404).behaviour;
     // A client that opens the GET stream while connecting, as the SDK does: the 404
-    // comes only after its tool list, so it reaches a connected client.
+    // waits past its tool list for its first call, so it reaches a client that has
+    // finished connecting, however slowly that client handles the tool list.
     for recycle in [false, true] {
         let server = start(behaviour.clone()).await;
         let mut c = HandClient::new(&server);
         c.initialize("2025-06-18").await;
         let get = open_get(&c).await;
         assert_eq!(c.list().await.status, 200);
-        assert_eq!(get.await.unwrap(), 404);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(!get.is_finished(), "the GET is held until the first call");
         let mut view = CallerView::default();
+        view.saw(
+            "c0",
+            "echo",
+            &c.call("echo", "c0", json!({"text": "before"})).await,
+        );
+        assert_eq!(get.await.unwrap(), 404);
         if recycle {
             reconnect(&mut c).await;
         }

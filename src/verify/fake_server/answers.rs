@@ -137,7 +137,7 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         }
         Method::DELETE => handle_delete(&shared, session_sent.as_deref()),
         Method::GET if shared.behaviour.get_not_found => {
-            wait_until_listed(&shared, session_sent.as_deref()).await;
+            wait_until_called(&shared, session_sent.as_deref()).await;
             Answer::text(StatusCode::NOT_FOUND, "Not Found")
         }
         _ => Answer {
@@ -177,15 +177,17 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
     response
 }
 
-/// Hold a GET until its session has listed its tools (or is gone), bounded.
-pub(super) async fn wait_until_listed(shared: &Shared, session: Option<&str>) {
+/// Hold a GET until its session has sent its first tool call (or is gone), bounded.
+/// A call proves the client finished connecting: an answer that came while it was
+/// still listing tools could reach it before it counts errors as a lost session.
+pub(super) async fn wait_until_called(shared: &Shared, session: Option<&str>) {
     let Some(id) = session else { return };
     let deadline = tokio::time::Instant::now() + GET_HOLD_LIMIT;
     loop {
-        let notified = shared.listed.notified();
+        let notified = shared.called.notified();
         tokio::pin!(notified);
         notified.as_mut().enable();
-        let ready = lock(&shared.sessions).get(id).is_none_or(|s| s.listed);
+        let ready = lock(&shared.sessions).get(id).is_none_or(|s| s.called);
         if ready || tokio::time::timeout_at(deadline, notified).await.is_err() {
             return;
         }
@@ -430,21 +432,21 @@ pub(super) fn handle_post(
                 StatusCode::OK,
                 json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
             );
-            if let Some(s) = lock(&shared.sessions).get_mut(session) {
-                s.listed = true;
-            }
-            shared.listed.notify_waiters();
             if shared.behaviour.forget_after_list {
                 shared.drop_session(session, "forgetful: lost the session after its tool list");
             }
             answer
         }
         "tools/call" => {
+            if let Some(s) = lock(&shared.sessions).get_mut(session) {
+                s.called = true;
+            }
+            shared.called.notify_waiters();
             return Dispatch::Call {
                 id,
                 params,
                 session: session.to_string(),
-            }
+            };
         }
         _ => Answer::json(StatusCode::OK, rpc_error(&id, -32601, "Method not found")),
     };
@@ -516,7 +518,7 @@ pub(super) fn initialize(
             Session {
                 last_seen: Instant::now(),
                 protocol_version: version.to_string(),
-                listed: false,
+                called: false,
             },
         );
         evicted

@@ -39,7 +39,7 @@ pub struct ServerBehaviour {
     /// Reject an initialize that carries a session id, like servers that refuse a duplicate initialize.
     pub strict_initialize: bool,
     /// Answer the optional GET stream with 404 instead of 405, like servers with no GET
-    /// route; the answer waits until the session has listed its tools, so it reaches a
+    /// route; the answer waits until the session has sent a tool call, so it reaches a
     /// client that is already connected.
     pub get_not_found: bool,
     /// Drop every session right after answering its first tool list.

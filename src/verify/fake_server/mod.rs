@@ -51,7 +51,7 @@ const MAX_SLOW_MS: u64 = 10_000;
 pub const RAN_BEFORE_LOSS_DELAY: Duration = Duration::from_millis(100);
 /// Longest a held call waits for the rest of its batch.
 const HOLD_LIMIT: Duration = Duration::from_secs(5);
-/// Longest a GET waits for its session's first tool list (`get_not_found`).
+/// Longest a GET waits for its session's first tool call (`get_not_found`).
 const GET_HOLD_LIMIT: Duration = Duration::from_secs(5);
 
 /// A running fake server; dropping it stops it.
@@ -105,7 +105,7 @@ impl FakeServer {
             held: Mutex::new(None),
             counter: AtomicU64::new(0),
             restart: Notify::new(),
-            listed: Notify::new(),
+            called: Notify::new(),
             generation: AtomicU64::new(1),
             reloads: Arc::new(AtomicU32::new(0)),
             reload_task: Mutex::new(None),

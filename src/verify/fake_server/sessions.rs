@@ -15,7 +15,7 @@ use super::WITNESS_TEXT_LIMIT;
 pub(super) struct Session {
     pub(super) last_seen: Instant,
     pub(super) protocol_version: String,
-    pub(super) listed: bool,
+    pub(super) called: bool,
 }
 
 /// Every session id the server dropped on purpose, bounded: the oldest are forgotten first.
@@ -72,8 +72,8 @@ pub(super) struct Shared {
     pub(super) held: Mutex<Option<HeldBatch>>,
     pub(super) counter: AtomicU64,
     pub(super) restart: Notify,
-    /// Some session listed its tools (wakes GETs waiting for that).
-    pub(super) listed: Notify,
+    /// Some session sent a tool call (wakes GETs waiting for that).
+    pub(super) called: Notify,
     /// Listener generation: 1 at start, +1 after each restart once listening again.
     pub(super) generation: AtomicU64,
     /// How many times the reload cycle has forgotten every session.
