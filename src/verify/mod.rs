@@ -134,10 +134,16 @@ fn verify_all(
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {
-        crate::errln!(
-            "node {} ({})",
-            crate::output::clean(&node.version),
-            crate::output::path(&node.path)
+        crate::err!(
+            "{}",
+            crate::table::within(
+                &format!(
+                    "node {} ({})",
+                    crate::output::clean(&node.version),
+                    crate::output::path(&node.path)
+                ),
+                crate::width::stderr_columns()
+            )
         );
         // Only the plugin harness (DSH's plugin API) needs the shim.
         let plugin_host = report.installs.iter().find_map(|i| {

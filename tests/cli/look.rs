@@ -910,11 +910,19 @@ fn the_demo_on_an_80_column_terminal_shows_each_mcpatch_run_within_80_columns() 
         "the real @deepseek-ai/dsh install is missing from {}: run scripts/fetch-fixtures.sh",
         host.display()
     );
+    // Node in a folder as deep as a checkout on a build machine may be: verify
+    // names its path, which must wrap like every line.
+    let deep = tempfile::tempdir().unwrap();
+    let node_dir = deep
+        .path()
+        .join("builds/a-project-checked-out-deep-down/mcpatch/.cache/node22/bin");
+    std::fs::create_dir_all(node_dir.parent().unwrap()).unwrap();
+    std::os::unix::fs::symlink(node22_dir(), &node_dir).unwrap();
     let mut cmd = std::process::Command::new("bash");
     cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/demo.sh"))
         .env("MCPATCH_DEMO_BIN", assert_cmd::cargo::cargo_bin("mcpatch"))
         .env("MCPATCH_DEMO_PREFIX_FROM", &host)
-        .env("MCPATCH_DEMO_NODE_DIR", node22_dir())
+        .env("MCPATCH_DEMO_NODE_DIR", &node_dir)
         .env("MCPATCH_DEMO_SCENARIO", "expired-404")
         .env("TMPDIR", "/tmp")
         .env("NO_COLOR", "1");
