@@ -610,11 +610,11 @@ fn prepare_file(
     if !known_base && !opts.yes && !pristine_fit {
         if std::io::stdin().is_terminal() && std::io::stderr().is_terminal() && !opts.dry_run {
             match upgrade_from {
-                Some(r) => crate::errln!(
+                Some(r) => crate::errln_fit!(
                     "{} carries patch revision {r} on a locally modified file; upgrading it would change:",
                     crate::output::path(file)
                 ),
-                None => crate::errln!(
+                None => crate::errln_fit!(
                     "{} is modified (not a revision mcpatch knows); the patch would change:",
                     crate::output::path(file)
                 ),
@@ -680,7 +680,7 @@ fn prepare_file(
         drop(pending);
         let progress = !opts.json && !opts.quiet;
         if progress {
-            crate::errln!(
+            crate::errln_fit!(
                 "{} is a revision mcpatch does not know: verifying the patched copy before writing it",
                 crate::output::path(file)
             );

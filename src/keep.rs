@@ -178,7 +178,7 @@ fn write_patches(
         }
         let spec = registry::find(targets, install.target, &install.package);
         if matches!(install.state, State::Unsupported | State::UpstreamFixed) {
-            crate::outln!(
+            crate::outln_fit!(
                 "{}: {}, nothing to keep",
                 crate::output::path(&install.path),
                 install.state.as_str()
@@ -186,7 +186,7 @@ fn write_patches(
             continue;
         }
         if install.state == State::Patched && kept(install, spec).and_then(|k| k.by) == Some(how) {
-            crate::outln!(
+            crate::outln_fit!(
                 "{}: already kept by {}",
                 crate::output::path(&install.path),
                 how.as_str()
@@ -367,7 +367,7 @@ fn write_patch_file(project: &Path, rel: &str, text: &str, marker: &str) -> Resu
     let path = project.join(rel);
     match small_file::read_capped(&path, MAX_PROJECT_FILE) {
         Ok(bytes) if bytes == text.as_bytes() => {
-            crate::outln!("{}: already holds the patch", crate::output::path(&path));
+            crate::outln_fit!("{}: already holds the patch", crate::output::path(&path));
             return Ok(());
         }
         Ok(bytes) if !crate::identity::text_of(&bytes).contains(marker) => {
@@ -402,7 +402,7 @@ fn write_patch_file(project: &Path, rel: &str, text: &str, marker: &str) -> Resu
         }
     }
     write_like(&path, &project.join("package.json"), text.as_bytes())?;
-    crate::outln!("{}: written", crate::output::path(&path));
+    crate::outln_fit!("{}: written", crate::output::path(&path));
     Ok(())
 }
 

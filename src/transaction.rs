@@ -128,7 +128,7 @@ impl Drop for Transaction {
                     .stage(&self.before.bytes)
                     .and_then(PendingFile::persist);
                 if let Err(e) = restored {
-                    crate::errln!(
+                    crate::errln_fit!(
                         "error: could not roll back {}: {}",
                         crate::output::path(&self.target),
                         crate::output::clean_lines(&e.to_string())

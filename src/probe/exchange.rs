@@ -165,7 +165,7 @@ pub async fn client(verbose: bool, deadline: Instant, target: &Target) -> Result
                 }
             }
             // node warns and goes on without them; so does the probe.
-            Err(e) => crate::errln!(
+            Err(e) => crate::errln_fit!(
                 "warning: ignoring NODE_EXTRA_CA_CERTS={}: {}",
                 crate::output::path(std::path::Path::new(&path)),
                 clean(&e)

@@ -175,7 +175,7 @@ fn verify_all(
         let spec = crate::registry::find(targets, install.target, &install.package);
         if install.state == State::Unsupported {
             if !opts.json {
-                crate::outln!(
+                crate::outln_fit!(
                     "skipped {}: unsupported (no reconnect supervisor)",
                     crate::output::path(&install.path)
                 );

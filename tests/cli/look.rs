@@ -948,3 +948,34 @@ fn the_demo_on_an_80_column_terminal_shows_each_mcpatch_run_within_80_columns() 
     }
     assert_eq!(runs, 7, "{screen}");
 }
+
+#[test]
+fn verify_of_an_sdk_project_fits_80_columns_on_stdout_and_stderr() {
+    let sb = Sandbox::new();
+    let project = super::mcp_sdk_clients::project_copy(&sb, "sdk-1.32.2");
+    let p = project.to_str().unwrap();
+    let o = sb
+        .cmd(&["verify", "--path", p, "--scenario", "expired-404"])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(
+        code(&o),
+        1,
+        "unpatched: STUCK\n{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    // Each build's progress line names the install's path and is wrapped too.
+    let err = stderr(&o);
+    assert!(err.contains("esm build of"), "{err}");
+    for (stream, text) in [("stdout", stdout(&o)), ("stderr", err)] {
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 80,
+                "{stream}: {line:?} is {} wide:\n{text}",
+                line.chars().count()
+            );
+        }
+    }
+}

@@ -97,7 +97,7 @@ async fn verify_install(
             None if mirror.is_some() => " (a copy to check)".to_string(),
             None => String::new(),
         };
-        crate::errln!(
+        crate::errln_fit!(
             "{}{what}: {} as a stdio bridge",
             crate::output::path(&install.path),
             spec.target

@@ -104,7 +104,7 @@ async fn verify_install(
             (argv, Vec::new())
         };
         if progress {
-            crate::errln!(
+            crate::errln_fit!(
                 "{}: the {build} build of {} ({}) as a client",
                 crate::output::path(&install.path),
                 install.package,
