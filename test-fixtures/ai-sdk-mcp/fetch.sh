@@ -13,7 +13,11 @@ versions=("$@")
 [[ ${#versions[@]} -gt 0 ]] || versions=(2.0.99 2.0.80 2.0.60 2.0.30 2.0.0 1.0.102 1.0.50)
 for v in "${versions[@]}"; do
   [[ "$v" =~ ^[0-9]+\.[0-9]+\.[0-9]+$ ]] || { echo "error: \`$v\` is not a release number (like 2.0.99)" >&2; exit 2; }
-  dest="$CACHE/ai-sdk-mcp/$v"
+done
+# shellcheck source=../../scripts/side-by-side.sh
+source "$repo/scripts/side-by-side.sh"
+fetch_release() { # <version>
+  local v="$1" dest="$CACHE/ai-sdk-mcp/$1"
   if [[ ! -f "$dest/.done" ]]; then
     rm -rf "$dest.partial"; mkdir -p "$dest.partial"
     echo '{"name":"mcpatch-ai-sdk-mcp-fixture","private":true}' >"$dest.partial/package.json"
@@ -23,4 +27,6 @@ for v in "${versions[@]}"; do
   fi
   [[ -f "$dest/node_modules/@ai-sdk/mcp/package.json" ]] || {
     echo "error: $dest has no node_modules/@ai-sdk/mcp/package.json; delete that folder and run again" >&2; exit 2; }
-done
+}
+for v in "${versions[@]}"; do side_by_side fetch_release "$v"; done
+side_by_side_wait

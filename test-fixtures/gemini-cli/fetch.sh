@@ -10,8 +10,10 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 CACHE="$repo/.cache"
 command -v npm >/dev/null || { echo "error: npm is not on PATH; install Node.js and npm (apt-get install nodejs npm)" >&2; exit 2; }
-for v in 0.45.2 0.47.0 0.51.0 0.56.0 0.61.0; do
-  dest="$CACHE/gemini-cli/$v"
+# shellcheck source=../../scripts/side-by-side.sh
+source "$repo/scripts/side-by-side.sh"
+fetch_release() { # <version>
+  local v="$1" dest="$CACHE/gemini-cli/$1"
   if [[ ! -f "$dest/.done" ]]; then
     rm -rf "$dest.partial"; mkdir -p "$dest.partial"
     echo "fetching -g @google/gemini-cli@$v -> $dest" >&2
@@ -20,4 +22,6 @@ for v in 0.45.2 0.47.0 0.51.0 0.56.0 0.61.0; do
   fi
   [[ -f "$dest/lib/node_modules/@google/gemini-cli/bundle/gemini.js" ]] || {
     echo "error: $dest has no lib/node_modules/@google/gemini-cli/bundle/gemini.js; delete that folder and run again" >&2; exit 2; }
-done
+}
+for v in 0.45.2 0.47.0 0.51.0 0.56.0 0.61.0; do side_by_side fetch_release "$v"; done
+side_by_side_wait

@@ -11,6 +11,8 @@ cd "$(dirname "$0")/../.."
 CACHE="$PWD/.cache/mcp-sdk"
 mkdir -p "$CACHE/packs" "$CACHE/projects"
 command -v npm >/dev/null || { echo "error: npm is not on PATH; install Node.js and npm (apt-get install nodejs npm)" >&2; exit 2; }
+# shellcheck source=../../scripts/side-by-side.sh
+source "$PWD/scripts/side-by-side.sh"
 
 # Every stable release the patch is for (releases.sh hashes all of them; the proofs name some).
 SDK1_VERSIONS=(
@@ -47,17 +49,19 @@ project() { # <name> <npm install args...>
 }
 
 if [[ "${1:-}" != --projects-only ]]; then
-  for v in "${SDK1_VERSIONS[@]}"; do pack @modelcontextprotocol/sdk "$v"; done
-  for v in "${CLIENT2_VERSIONS[@]}"; do pack @modelcontextprotocol/client "$v"; done
+  for v in "${SDK1_VERSIONS[@]}"; do side_by_side pack @modelcontextprotocol/sdk "$v"; done
+  for v in "${CLIENT2_VERSIONS[@]}"; do side_by_side pack @modelcontextprotocol/client "$v"; done
+  side_by_side_wait
 fi
 if [[ "${1:-}" != --packs-only ]]; then
-  project sdk-1.32.2 @modelcontextprotocol/sdk@1.32.2
-  project sdk-1.24.0 @modelcontextprotocol/sdk@1.24.0
-  project sdk-1.17.0 @modelcontextprotocol/sdk@1.17.0
-  project sdk-1.10.0 @modelcontextprotocol/sdk@1.10.0
-  project client-2.0.0 @modelcontextprotocol/client@2.0.0
-  project client-2.4.0 @modelcontextprotocol/client@2.4.0
-  project langchain-1.1.4 @langchain/mcp-adapters@1.1.4 @modelcontextprotocol/sdk@1.32.2 @langchain/core
-  project mastra-2.0.0 @mastra/mcp@2.0.0 @mastra/core zod
-  project openai-agents-0.20.0 @openai/agents@0.20.0 zod
+  side_by_side project sdk-1.32.2 @modelcontextprotocol/sdk@1.32.2
+  side_by_side project sdk-1.24.0 @modelcontextprotocol/sdk@1.24.0
+  side_by_side project sdk-1.17.0 @modelcontextprotocol/sdk@1.17.0
+  side_by_side project sdk-1.10.0 @modelcontextprotocol/sdk@1.10.0
+  side_by_side project client-2.0.0 @modelcontextprotocol/client@2.0.0
+  side_by_side project client-2.4.0 @modelcontextprotocol/client@2.4.0
+  side_by_side project langchain-1.1.4 @langchain/mcp-adapters@1.1.4 @modelcontextprotocol/sdk@1.32.2 @langchain/core
+  side_by_side project mastra-2.0.0 @mastra/mcp@2.0.0 @mastra/core zod
+  side_by_side project openai-agents-0.20.0 @openai/agents@0.20.0 zod
+  side_by_side_wait
 fi
