@@ -455,7 +455,7 @@ mod unknown_revisions {
             err.starts_with(&format!("{DIR}/lib/index.js is a revision mcpatch does not know: verifying the patched copy before writing it\n")),
             "{err}"
         );
-        assert!(err.contains("[21/21] "), "{err}");
+        assert!(err.contains("[22/22] "), "{err}");
         assert_eq!(sha256_file(&file), edited);
         assert_eq!(backup_count(&sb), 0);
         assert_eq!(leftovers(&client), Vec::<String>::new());

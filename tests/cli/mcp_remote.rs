@@ -805,7 +805,7 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
         "{err}"
     );
     assert!(
-        err.contains("\n[11/11] cut-mid-call: NOT-RETRIED at "),
+        err.contains("\n[12/12] cut-mid-call: NOT-RETRIED at "),
         "{err}"
     );
     assert_eq!(
