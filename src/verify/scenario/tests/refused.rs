@@ -111,3 +111,19 @@ fn recovered_in_refused_once_is_the_best_it_has_and_counts_as_seamless_overall()
     );
     assert_eq!(overall_verdict(ScenarioName::RefusedOnce, "STUCK"), "STUCK");
 }
+
+#[test]
+fn a_client_whose_call_rides_through_the_refusal_is_seamless_and_passes() {
+    // The DSH plugin: it tries a new session again after its backoff, within the call.
+    let mut run = refused_then_recovered(&refused_error());
+    run.calls[1] = seen("c2", REFUSED_CALL, None, 150);
+    run.witness.push(call(27, "s2", "c2", 200));
+    run.counts = counts(&[("c1", 1, 1), ("c2", 2, 1), ("c3", 2, 1)]);
+    let j = run.judge(ScenarioName::RefusedOnce, expect());
+    assert_eq!(
+        (j.verdict, j.ok, j.failed_calls),
+        ("SEAMLESS", true, 0),
+        "{}",
+        j.note
+    );
+}
