@@ -254,7 +254,7 @@ pub(crate) fn overall(results: &[ScenarioResult]) -> &'static str {
     let recoveries: Vec<&str> = results
         .iter()
         .filter(|r| matches!(r.judgement.verdict, "SEAMLESS" | "RECOVERED"))
-        .map(|r| r.judgement.verdict)
+        .map(|r| crate::verify::scenario::overall_verdict(r.name, r.judgement.verdict))
         .collect();
     if recoveries.contains(&"RECOVERED") {
         "RECOVERED"

@@ -366,3 +366,32 @@ fn strict_verify_breaks_a_create_mcp_client_whose_new_session_skips_notification
         )
     );
 }
+
+#[test]
+fn strict_verify_breaks_a_create_mcp_client_that_sends_a_call_a_third_time_when_its_repeat_meets_the_loss(
+) {
+    use super::mcp_sdk::{mutate_builds, strict_scenario};
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    mutate_builds(
+        &project.join(PKG),
+        &["dist/index.js"],
+        "ai-sdk-mcp",
+        "08-resend-twice",
+    );
+    let (rc, runs) = strict_scenario(&sb, "ai-sdk-mcp", &project, "forgetful");
+    assert_eq!(
+        (rc, runs),
+        (
+            1,
+            vec![(
+                "esm".to_string(),
+                "REPEATED".to_string(),
+                "call c1 was sent 3 times: more than the one repeat a lost session allows"
+                    .to_string(),
+            )]
+        )
+    );
+}

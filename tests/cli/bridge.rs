@@ -184,7 +184,9 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         ("sse-404", "HELD"),
         ("strict-reinit", "SEAMLESS"),
         ("concurrent-loss", "SEAMLESS"),
+        ("forgetful", "BOUNDED"),
         ("cut-mid-call", "NOT-RETRIED"),
+        ("refused-once", "RECOVERED"),
     ]
     .iter()
     .map(|(a, b)| (a.to_string(), b.to_string()))
@@ -221,7 +223,6 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
     assert_eq!(
         left_out,
         [
-            "forgetful",
             "expired-404-sdk2",
             "slow-timeout",
             "slow-relist",
@@ -234,7 +235,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         ]
     );
     assert_eq!(
-        v["left_out"][0]["why"],
+        v["left_out"][7]["why"],
         "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share"
     );
     assert_eq!(v["error"], Value::Null);
@@ -375,11 +376,11 @@ fn command_lines_that_cannot_run_are_refused_with_a_help_line() {
         stderr(&o),
         "error: cannot start the bridge \"no-such-bridge-program\": No such file or directory (os error 2)\nhelp: check that the program exists and is executable (a name is looked up on PATH; no shell runs it)\n"
     );
-    let o = sb.run(&["verify", "--command", "bridge", "--scenario", "forgetful"]);
+    let o = sb.run(&["verify", "--command", "bridge", "--scenario", "gave-up"]);
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: no scenario to run against a bridge:\n  - forgetful: its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share\nhelp: leave out --scenario, or name a scenario a bridge can run\n"
+        "error: no scenario to run against a bridge:\n  - gave-up: its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share\nhelp: leave out --scenario, or name a scenario a bridge can run\n"
     );
 }
 

@@ -792,7 +792,7 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 11 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify --path [SANDBOX]/p`\n",
+            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 12 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify --path [SANDBOX]/p`\n",
             short(&now),
             ids[0],
             node22_version()
@@ -805,7 +805,7 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
         "{err}"
     );
     assert!(
-        err.contains("\n[11/11] cut-mid-call: NOT-RETRIED at "),
+        err.contains("\n[12/12] cut-mid-call: NOT-RETRIED at "),
         "{err}"
     );
     assert_eq!(
@@ -851,4 +851,54 @@ fn an_unknown_release_whose_patched_copy_stays_stuck_is_refused_with_its_verdict
     assert_eq!(tree(&pkg), before);
     assert_eq!(remote_backups(&sb), Vec::<String>::new());
     assert_eq!(leftovers(&pkg), Vec::<PathBuf>::new());
+}
+
+/// `verify --json --path PATH` with each of `scenarios` named.
+fn verify_named(sb: &Sandbox, path: &str, scenarios: &[&str]) -> (Output, Value) {
+    let mut all = vec!["verify", "--json", "--path", path];
+    for s in scenarios {
+        all.extend(["--scenario", s]);
+    }
+    let o = output_within_five_minutes(sb.command(&all));
+    let v = json(&o);
+    (o, v)
+}
+
+#[test]
+fn refused_once_is_left_out_for_patched_mcp_remote_unless_named_alone_where_it_is_stuck() {
+    let sb = Sandbox::new();
+    let dir = project(&sb, "0.15.1", "p");
+    let path = dir.to_str().unwrap();
+    let o = sb.run(&["apply", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let (o, v) = verify_named(&sb, path, &["expired-404", "refused-once"]);
+    assert_eq!(code(&o), 0, "{v:#}");
+    let install = &v["installs"][0];
+    assert_eq!(
+        verdicts(install),
+        [("expired-404".to_string(), "SEAMLESS".to_string(), 0)],
+        "{v:#}"
+    );
+    assert_eq!(
+        install["left_out"],
+        serde_json::json!([
+            {"name": "expired-404 (default policy)", "why": "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario"},
+            {"name": "refused-once", "why": "the mcp-remote patch does not yet try a new session again after one was refused (STUCK); `--scenario refused-once` runs it"}
+        ])
+    );
+    // Named alone it runs, and shows why it is left out: after the refused new
+    // session the release's transport has no session id, so no call recovers.
+    let (o, v) = verify_named(&sb, path, &["refused-once"]);
+    assert_eq!(code(&o), 1, "{v:#}");
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(
+        (&s["name"], &s["verdict"], &s["note"]),
+        (
+            &"refused-once".into(),
+            &"STUCK".into(),
+            &"no new initialize after the session was lost; 1 request(s) kept the dead session id"
+                .into()
+        ),
+        "{v:#}"
+    );
 }

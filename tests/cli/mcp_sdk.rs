@@ -620,10 +620,21 @@ pub(super) fn strict_expired_404(
     target: &str,
     project: &Path,
 ) -> (i32, Vec<(String, String, String)>) {
+    strict_scenario(sb, target, project, "expired-404")
+}
+
+/// `verify --strict --json --target T --scenario S` of `project`: the exit
+/// code and each build's (build, verdict, note).
+pub(super) fn strict_scenario(
+    sb: &Sandbox,
+    target: &str,
+    project: &Path,
+    scenario: &str,
+) -> (i32, Vec<(String, String, String)>) {
     verify_json_runs(
         sb,
         project,
-        &["--strict", "--target", target, "--scenario", "expired-404"],
+        &["--strict", "--target", target, "--scenario", scenario],
         ["build", "verdict", "note"],
         "strict verify of the project's SDK",
     )
@@ -667,6 +678,26 @@ fn strict_verify_breaks_an_sdk_whose_new_session_is_used_without_notifications_i
             b.to_string(),
             "BROKEN".to_string(),
             "tools/call (request N) used session S before the client sent its notifications/initialized: the handshake of that session was never finished".to_string(),
+        )
+    };
+    assert_eq!((rc, runs), (1, vec![want("esm"), want("cjs")]));
+}
+
+#[test]
+fn strict_verify_breaks_an_sdk_whose_refused_new_session_reaches_the_caller_without_the_servers_words(
+) {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let pkg = project.join("node_modules").join(SDK);
+    mutate_builds(&pkg, &[ESM, CJS], "mcp-sdk", "19-words-dropped");
+    let (rc, runs) = strict_scenario(&sb, "mcp-sdk", &project, "refused-once");
+    let want = |b: &str| {
+        (
+            b.to_string(),
+            "MUTE".to_string(),
+            "the error of call c2 (the new session refused) does not carry the server's words (\"session store unavailable, cannot open a session now\"): \"session lost\"".to_string(),
         )
     };
     assert_eq!((rc, runs), (1, vec![want("esm"), want("cjs")]));

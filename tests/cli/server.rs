@@ -1055,3 +1055,96 @@ async fn a_held_batch_runs_the_first_calls_and_loses_the_session_under_the_rest(
         "fresh initialize without the dead id, tools re-listed, calls succeeded; 1 more initialize(s) after it"
     );
 }
+
+/// The initialize request as a client sends it, without the handshake's notification.
+fn initialize_request() -> Value {
+    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "hand", "version": "0"}}})
+}
+
+#[tokio::test]
+async fn a_forgetful_server_loses_a_never_listed_session_at_its_first_call_before_the_tool_runs() {
+    let server = start(scenario::find(ScenarioName::Forgetful).behaviour).await;
+    // Listed: lost right after its tool list.
+    let mut c = connected(&server).await;
+    assert_eq!(c.call("echo", "c1", json!({"text": "a"})).await.status, 404);
+    // A new session never listed (a transport that renews it and repeats the call).
+    c.initialize("2025-06-18").await;
+    let repeat = c.call("echo", "c1", json!({"text": "a"})).await;
+    assert_eq!(
+        (repeat.status, repeat.json()),
+        (
+            404,
+            json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32001, "message": "Session not found"}})
+        )
+    );
+    let notes: Vec<String> = server
+        .witness()
+        .into_iter()
+        .filter_map(|e| e.note)
+        .collect();
+    assert_eq!(
+        notes,
+        [
+            "forgetful: lost the session after its tool list: dropped 1 session(s)",
+            "forgetful: lost the session at its first tool call (never listed): dropped 1 session(s)"
+        ]
+    );
+    let c1 = server.call_counts()["c1"];
+    assert_eq!((c1.sent, c1.ran), (2, 0));
+}
+
+#[tokio::test]
+async fn refused_once_refuses_only_the_first_new_session_after_a_loss_with_its_words() {
+    let server = start(scenario::find(ScenarioName::RefusedOnce).behaviour).await;
+    // No session lost yet: the first initialize is answered.
+    let mut c = connected(&server).await;
+    let mut view = CallerView::default();
+    view.saw(
+        "c1",
+        "echo",
+        &c.call("echo", "c1", json!({"text": "a"})).await,
+    );
+    server.invalidate();
+    let lost = c.call("echo", "c2", json!({"text": "a"})).await;
+    assert_eq!(lost.status, 404);
+    c.session = None;
+    let refused = c.post(initialize_request()).await;
+    assert_eq!(
+        (
+            refused.status,
+            refused.session.as_deref(),
+            refused.body.as_str()
+        ),
+        (
+            503,
+            None,
+            "Service Unavailable: session store unavailable, cannot open a session now"
+        )
+    );
+    // The caller of c2 gets the refusal's words.
+    view.claim(
+        "c2",
+        scenario::REFUSED_CALL,
+        false,
+        Some(refused.body.clone()),
+    );
+    // The next new session is accepted, and calls work on it.
+    reconnect(&mut c).await;
+    assert!(view.saw(
+        "c3",
+        "echo",
+        &c.call("echo", "c3", json!({"text": "a"})).await
+    ));
+    let j = judge(&server, ScenarioName::RefusedOnce, &view, true);
+    assert_eq!(
+        (j.verdict, j.ok, j.failed_calls, j.initialize_count),
+        ("RECOVERED", true, 1, 2),
+        "{}",
+        j.note
+    );
+    // Only once: a later loss gets a new session at once.
+    server.invalidate();
+    c.session = None;
+    assert_eq!(c.post(initialize_request()).await.status, 200);
+}

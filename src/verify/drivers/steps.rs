@@ -14,7 +14,7 @@ use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
     Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS,
-    IDLE_FOR, SLOW_TIMEOUT_TOOL,
+    IDLE_FOR, REFUSED_CALL, SLOW_TIMEOUT_TOOL,
 };
 
 /// How long the driver waits for a server-side event it caused (a restart listening again).
@@ -157,6 +157,13 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
                 c.echo(&format!("again {i}")).await?;
             }
             Ok(())
+        }
+        Plan::RefusedOnce => {
+            c.echo("before").await?;
+            server.invalidate();
+            c.call("echo", json!({"text": "refused"}), REFUSED_CALL)
+                .await?;
+            c.until_recovered().await
         }
         Plan::Reload => reload(server, c).await,
         // Left out by every driver that uses these steps (each says why): never run here.

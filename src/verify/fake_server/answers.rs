@@ -437,6 +437,14 @@ pub(super) fn handle_post(
             }
             answer
         }
+        "tools/call" if shared.behaviour.forget_after_list => {
+            // Listed sessions are gone already: this one was never listed.
+            shared.drop_session(
+                session,
+                "forgetful: lost the session at its first tool call (never listed)",
+            );
+            with_call(lost_session(shared, &id))
+        }
         "tools/call" => {
             if let Some(s) = lock(&shared.sessions).get_mut(session) {
                 s.called = true;
@@ -473,11 +481,18 @@ pub(super) fn initialize(
         .refuse_next
         .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
         .is_ok();
-    if refused || (shared.behaviour.refuse_reinit && !lock(&shared.dropped).order.is_empty()) {
+    let after_loss = !lock(&shared.dropped).order.is_empty();
+    if refused || (shared.behaviour.refuse_reinit && after_loss) {
         return Answer::text(
             StatusCode::SERVICE_UNAVAILABLE,
             "Service Unavailable: the server is shutting down",
         );
+    }
+    if shared.behaviour.refuse_first_reinit
+        && after_loss
+        && !shared.refused_once.swap(true, Ordering::SeqCst)
+    {
+        return Answer::text(StatusCode::SERVICE_UNAVAILABLE, REFUSED_ONCE_TEXT);
     }
     if let Some(sent) = session {
         if shared.behaviour.strict_initialize {
@@ -553,6 +568,10 @@ pub(super) fn tool_list() -> Value {
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "number"}, "call_id": call_id}, "required": ["ms"]}}
     ])
 }
+
+/// The body of the 503 that refuses the first new session after a loss.
+const REFUSED_ONCE_TEXT: &str =
+    "Service Unavailable: session store unavailable, cannot open a session now";
 
 /// Words of a 400 that mention a session without meaning the session is lost.
 pub const HARMLESS_SESSION_WORDS: &str = "Invalid params: unknown sessionName argument";

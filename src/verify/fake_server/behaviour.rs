@@ -42,7 +42,10 @@ pub struct ServerBehaviour {
     /// route; the answer waits until the session has sent a tool call, so it reaches a
     /// client that is already connected.
     pub get_not_found: bool,
-    /// Drop every session right after answering its first tool list.
+    /// Lose every session at its first use: right after answering its tool
+    /// list, or, for a session never listed (a client that renews its session
+    /// in its transport and sends the refused call again at once), at its
+    /// first tool call, answered as a lost session before the tool runs.
     pub forget_after_list: bool,
     /// Restart (cutting every connection) as soon as the `slow` tool starts running.
     pub restart_during_slow_call: bool,
@@ -55,6 +58,10 @@ pub struct ServerBehaviour {
     /// Answer every initialize with 503 once some session was lost, so a client's
     /// reconnect attempts all fail and it gives up.
     pub refuse_reinit: bool,
+    /// Answer the first initialize once some session was lost with 503 and
+    /// [`REFUSED_ONCE_WORDS`], once; every later initialize is answered as usual,
+    /// so a client that tries a new session again on its next call recovers.
+    pub refuse_first_reinit: bool,
     /// Once the plan starts it (`/control/reload`), forget every session again
     /// and again, as a server restarted on every save (reload.rs).
     pub reload: Option<ReloadCycle>,
@@ -73,10 +80,16 @@ impl Default for ServerBehaviour {
             reinit_delay: None,
             relist_delay: None,
             refuse_reinit: false,
+            refuse_first_reinit: false,
             reload: None,
         }
     }
 }
+
+/// The words of the 503 that refuses the first new session
+/// ([`ServerBehaviour::refuse_first_reinit`]): a caller whose call met the
+/// refusal must get to see them.
+pub const REFUSED_ONCE_WORDS: &str = "session store unavailable, cannot open a session now";
 
 /// Bounds on what the server holds, so no client can grow it without limit.
 #[derive(Debug, Clone)]

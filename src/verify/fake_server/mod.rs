@@ -18,12 +18,14 @@ pub mod reload;
 mod sessions;
 
 pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS};
-pub use behaviour::{CallCount, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry};
+pub use behaviour::{
+    CallCount, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry, REFUSED_ONCE_WORDS,
+};
 pub use control::CONTROL_HEADER;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -111,6 +113,7 @@ impl FakeServer {
             reload_task: Mutex::new(None),
             control_token,
             refuse_next: AtomicU64::new(0),
+            refused_once: AtomicBool::new(false),
         });
         let runtime_task = tokio::spawn(supervise(listener, addr, shared.clone()));
         Ok(FakeServer {

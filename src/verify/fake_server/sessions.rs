@@ -3,7 +3,7 @@
 //! of calls; and the ways sessions are lost (invalidate, prune, forget, evict).
 
 use std::collections::{HashMap, HashSet, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -85,6 +85,8 @@ pub(super) struct Shared {
     pub(super) control_token: String,
     /// Initializes still to refuse with 503 (`/control/refuse`, an explored outage).
     pub(super) refuse_next: AtomicU64,
+    /// The first new session after a loss was refused (`refuse_first_reinit`).
+    pub(super) refused_once: AtomicBool,
 }
 
 /// Lock a mutex, carrying on with the data if a holder panicked (the data stays consistent:

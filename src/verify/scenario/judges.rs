@@ -75,6 +75,9 @@ pub fn judge_with(
         };
     }
     let mut j = match scenario.expect {
+        Expectation::Recover if scenario.plan == Plan::RefusedOnce => {
+            super::refused::judge(ev, base, relist_tools)
+        }
         Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base, relist_tools),
         Expectation::Hold => judge_hold(scenario, ev, base),
         Expectation::Bounded => judge_bounded(ev, base),
@@ -115,7 +118,7 @@ fn initialize_fresh(e: &WitnessEntry) -> bool {
     e.rpc_method.as_deref() == Some("initialize") && e.status == 200 && e.session_sent.is_none()
 }
 
-fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Judgement {
+pub(super) fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Judgement {
     let witness = ev.witness;
     let is_dead = |e: &WitnessEntry| {
         e.session_sent
@@ -497,10 +500,16 @@ fn judge_bounded_per_call(ev: &Evidence<'_>, base: Judgement) -> Judgement {
         Ok(slowest) => slowest,
         Err(why) => return verdict("UNBOUNDED", why),
     };
+    // A client that never tried a new session loops neither: bounded, and said so.
+    let tried = if base.initialize_count <= 1 {
+        ", no new session tried"
+    } else {
+        ""
+    };
     verdict(
         "BOUNDED",
         format!(
-            "{} for {} (bound {bound}: at most one new session per call), every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
+            "{} for {}{tried} (bound {bound}: at most one new session per call), every call ended within its timeout (slowest {slowest} ms), none sent more than twice",
             counted(base.initialize_count, "handshake"),
             counted(ev.calls.len(), "call")
         ),

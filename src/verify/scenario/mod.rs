@@ -7,6 +7,7 @@ pub mod evidence;
 pub mod invariants;
 pub mod judges;
 pub mod policy;
+mod refused;
 pub mod reload;
 pub mod table;
 

@@ -79,6 +79,7 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
         Plan::GiveUp => Some(POLICY),
+        Plan::RefusedOnce => Some("the patched gemini-cli recovers after a refused new session, but the failed call carries the lost session's words, not the refusal's (MUTE): its patch does not pass the refusal on yet"),
     }
 }
 

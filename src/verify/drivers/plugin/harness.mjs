@@ -252,6 +252,12 @@ async function runOne(r) {
       if (!oks.every(Boolean)) await pollUntilRecovered();
       break;
     }
+    case "refused-once":
+      await call("echo", { text: "before" });
+      await control("invalidate");
+      await call("echo", { text: "refused" }, "refused");
+      await pollUntilRecovered();
+      break;
     case "forgetful":
       for (let i = 0; i < r.forgetfulCalls; i++) await call("echo", { text: `again ${i}` });
       break;

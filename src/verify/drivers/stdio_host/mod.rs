@@ -143,9 +143,7 @@ struct BridgeReport {
 /// Why a scenario does not run against a bridge, if it does not.
 fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
-    if s.plan == Plan::Forgetful
-        || (s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short)
-    {
+    if s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short {
         return Some(POLICY);
     }
     match s.plan {
@@ -156,11 +154,14 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Settle
         | Plan::Concurrent
         | Plan::Cut
-        | Plan::Reload => None,
+        | Plan::Reload
+        // Judged per call: at most one new session per call that meets a loss.
+        | Plan::Forgetful
+        | Plan::RefusedOnce => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
         Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a stdio host cannot pass"),
         Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
-        Plan::Forgetful | Plan::GiveUp => Some(POLICY),
+        Plan::GiveUp => Some(POLICY),
     }
 }
 
@@ -401,7 +402,10 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
                     calls: &run.calls,
                     policy: Policy::Short,
                     seamless: true,
-                    per_call_recovery: false,
+                    // A bridge has no reconnect policy: `forgetful` allows it one new
+                    // session per call that meets a loss. `reload` keeps its 1 s limit
+                    // (the relaxed one is for a headless CLI's turn, not a bridge's call).
+                    per_call_recovery: s.plan == Plan::Forgetful,
                 },
                 // A bridge keeps no tool list of its own: its host lists the tools.
                 false,
@@ -603,7 +607,10 @@ fn overall(results: &[BridgeScenario]) -> &'static str {
             "FAILED"
         };
     }
-    let verdicts: Vec<&str> = results.iter().map(|r| r.judgement.verdict).collect();
+    let verdicts: Vec<&str> = results
+        .iter()
+        .map(|r| scenario::overall_verdict(r.name, r.judgement.verdict))
+        .collect();
     if verdicts.contains(&"RECOVERED") {
         "RECOVERED"
     } else if verdicts.contains(&"SEAMLESS") {
@@ -875,7 +882,9 @@ mod tests {
                 ScenarioName::Sse404,
                 ScenarioName::StrictReinit,
                 ScenarioName::ConcurrentLoss,
+                ScenarioName::Forgetful,
                 ScenarioName::CutMidCall,
+                ScenarioName::RefusedOnce,
                 ScenarioName::Reload,
                 ScenarioName::Reload5s,
             ]

@@ -122,4 +122,26 @@ fn forgetful_allows_a_per_call_client_one_new_session_per_call_and_no_more() {
     );
 }
 
+#[test]
+fn a_per_call_client_that_never_tries_a_new_session_is_bounded_and_said_so() {
+    // An unpatched SDK client: every call fails on the one session, no new initialize.
+    let mut run = forgetful(&[0], 5);
+    run.per_call_recovery = true;
+    let j = run.judge(ScenarioName::Forgetful, Expectation::Bounded);
+    assert_eq!((j.verdict, j.ok), ("BOUNDED", true), "{}", j.note);
+    assert_eq!(
+        j.note,
+        "1 handshake for 8 calls, no new session tried (bound 9: at most one new session per call), every call ended within its timeout (slowest 5 ms), none sent more than twice"
+    );
+    // One new session: tried.
+    let mut run = forgetful(&[0, 10], 5);
+    run.per_call_recovery = true;
+    let j = run.judge(ScenarioName::Forgetful, Expectation::Bounded);
+    assert!(
+        j.note.starts_with("2 handshakes for 8 calls (bound 9:"),
+        "{}",
+        j.note
+    );
+}
+
 // ---- not retried ----
