@@ -94,29 +94,6 @@ macro_rules! errln {
     ($($arg:tt)*) => { $crate::output::eprint(format_args!("{}\n", format_args!($($arg)*))) };
 }
 
-/// `outln!` for a line of prose: wrapped to stdout's width ([`crate::width`]),
-/// each continuation 4 columns in; whole into a pipe.
-#[macro_export]
-macro_rules! outln_fit {
-    ($($arg:tt)*) => {
-        $crate::output::print(format_args!(
-            "{}",
-            $crate::table::within(&format!($($arg)*), $crate::width::stdout_columns())
-        ))
-    };
-}
-
-/// `errln!` for a line of prose: wrapped to stderr's width, as [`outln_fit!`].
-#[macro_export]
-macro_rules! errln_fit {
-    ($($arg:tt)*) => {
-        $crate::output::eprint(format_args!(
-            "{}",
-            $crate::table::within(&format!($($arg)*), $crate::width::stderr_columns())
-        ))
-    };
-}
-
 /// `eprint!` through [`eprint`].
 #[macro_export]
 macro_rules! err {

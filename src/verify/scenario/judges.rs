@@ -76,7 +76,7 @@ pub fn judge_with(
     }
     let mut j = match scenario.expect {
         Expectation::Recover if scenario.plan == Plan::RefusedOnce => {
-            super::refused::judge(ev, base, relist_tools)
+            super::refused::judge(ev, judge_recovery(ev, base, relist_tools))
         }
         Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base, relist_tools),
         Expectation::Hold => judge_hold(scenario, ev, base),

@@ -7,14 +7,13 @@
 //! judges.rs, whose recovery judge it reuses.
 
 use super::evidence::{Evidence, Judgement};
-use super::judges::judge_recovery;
 use super::table::REFUSED_CALL;
 use crate::verify::fake_server::REFUSED_ONCE_WORDS;
 
-/// Judge a `refused-once` run: the recovery judge, then the refusal itself
-/// (it happened, and its words reached the caller of a call that failed by it).
-pub(super) fn judge(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Judgement {
-    let j = judge_recovery(ev, base, relist_tools);
+/// Judge a `refused-once` run from the recovery judge's verdict `j`: the
+/// refusal itself (it happened, and its words reached the caller of a call
+/// that failed by it).
+pub(super) fn judge(ev: &Evidence<'_>, j: Judgement) -> Judgement {
     if !matches!(j.verdict, "SEAMLESS" | "RECOVERED") {
         return j;
     }
