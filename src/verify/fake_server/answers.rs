@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::behaviour::{LostSessionAnswer, WitnessEntry};
+use super::behaviour::{InitializeParams, LostSessionAnswer, WitnessEntry};
 use super::sessions::{lock, HeldFate, Session, Shared};
 use super::{
     GET_HOLD_LIMIT, HOLD_LIMIT, MAX_BODY_BYTES, MAX_SLOW_MS, PROTOCOL_HEADER, PROTOCOL_VERSIONS,
@@ -32,6 +32,8 @@ pub(super) struct Answer {
     pub(super) executed: Option<bool>,
     pub(super) call_ok: Option<bool>,
     pub(super) allow: Option<&'static str>,
+    /// For initialize: its params, as the witness records them.
+    pub(super) initialize: Option<InitializeParams>,
 }
 
 impl Answer {
@@ -46,6 +48,7 @@ impl Answer {
             executed: None,
             call_ok: None,
             allow: None,
+            initialize: None,
         }
     }
 
@@ -158,6 +161,7 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         executed: answer.executed,
         call_ok: answer.call_ok,
         note: None,
+        initialize: answer.initialize.clone(),
     });
     let mut response = match (&answer.body, answer.text) {
         (Some(body), _) => (answer.status, axum::Json(body.clone())).into_response(),
@@ -352,7 +356,9 @@ pub(super) fn handle_post(
     }
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
     if rpc_method == "initialize" {
-        return done(initialize(shared, session, id.as_ref(), &params).method(&rpc_method));
+        let mut answer = initialize(shared, session, id.as_ref(), &params).method(&rpc_method);
+        answer.initialize = Some(InitializeParams::of(&params));
+        return done(answer);
     }
     let call_id = (rpc_method == "tools/call")
         .then(|| call_id_of(&params))

@@ -18,7 +18,9 @@ pub mod reload;
 mod sessions;
 
 pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS};
-pub use behaviour::{CallCount, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry};
+pub use behaviour::{
+    CallCount, InitializeParams, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry,
+};
 pub use control::CONTROL_HEADER;
 
 use std::collections::{HashMap, VecDeque};

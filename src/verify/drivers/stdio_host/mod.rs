@@ -672,6 +672,7 @@ mod tests {
             executed: None,
             call_ok: None,
             note: None,
+            initialize: None,
         }
     }
 

@@ -45,6 +45,7 @@ fn entry(
         executed: None,
         call_ok: None,
         note: None,
+        initialize: None,
     }
 }
 
