@@ -9,7 +9,11 @@
 //   tools/list   forwarded to the installed client (client.listTools)
 //   tools/call   forwarded to the installed client (client.callTool; the arguments go by both names:
 //                1.x takes `args`, 2.x `arguments`); an error thrown by the client becomes a JSON-RPC
-//                error carrying its message (and the server's body when the client kept it apart)
+//                error carrying its message (and the server's body when the client kept it apart).
+//                params._meta "mcpatch/within" {timeoutMs, abortMs} (verify's deadline and abort
+//                scenarios): the caller's own bounds on this call, given to the client as its
+//                `timeout` option and as an abort `signal` that fires at the earlier of the two
+//                (a release without the option is bounded by the signal); not sent on
 //   ping         answered here; notifications are ignored; anything else: -32601
 // The client is created with maxRetries: 0 (an option of 2.0.9x; older releases ignore it): 2.0.9x
 // retries a tool call on 5xx/408/409/429 by itself, which verify would count as a second send.
@@ -66,7 +70,16 @@ try {
 }
 
 const timeoutMs = Number(process.env.MCPATCH_SDK_HOST_TIMEOUT_MS) || undefined;
-const callOptions = () => (timeoutMs ? { timeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) } : undefined);
+/** A call's options: the host's deadline, or the caller's bounds `params._meta` carries. */
+const callOptions = (params) => {
+  const within = params?._meta?.["mcpatch/within"];
+  const ms = (v) => (Number.isInteger(v) && v > 0 ? v : undefined);
+  const timeout = ms(within?.timeoutMs) ?? timeoutMs;
+  const abort = ms(within?.abortMs);
+  const fires = Math.min(timeout ?? Infinity, abort ?? Infinity);
+  if (fires === Infinity) return undefined;
+  return { ...(timeout ? { timeout } : {}), signal: AbortSignal.timeout(fires) };
+};
 let client;
 let connected;
 const connect = () =>
@@ -125,7 +138,7 @@ async function handle(msg) {
     } else if (method === "tools/call") {
       await connect();
       const args = params?.arguments ?? {};
-      result = await client.callTool({ name: params?.name, args, arguments: args, options: callOptions() });
+      result = await client.callTool({ name: params?.name, args, arguments: args, options: callOptions(params) });
     } else {
       write({ jsonrpc: "2.0", id, error: { code: -32601, message: `method not found: ${method}` } });
       return;

@@ -125,6 +125,8 @@ async fn verify_install(
             environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
             // The SDK's own Client and transport do every handshake, a recovery's too.
             own_handshake: true,
+            // The host script gives each call the caller's timeout and abort signal it is sent.
+            caller_bounds: true,
         };
         let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
         if rank(this) > rank(overall) {

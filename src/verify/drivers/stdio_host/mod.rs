@@ -58,6 +58,10 @@ pub struct BridgeOptions {
     /// its host's messages on): every session it uses must have had its
     /// `notifications/initialized` first, new sessions of a recovery included.
     pub own_handshake: bool,
+    /// The host passes a call's own timeout and abort signal on to the client
+    /// (the SDK targets' host scripts read `_meta` [`drive::WITHIN_META`]), so
+    /// the deadline and abort scenarios run; a bridge takes none.
+    pub caller_bounds: bool,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -140,8 +144,9 @@ struct BridgeReport {
     error: Option<String>,
 }
 
-/// Why a scenario does not run against a bridge, if it does not.
-fn left_out_why(s: &Scenario) -> Option<&'static str> {
+/// Why a scenario does not run against a bridge, if it does not;
+/// `caller_bounds`: whether its host passes a call's timeout and abort signal.
+fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
     if s.plan == Plan::Forgetful
         || (s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short)
@@ -157,8 +162,13 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Concurrent
         | Plan::Cut
         | Plan::Reload => None,
+        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend
+            if caller_bounds =>
+        {
+            None
+        }
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
-        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a stdio host cannot pass"),
+        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass"),
         Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
         Plan::Forgetful | Plan::GiveUp => Some(POLICY),
     }
@@ -194,7 +204,7 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
             opts.scenarios.contains(&s.name)
         }
     }) {
-        match left_out_why(&s) {
+        match left_out_why(&s, opts.caller_bounds) {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
                 why,
@@ -860,7 +870,7 @@ mod tests {
     fn only_the_dsh_plugin_api_scenarios_are_left_out_for_bridges() {
         let run: Vec<ScenarioName> = scenario::all()
             .iter()
-            .filter(|s| left_out_why(s).is_none())
+            .filter(|s| left_out_why(s, false).is_none())
             .map(|s| s.name)
             .collect();
         assert_eq!(
@@ -880,6 +890,34 @@ mod tests {
                 ScenarioName::Reload,
                 ScenarioName::Reload5s,
             ]
+        );
+    }
+
+    #[test]
+    fn a_host_that_passes_the_callers_bounds_runs_the_deadline_and_abort_scenarios_too() {
+        let with = |bounds: bool| -> Vec<ScenarioName> {
+            scenario::all()
+                .iter()
+                .filter(|s| left_out_why(s, bounds).is_none())
+                .map(|s| s.name)
+                .collect()
+        };
+        let added: Vec<ScenarioName> = with(true)
+            .into_iter()
+            .filter(|n| !with(false).contains(n))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ScenarioName::SlowTimeout,
+                ScenarioName::AbortWaiting,
+                ScenarioName::DeadlineWaiting,
+                ScenarioName::DeadlineResend,
+            ]
+        );
+        assert_eq!(
+            left_out_why(&scenario::find(ScenarioName::AbortWaiting), false),
+            Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass")
         );
     }
 
