@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
+use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY, UNANSWERED_NOTE};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
     Plan, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
@@ -201,7 +201,22 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             server.invalidate();
             c.call_within(tool, args, "probe", within).await?;
             // The calls after the probe wait for the held-back new session too.
-            c.until_recovered_after(held_back).await
+            c.until_recovered_after(held_back).await?;
+            if plan == Plan::DeadlineResend {
+                // The repeat's fate is judged: its request closed, or the slow tool answered.
+                let slow = DEADLINE_RESEND_TOOL.as_millis() as u64;
+                witnessed_entry(server, |w| {
+                    w.iter().any(|e| {
+                        e.note
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with(UNANSWERED_NOTE))
+                            || (e.executed == Some(true)
+                                && e.answered_ms.saturating_sub(e.t_ms) >= slow)
+                    })
+                })
+                .await;
+            }
+            Ok(())
         }
         // Left out by every driver that uses these steps (each says why): never run here.
         Plan::Sdk2 | Plan::GiveUp => Ok(()),

@@ -125,7 +125,12 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
                             id,
                             params,
                             session,
-                        } => call_tool(&shared, &id, &params, &session).await,
+                        } => {
+                            let unanswered = Unanswered::watch(&shared, call_id_of(&params));
+                            let answer = call_tool(&shared, &id, &params, &session).await;
+                            unanswered.answered();
+                            answer
+                        }
                     }
                 }
                 Ok(Err(_)) => Answer::json(
@@ -239,6 +244,42 @@ pub(super) fn lost_session(shared: &Shared, id: &Value) -> Answer {
             StatusCode::INTERNAL_SERVER_ERROR,
             "Internal Server Error: session expired",
         ),
+    }
+}
+
+/// Notes a tool call whose request ended before the server answered it: the
+/// client closed it (a caller that gave up), or a restart cut it. Only its
+/// drop can tell: the server drops a request's handling when its connection
+/// closes.
+struct Unanswered {
+    shared: Arc<Shared>,
+    call_id: Option<String>,
+}
+
+/// The prefix of the note [`Unanswered`] writes.
+pub const UNANSWERED_NOTE: &str = "unanswered: the request of call";
+
+impl Unanswered {
+    fn watch(shared: &Arc<Shared>, call_id: Option<String>) -> Self {
+        Unanswered {
+            shared: shared.clone(),
+            call_id,
+        }
+    }
+
+    /// The server has its answer: nothing to note.
+    fn answered(mut self) {
+        self.call_id = None;
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(id) = self.call_id.take() {
+            self.shared.note(format!(
+                "{UNANSWERED_NOTE} {id} ended before its answer (its connection closed)"
+            ));
+        }
     }
 }
 

@@ -17,7 +17,7 @@ mod listen;
 pub mod reload;
 mod sessions;
 
-pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS};
+pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, UNANSWERED_NOTE};
 pub use behaviour::{
     CallCount, InitializeParams, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry,
 };

@@ -1,0 +1,157 @@
+//! SDK-level scenarios the SDK targets' hosts make possible, on copies of real
+//! npm projects with the real patched SDKs: a caller's own timeout and abort
+//! signal on a call (abort-waiting, deadline-waiting, deadline-resend: the
+//! host gives them to the installed client), and the new initialize's params
+//! after a loss (the witness records them; invariant same-initialize). Each
+//! test passes the patched release, then catches the catalogue's mutant
+//! (test-fixtures/patch-mutants/) that breaks the rule.
+
+use super::ai_sdk_mcp::{project_copy as ai_project, PKG};
+use serde_json::Value;
+
+use super::mcp_sdk::{mutate_builds, project_copy as sdk_project, CJS, ESM, SDK};
+use super::*;
+
+/// `verify --strict --json --target TARGET --scenario S...` of `project`:
+/// the exit code, each run as (build, scenario, verdict), and each run's note
+/// with its numbers (milliseconds, call and request numbers: they vary) written N.
+fn strict_runs(
+    sb: &Sandbox,
+    target: &str,
+    project: &Path,
+    scenarios: &[&str],
+) -> (i32, Vec<(String, String, String)>, Vec<String>) {
+    let mut args = vec!["verify", "--json", "--strict", "--target", target];
+    for s in scenarios {
+        args.extend(["--scenario", s]);
+    }
+    args.extend(["--path", project.to_str().unwrap()]);
+    let o = output_within(
+        sb.command(&args),
+        std::time::Duration::from_secs(180),
+        "strict verify of the project's SDK",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let runs = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"));
+    let field = |s: &Value, f: &str| s[f].as_str().unwrap_or_default().to_string();
+    (
+        code(&o),
+        runs.iter()
+            .map(|s| (field(s, "build"), field(s, "name"), field(s, "verdict")))
+            .collect(),
+        runs.iter()
+            .map(|s| numbers_as_n(&field(s, "note")))
+            .collect(),
+    )
+}
+
+/// `text` with each run of digits written N.
+fn numbers_as_n(text: &str) -> String {
+    let mut out = String::new();
+    let mut in_number = false;
+    for c in text.chars() {
+        if c.is_ascii_digit() {
+            if !in_number {
+                out.push('N');
+            }
+            in_number = true;
+        } else {
+            in_number = false;
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Each of `builds` on each of `scenarios`, each run `verdict`.
+fn all_runs(builds: &[&str], scenarios: &[&str], verdict: &str) -> Vec<(String, String, String)> {
+    builds
+        .iter()
+        .flat_map(|b| {
+            scenarios
+                .iter()
+                .map(move |s| (b.to_string(), s.to_string(), verdict.to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn a_patched_sdk_call_ends_by_its_callers_abort_or_timeout_and_a_patch_that_sends_it_again_is_repeated(
+) {
+    let sb = Sandbox::new();
+    let project = sdk_project(&sb, "sdk-1.32.2");
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let scenarios = ["abort-waiting", "deadline-waiting"];
+    let (rc, runs, _) = strict_runs(&sb, "mcp-sdk", &project, &scenarios);
+    assert_eq!(
+        (rc, runs),
+        (0, all_runs(&["esm", "cjs"], &scenarios, "TIMELY"))
+    );
+    mutate_builds(
+        &project.join("node_modules").join(SDK),
+        &[ESM, CJS],
+        "mcp-sdk",
+        "16-abort-ignored",
+    );
+    let (rc, runs, notes) = strict_runs(&sb, "mcp-sdk", &project, &scenarios);
+    assert_eq!(
+        (rc, runs),
+        (1, all_runs(&["esm", "cjs"], &scenarios, "REPEATED"))
+    );
+    assert_eq!(
+        notes,
+        [
+            "call cN was sent N times; once its abort signal has passed it must not be sent again",
+            "call cN was sent N times; once its toolCallTimeoutMs has passed it must not be sent again",
+        ]
+        .repeat(2)
+    );
+}
+
+#[test]
+fn a_patched_create_mcp_client_lets_a_repeat_go_at_its_callers_deadline_and_one_without_the_signal_is_late(
+) {
+    let sb = Sandbox::new();
+    let project = ai_project(&sb, "2.0.99", &["dist/index.js"]);
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let scenarios = ["deadline-resend"];
+    let (rc, runs, _) = strict_runs(&sb, "ai-sdk-mcp", &project, &scenarios);
+    assert_eq!((rc, runs), (0, all_runs(&["esm"], &scenarios, "TIMELY")));
+    mutate_builds(
+        &project.join(PKG),
+        &["dist/index.js"],
+        "ai-sdk-mcp",
+        "10-resend-ignores-abort",
+    );
+    let (rc, runs, notes) = strict_runs(&sb, "ai-sdk-mcp", &project, &scenarios);
+    assert_eq!((rc, runs), (1, all_runs(&["esm"], &scenarios, "LATE")));
+    assert_eq!(
+        notes,
+        ["the server answered the repeat of call cN N ms after the call first reached it, past its toolCallTimeoutMs of N ms: the client kept the repeat's request open and sent no notifications/cancelled"]
+    );
+}
+
+#[test]
+fn a_create_mcp_client_whose_new_initialize_is_not_its_first_is_broken() {
+    let sb = Sandbox::new();
+    let project = ai_project(&sb, "2.0.99", &["dist/index.js"]);
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let scenarios = ["expired-404"];
+    let (rc, runs, _) = strict_runs(&sb, "ai-sdk-mcp", &project, &scenarios);
+    assert_eq!((rc, runs), (0, all_runs(&["esm"], &scenarios, "SEAMLESS")));
+    mutate_builds(
+        &project.join(PKG),
+        &["dist/index.js"],
+        "ai-sdk-mcp",
+        "15-initialize-new-params",
+    );
+    let (rc, runs, notes) = strict_runs(&sb, "ai-sdk-mcp", &project, &scenarios);
+    assert_eq!((rc, runs), (1, all_runs(&["esm"], &scenarios, "BROKEN")));
+    assert_eq!(notes, ["TODO"]);
+}
