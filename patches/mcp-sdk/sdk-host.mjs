@@ -2,7 +2,8 @@
 // mcpatch patches) so the stdio-bridge verify driver can judge it like any bridge. It loads the install's own
 // Client and StreamableHTTPClientTransport, connects to the fake server at <url>, and acts as a stdio MCP
 // server to its parent (newline-delimited JSON-RPC on stdin/stdout, by hand: no SDK server):
-//   initialize          answered here once the installed Client has connected (an error if it could not)
+//   initialize          answered here once the installed Client has connected (an error if it could not);
+//                       capabilities.experimental "mcpatch/within": this host passes a call's own bounds
 //   tools/list          forwarded to the installed Client (client.listTools)
 //   tools/call          forwarded to the installed Client (client.callTool); an error thrown by the SDK
 //                       becomes a JSON-RPC error carrying the SDK error's message. params._meta
@@ -111,7 +112,8 @@ async function handle(msg) {
       await connect();
       result = {
         protocolVersion: typeof params?.protocolVersion === "string" ? params.protocolVersion : "2025-06-18",
-        capabilities: { tools: {} },
+        // Every release hands a call's signal and timeout to its Protocol, which sends notifications/cancelled.
+        capabilities: { tools: {}, experimental: { "mcpatch/within": {} } },
         serverInfo: { name: "mcpatch-sdk-host", version: `${sdk.name} ${sdk.version} ${build}` },
       };
     } else if (method === "ping") result = {};

@@ -34,7 +34,14 @@ pub struct Run {
     pub stop: Option<Stop>,
     /// The tools the bridge listed at the start.
     pub tools: Vec<String>,
+    /// Why the plan was not run after the handshake: it needs the caller's
+    /// bounds on a call, and the host did not say it passes them.
+    pub left_out: Option<&'static str>,
 }
+
+/// Why a plan that needs a caller's bounds is not run on a host that does not
+/// declare `capabilities.experimental["mcpatch/within"]` in its initialize answer.
+pub const NO_CALLER_BOUNDS: &str = "the installed client does not hand a caller's abort signal to its transport, so no patch can end a call that waits on a new session by it (its host declares no mcpatch/within)";
 
 /// The caller's side of one run, shared by calls made at once.
 #[derive(Clone)]
@@ -131,12 +138,14 @@ impl steps::Caller for Caller {
 }
 
 /// Start the bridge's MCP session: initialize (within `startup`),
-/// notifications/initialized, tools/list. Returns the tools listed.
+/// notifications/initialized, tools/list. Returns the tools listed, and
+/// whether the initialize answer declared that the host passes a call's
+/// bounds on (`capabilities.experimental["mcpatch/within"]`).
 pub async fn handshake(
     host: &Host,
     startup: Duration,
     protocol_version: &str,
-) -> Result<Vec<String>, Stop> {
+) -> Result<(Vec<String>, bool), Stop> {
     let init = host
         .request(
             "initialize",
@@ -162,6 +171,10 @@ pub async fn handshake(
             "the bridge answered initialize with an error: {error}"
         )));
     }
+    let bounds = init
+        .pointer("/result/capabilities/experimental")
+        .and_then(|x| x.get(WITHIN_META))
+        .is_some();
     if !host.notify("notifications/initialized", json!({})).await {
         return Err(Stop::Closed(
             "the bridge closed its stdin after initialize".into(),
@@ -194,7 +207,7 @@ pub async fn handshake(
             crate::verify::render::clip(&list.to_string(), 300)
         )));
     }
-    Ok(tools)
+    Ok((tools, bounds))
 }
 
 /// Run `scenario`'s plan through the bridge behind `host`.
@@ -207,7 +220,13 @@ pub async fn run(
 ) -> Run {
     let mut run = Run::default();
     match handshake(&host, startup, protocol_version).await {
-        Ok(tools) => run.tools = tools,
+        Ok((tools, bounds)) => {
+            run.tools = tools;
+            if scenario.plan.needs_caller_bounds() && !bounds {
+                run.left_out = Some(NO_CALLER_BOUNDS);
+                return run;
+            }
+        }
         Err(stop) => {
             run.stop = Some(stop);
             return run;

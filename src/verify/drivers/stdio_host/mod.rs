@@ -102,6 +102,10 @@ pub struct BridgeScenario {
     /// Whether the bridge got through its handshake (initialize, tools/list).
     #[serde(skip)]
     pub started: bool,
+    /// Why the scenario was not run after all (the host's handshake said it
+    /// cannot run it): it then goes to `left_out`, not to the results.
+    #[serde(skip)]
+    pub left_out: Option<&'static str>,
 }
 
 /// A scenario not run because the bridge could not start in scenario `first`.
@@ -126,6 +130,7 @@ fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
         stderr_lines_dropped: 0,
         stdout_noise: Vec::new(),
         started: false,
+        left_out: None,
     }
 }
 
@@ -162,11 +167,7 @@ fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
         | Plan::Concurrent
         | Plan::Cut
         | Plan::Reload => None,
-        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend
-            if caller_bounds =>
-        {
-            None
-        }
+        p if p.needs_caller_bounds() && caller_bounds => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
         Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass"),
         Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
@@ -186,9 +187,9 @@ pub(crate) async fn run_launch(
     launch: Launch<'_>,
     progress: bool,
 ) -> Result<(Vec<BridgeScenario>, &'static str, Vec<LeftOut>)> {
-    let (chosen, left_out) = choose(opts)?;
+    let (chosen, mut left_out) = choose(opts)?;
     let mut results = Vec::new();
-    run_scenarios(opts, launch, &chosen, &mut results, progress).await?;
+    run_scenarios(opts, launch, &chosen, &mut results, &mut left_out, progress).await?;
     let overall = overall(&results);
     Ok((results, overall, left_out))
 }
@@ -265,11 +266,11 @@ pub(crate) fn checked_install(
 
 pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
     let words = child::parse(&opts.command)?;
-    let (chosen, left_out) = choose(opts)?;
+    let (chosen, mut left_out) = choose(opts)?;
     let mut results = Vec::new();
     // The user's own command: `{url}` in its words, else the URL last.
     let launch = |url: &str| (child::with_url(&words, url), Vec::new());
-    let result = run_all(opts, &launch, &chosen, &mut results);
+    let result = run_all(opts, &launch, &chosen, &mut results, &mut left_out);
     let overall = overall(&results);
     if opts.json {
         let report = BridgeReport {
@@ -295,6 +296,7 @@ fn run_all(
     launch: Launch<'_>,
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
+    left_out: &mut Vec<LeftOut>,
 ) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -313,19 +315,21 @@ fn run_all(
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
         let mut signals = Interrupts::listen()?;
         tokio::select! {
-            r = run_scenarios(opts, launch, chosen, results, progress) => r,
+            r = run_scenarios(opts, launch, chosen, results, left_out, progress) => r,
             signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
         }
     })
 }
 
 /// Run `chosen` one after another on the bridge `launch` starts, each
-/// result pushed to `results` as it comes.
+/// result pushed to `results` as it comes; a scenario the host turned out
+/// unable to run (its handshake said so) goes to `left_out`.
 async fn run_scenarios(
     opts: &BridgeOptions,
     launch: Launch<'_>,
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
+    left_out: &mut Vec<LeftOut>,
     progress: bool,
 ) -> Result<Outcome> {
     let started = Instant::now();
@@ -340,6 +344,16 @@ async fn run_scenarios(
         };
         if !one.started && not_started.is_none() {
             not_started = Some(s.name);
+        }
+        if let Some(why) = one.left_out {
+            if progress {
+                crate::errln!("[{}/{total}] {}: left out", i + 1, s.name);
+            }
+            left_out.push(LeftOut {
+                name: s.name.to_string(),
+                why,
+            });
+            continue;
         }
         if progress {
             let j = &one.judgement;
@@ -438,6 +452,7 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
         stderr_lines_dropped: dropped,
         stdout_noise: host.stray.lock().map(|s| s.clone()).unwrap_or_default(),
         started: !run.tools.is_empty(),
+        left_out: run.left_out,
     })
 }
 
