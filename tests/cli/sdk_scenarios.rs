@@ -168,3 +168,73 @@ fn a_create_mcp_client_whose_new_initialize_is_not_its_first_is_broken() {
         ["invariant same-initialize: the initialize of request N sent protocolVersion \"2025-06-18\", not the \"2025-11-25\" of the client's first (request N): a new session must start with the first initialize's params"]
     );
 }
+
+#[test]
+fn a_create_mcp_client_that_hands_its_transport_no_signal_has_the_deadline_and_abort_scenarios_left_out_saying_why(
+) {
+    // 2.0.0 looks at a call's signal only once an answer comes: patched or not, a
+    // call waiting on a new session cannot end by it, so its host declares no bounds.
+    let sb = Sandbox::new();
+    let project = ai_project(&sb, "2.0.0", &["dist/index.js"]);
+    let p = project.to_str().unwrap();
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let why = "the installed client does not hand a caller's abort signal to its transport, so no patch can end a call that waits on a new session by it (its host declares no mcpatch/within)";
+    let o = output_within(
+        sb.command(&[
+            "verify",
+            "--json",
+            "--strict",
+            "--target",
+            "ai-sdk-mcp",
+            "--scenario",
+            "expired-404",
+            "--scenario",
+            "abort-waiting",
+            "--scenario",
+            "deadline-resend",
+            "--path",
+            p,
+        ]),
+        std::time::Duration::from_secs(180),
+        "strict verify of @ai-sdk/mcp 2.0.0",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let install = &v["installs"][0];
+    let runs: Vec<(&str, &str)> = install["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
+        .iter()
+        .map(|s| (s["name"].as_str().unwrap(), s["verdict"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        (code(&o), runs),
+        (0, vec![("expired-404", "SEAMLESS")]),
+        "{v:#}"
+    );
+    assert_eq!(
+        install["left_out"],
+        serde_json::json!([
+            {"name": "expired-404 (default policy)", "why": "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario"},
+            {"name": "abort-waiting", "why": why},
+            {"name": "deadline-resend", "why": why},
+        ])
+    );
+    // Nothing asked for can run: an error naming why, not a verdict.
+    let o = sb.run(&[
+        "verify",
+        "--target",
+        "ai-sdk-mcp",
+        "--path",
+        p,
+        "--scenario",
+        "abort-waiting",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        sb.normalize(&o.stderr).contains(&format!("error: no scenario asked for runs against ai-sdk-mcp:\n  - abort-waiting: {why}\nhelp: leave out --scenario, or name a scenario ai-sdk-mcp can run\n")),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -129,6 +129,16 @@ async fn verify_install(
             caller_bounds: true,
         };
         let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
+        // Every scenario asked for needs what this install's host cannot do.
+        if runs.is_empty() {
+            return Err(Error::NothingToRunFor {
+                target: spec.target,
+                left_out: out
+                    .iter()
+                    .map(|l| format!("{}: {}", l.name, l.why))
+                    .collect(),
+            });
+        }
         if rank(this) > rank(overall) {
             overall = this;
         }
