@@ -190,6 +190,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 environment: verify::process::Environment::Inherited,
                 // A bridge may pass its host's handshake on as it comes.
                 own_handshake: false,
+                // A bridge's stdio carries no caller's timeout or abort signal.
+                caller_bounds: false,
             })
         }
         Command::Verify {

@@ -5,11 +5,19 @@
 // ESM build, dist/index.js; 1.x an ESM dist/index.mjs and a CJS dist/index.js), opens
 // createMCPClient({ transport: { type: "http", url } }) against the fake server at <url>, and acts as a
 // stdio MCP server to its parent (newline-delimited JSON-RPC on stdin/stdout, by hand):
-//   initialize   answered here once the installed client has connected (an error if it could not)
+//   initialize   answered here once the installed client has connected (an error if it could not);
+//                capabilities.experimental "mcpatch/within" when the client hands a caller's signal to
+//                its transport (see passesSignal): only then can a patch end a call waiting on a new
+//                session by it, and verify runs its deadline and abort scenarios
 //   tools/list   forwarded to the installed client (client.listTools)
 //   tools/call   forwarded to the installed client (client.callTool; the arguments go by both names:
 //                1.x takes `args`, 2.x `arguments`); an error thrown by the client becomes a JSON-RPC
-//                error carrying its message (and the server's body when the client kept it apart)
+//                error carrying its message (and the server's body when the client kept it apart).
+//                params._meta "mcpatch/within" {timeoutMs, abortMs} (verify's deadline and abort
+//                scenarios): the caller's own bounds on this call, given to the client as its
+//                `timeout` option and as an abort signal (`signal`, and 1.x's `abortSignal`) that
+//                fires at the earlier of the two (a release without the option is bounded by the
+//                signal); not sent on
 //   ping         answered here; notifications are ignored; anything else: -32601
 // The client is created with maxRetries: 0 (an option of 2.0.9x; older releases ignore it): 2.0.9x
 // retries a tool call on 5xx/408/409/429 by itself, which verify would count as a second send.
@@ -66,7 +74,18 @@ try {
 }
 
 const timeoutMs = Number(process.env.MCPATCH_SDK_HOST_TIMEOUT_MS) || undefined;
-const callOptions = () => (timeoutMs ? { timeout: timeoutMs, signal: AbortSignal.timeout(timeoutMs) } : undefined);
+/** A call's options: the host's deadline, or the caller's bounds `params._meta` carries. */
+const callOptions = (params) => {
+  const within = params?._meta?.["mcpatch/within"];
+  const ms = (v) => (Number.isInteger(v) && v > 0 ? v : undefined);
+  const timeout = ms(within?.timeoutMs) ?? timeoutMs;
+  const abort = ms(within?.abortMs);
+  const fires = Math.min(timeout ?? Infinity, abort ?? Infinity);
+  if (fires === Infinity) return undefined;
+  // `signal` for 2.x's request options, `abortSignal` for 1.x's (a tool's execute options).
+  const signal = AbortSignal.timeout(fires);
+  return { ...(timeout ? { timeout } : {}), signal, abortSignal: signal };
+};
 let client;
 let connected;
 const connect = () =>
@@ -81,6 +100,18 @@ const connect = () =>
       client = c;
       log(`connected to ${url}`);
     }));
+
+/**
+ * Whether the connected client hands a request's abort signal to its transport, read from the code of
+ * its request method (`transportSignal`, 1.0.10x and 2.0.30 on). Releases that do not (1.0.50, 2.0.0:
+ * `this.transport.send(jsonrpcRequest)`) look at the signal only once an answer comes, so a call
+ * waiting on a new session cannot end by it, patched or not.
+ */
+const passesSignal = () => {
+  const proto = client && Object.getPrototypeOf(client);
+  const code = ["requestOnce", "request"].map((m) => (typeof proto?.[m] === "function" ? Function.prototype.toString.call(proto[m]) : "")).join("\n");
+  return /\btransportSignal\b/.test(code);
+};
 
 let out = Promise.resolve();
 const write = (msg) => {
@@ -115,7 +146,7 @@ async function handle(msg) {
       await connect();
       result = {
         protocolVersion: typeof params?.protocolVersion === "string" ? params.protocolVersion : "2025-06-18",
-        capabilities: { tools: {} },
+        capabilities: { tools: {}, ...(passesSignal() ? { experimental: { "mcpatch/within": {} } } : {}) },
         serverInfo: { name: "mcpatch-ai-sdk-host", version: `${pj.name} ${pj.version} ${build}` },
       };
     } else if (method === "ping") result = {};
@@ -125,7 +156,7 @@ async function handle(msg) {
     } else if (method === "tools/call") {
       await connect();
       const args = params?.arguments ?? {};
-      result = await client.callTool({ name: params?.name, args, arguments: args, options: callOptions() });
+      result = await client.callTool({ name: params?.name, args, arguments: args, options: callOptions(params) });
     } else {
       write({ jsonrpc: "2.0", id, error: { code: -32601, message: `method not found: ${method}` } });
       return;

@@ -2,10 +2,14 @@
 // mcpatch patches) so the stdio-bridge verify driver can judge it like any bridge. It loads the install's own
 // Client and StreamableHTTPClientTransport, connects to the fake server at <url>, and acts as a stdio MCP
 // server to its parent (newline-delimited JSON-RPC on stdin/stdout, by hand: no SDK server):
-//   initialize          answered here once the installed Client has connected (an error if it could not)
+//   initialize          answered here once the installed Client has connected (an error if it could not);
+//                       capabilities.experimental "mcpatch/within": this host passes a call's own bounds
 //   tools/list          forwarded to the installed Client (client.listTools)
 //   tools/call          forwarded to the installed Client (client.callTool); an error thrown by the SDK
-//                       becomes a JSON-RPC error carrying the SDK error's message
+//                       becomes a JSON-RPC error carrying the SDK error's message. params._meta
+//                       "mcpatch/within" {timeoutMs, abortMs} (verify's deadline and abort scenarios):
+//                       the caller's own bounds on this call, given to the Client as its `timeout`
+//                       and as a `signal` aborted after abortMs; not sent on
 //   ping                answered here; notifications are ignored; anything else: -32601
 // Logs go to stderr only (control characters escaped). Exits when stdin closes, closing the client.
 // argv: <package-dir> <esm|cjs> <url> [<build-folder>]
@@ -87,6 +91,16 @@ process.stdout.on("error", () => {}); // the parent went away: stdin's end follo
 process.stderr.on("error", () => {});
 process.on("unhandledRejection", (e) => log(`unhandled rejection: ${e?.message ?? e}`));
 
+/** The request options of one call: the host's, and the caller's bounds its `_meta` carries. */
+const optionsOf = (params) => {
+  const within = params?._meta?.["mcpatch/within"];
+  const ms = (v) => (Number.isInteger(v) && v > 0 ? v : undefined);
+  const timeout = ms(within?.timeoutMs);
+  const abort = ms(within?.abortMs);
+  if (timeout === undefined && abort === undefined) return requestOptions;
+  return { ...requestOptions, ...(timeout ? { timeout } : {}), ...(abort ? { signal: AbortSignal.timeout(abort) } : {}) };
+};
+
 const errorOf = (e) => ({ code: Number.isInteger(e?.code) && e.code < 0 ? e.code : -32603, message: String(e?.message ?? e) });
 
 async function handle(msg) {
@@ -98,7 +112,8 @@ async function handle(msg) {
       await connect();
       result = {
         protocolVersion: typeof params?.protocolVersion === "string" ? params.protocolVersion : "2025-06-18",
-        capabilities: { tools: {} },
+        // Every release hands a call's signal and timeout to its Protocol, which sends notifications/cancelled.
+        capabilities: { tools: {}, experimental: { "mcpatch/within": {} } },
         serverInfo: { name: "mcpatch-sdk-host", version: `${sdk.name} ${sdk.version} ${build}` },
       };
     } else if (method === "ping") result = {};
@@ -108,8 +123,9 @@ async function handle(msg) {
     } else if (method === "tools/call") {
       await connect();
       const request = { name: params?.name, arguments: params?.arguments ?? {} };
+      const options = optionsOf(params);
       // sdk 1.x: callTool(params, resultSchema, options); client 2.x: callTool(params, options).
-      result = sdk.name === "@modelcontextprotocol/client" ? await client.callTool(request, requestOptions) : await client.callTool(request, undefined, requestOptions);
+      result = sdk.name === "@modelcontextprotocol/client" ? await client.callTool(request, options) : await client.callTool(request, undefined, options);
     } else {
       write({ jsonrpc: "2.0", id, error: { code: -32601, message: `method not found: ${method}` } });
       return;

@@ -187,6 +187,7 @@ mod tests {
             executed: None,
             call_ok: None,
             note: None,
+            initialize: None,
         };
         assert_eq!(
             console_line(&e),

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::mcp_sdk::{builds_runs, cp, verify_target_runs};
 use super::*;
 
-const PKG: &str = "node_modules/@ai-sdk/mcp";
+pub(super) const PKG: &str = "node_modules/@ai-sdk/mcp";
 
 /// A real project with `@ai-sdk/mcp@version` fetched by test-fixtures/ai-sdk-mcp/fetch.sh.
 fn fetched(version: &str) -> PathBuf {
@@ -27,7 +27,7 @@ fn fetched(version: &str) -> PathBuf {
 /// Copy the project into the sandbox (hard links), the builds `rels` of
 /// `@ai-sdk/mcp` and its package.json files of their own; returns the
 /// project folder, canonical.
-fn project_copy(sb: &Sandbox, version: &str, rels: &[&str]) -> PathBuf {
+pub(super) fn project_copy(sb: &Sandbox, version: &str, rels: &[&str]) -> PathBuf {
     let dest = sb.root().join(format!("ai-{version}"));
     cp(&["-al"], &fetched(version), &dest);
     for rel in rels.iter().chain(&["package.json"]) {

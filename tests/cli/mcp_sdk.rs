@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::*;
 
-const SDK: &str = "@modelcontextprotocol/sdk";
-const ESM: &str = "dist/esm/client/streamableHttp.js";
-const CJS: &str = "dist/cjs/client/streamableHttp.js";
+pub(super) const SDK: &str = "@modelcontextprotocol/sdk";
+pub(super) const ESM: &str = "dist/esm/client/streamableHttp.js";
+pub(super) const CJS: &str = "dist/cjs/client/streamableHttp.js";
 
 /// A real project fetched by test-fixtures/mcp-sdk/fetch.sh.
 fn fetched_project(name: &str) -> PathBuf {
@@ -57,7 +57,7 @@ pub(super) fn cp(args: &[&str], from: &Path, to: &Path) {
 
 /// Copy a fetched project into the sandbox (hard links), each SDK copy's two
 /// builds real copies of their own; returns the project folder, canonical.
-fn project_copy(sb: &Sandbox, name: &str) -> PathBuf {
+pub(super) fn project_copy(sb: &Sandbox, name: &str) -> PathBuf {
     let dest = sb.root().join(name);
     cp(&["-al"], &fetched_project(name), &dest);
     own_builds(&dest.join("node_modules").join(SDK));

@@ -1148,3 +1148,96 @@ async fn refused_once_refuses_only_the_first_new_session_after_a_loss_with_its_w
     c.session = None;
     assert_eq!(c.post(initialize_request()).await.status, 200);
 }
+
+#[tokio::test]
+async fn the_witness_records_each_initializes_params_bounded_and_escaped() {
+    use mcpatch::verify::fake_server::InitializeParams;
+    let server = start(ServerBehaviour::default()).await;
+    let c = HandClient::new(&server);
+    let long = "x".repeat(400);
+    let r = c
+        .post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": "2025-06-18",
+                "capabilities": {"roots": {"listChanged": true}, "elicitation": {}},
+                "clientInfo": {"version": "1.2.0", "name": "agent\u{1b}]0;owned\u{7}"}}}))
+        .await;
+    assert_eq!(r.status, 200);
+    let r = c
+        .post(json!({"jsonrpc": "2.0", "id": 2, "method": "initialize",
+            "params": {"clientInfo": {"name": long}}}))
+        .await;
+    assert_eq!(r.status, 200);
+    let params: Vec<Option<InitializeParams>> = server
+        .witness()
+        .into_iter()
+        .filter(|e| e.rpc_method.as_deref() == Some("initialize"))
+        .map(|e| e.initialize)
+        .collect();
+    assert_eq!(
+        params,
+        [
+            Some(InitializeParams {
+                protocol_version: "\"2025-06-18\"".into(),
+                // Compact JSON, keys sorted: one client's params compare equal however it orders them.
+                capabilities: "{\"elicitation\":{},\"roots\":{\"listChanged\":true}}".into(),
+                // Control characters come escaped, as JSON writes them.
+                client_info: "{\"name\":\"agent\\u001b]0;owned\\u0007\",\"version\":\"1.2.0\"}"
+                    .into(),
+            }),
+            Some(InitializeParams {
+                protocol_version: "absent".into(),
+                capabilities: "absent".into(),
+                // Cut to the witness's 256 bytes.
+                client_info: format!("{{\"name\":\"{}…", "x".repeat(256 - 9)),
+            }),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_tool_call_whose_client_hangs_up_before_the_answer_is_noted_unanswered() {
+    use mcpatch::verify::fake_server::UNANSWERED_NOTE;
+    let server = start(ServerBehaviour::default()).await;
+    let mut c = HandClient::new(&server);
+    c.initialize("2025-06-18").await;
+    // The client gives up on a 2 s tool after 200 ms: its connection closes.
+    c.http = reqwest::Client::builder()
+        .timeout(Duration::from_millis(200))
+        .build()
+        .unwrap();
+    let gave_up = c
+        .http
+        .post(&c.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-session-id", c.session.clone().unwrap())
+        .body(
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "slow", "arguments": {"text": "a", "ms": 2000, "call_id": "c5"}}})
+            .to_string(),
+        )
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the slow call answered within 200 ms");
+    let noted = || {
+        server
+            .witness()
+            .into_iter()
+            .filter_map(|e| e.note)
+            .filter(|n| n.starts_with(UNANSWERED_NOTE))
+            .collect::<Vec<_>>()
+    };
+    for _ in 0..200 {
+        if !noted().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        noted(),
+        ["unanswered: the request of call c5 ended before its answer (its connection closed)"]
+    );
+    // An answered call leaves no such note.
+    c.call_echo().await;
+    assert_eq!(noted().len(), 1);
+}

@@ -10,11 +10,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY};
+use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY, UNANSWERED_NOTE};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
-    Plan, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, FORGETFUL_CALLS,
-    IDLE_FOR, REFUSED_CALL, SLOW_TIMEOUT_TOOL,
+    Plan, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
+    CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT, DEADLINE_RESEND_CALL_TIMEOUT,
+    DEADLINE_RESEND_REINIT_DELAY, DEADLINE_RESEND_TOOL, DEADLINE_SIGNAL,
+    DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, IDLE_FOR, REFUSED_CALL, SLOW_TIMEOUT_CALL,
+    SLOW_TIMEOUT_TOOL,
 };
 
 /// How long the driver waits for a server-side event it caused (a restart listening again).
@@ -33,11 +36,35 @@ pub enum Stop {
     Handshake(String),
 }
 
+/// A caller's own bounds on one call, as the DSH plugin's call API takes them
+/// (toolCallTimeoutMs, an AbortSignal): the client's per-call timeout, and
+/// when the caller's abort signal fires; `None` leaves the client's own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Within {
+    pub timeout: Option<Duration>,
+    pub abort: Option<Duration>,
+}
+
 /// Makes the calls a host would make. `Ok(worked)` when an answer came;
 /// `Err` stops the run.
 pub(crate) trait Caller {
     /// One tool call.
     async fn call(&self, name: &str, args: Value, label: &str) -> Result<bool, Stop>;
+
+    /// One tool call bounded by `within`. A caller whose client takes no
+    /// bounds per call (gemini-cli: its timeout is a setting, made from the
+    /// plan) makes it as [`Caller::call`]; the plans whose verdict needs the
+    /// bounds are left out for its driver.
+    async fn call_within(
+        &self,
+        name: &str,
+        args: Value,
+        label: &str,
+        within: Within,
+    ) -> Result<bool, Stop> {
+        let _ = within;
+        self.call(name, args, label).await
+    }
 
     /// `n` echo calls at once (texts `"{prefix} {i}"`).
     async fn at_once(&self, n: usize, prefix: &str) -> Result<Vec<bool>, Stop>;
@@ -48,7 +75,13 @@ pub(crate) trait Caller {
 
     /// Call until a call works or the recovery deadline passes.
     async fn until_recovered(&self) -> Result<(), Stop> {
-        let deadline = Instant::now() + Policy::Short.deadline();
+        self.until_recovered_after(Duration::ZERO).await
+    }
+
+    /// As [`Caller::until_recovered`], the deadline `extra` later (the
+    /// server holds the new session back that long).
+    async fn until_recovered_after(&self, extra: Duration) -> Result<(), Stop> {
+        let deadline = Instant::now() + Policy::Short.deadline() + extra;
         while Instant::now() < deadline {
             if self.echo("after").await? {
                 return Ok(());
@@ -122,7 +155,11 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
         Plan::Timeout => {
             c.echo("before").await?;
             let ms = SLOW_TIMEOUT_TOOL.as_millis() as u64;
-            c.call("slow", json!({"text": "slow", "ms": ms}), "slow")
+            let within = Within {
+                timeout: Some(SLOW_TIMEOUT_CALL),
+                abort: None,
+            };
+            c.call_within("slow", json!({"text": "slow", "ms": ms}), "slow", within)
                 .await?;
             tokio::time::sleep(Policy::Short.recycle_window()).await;
             c.echo("after").await.map(|_| ())
@@ -166,12 +203,67 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             c.until_recovered().await
         }
         Plan::Reload => reload(server, c).await,
+        Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => {
+            let (tool, args, within, held_back) = probe(plan);
+            c.echo("before").await?;
+            server.invalidate();
+            c.call_within(tool, args, "probe", within).await?;
+            // The calls after the probe wait for the held-back new session too.
+            c.until_recovered_after(held_back).await?;
+            if plan == Plan::DeadlineResend {
+                // The repeat's fate is judged: its request closed, or the slow tool answered.
+                let slow = DEADLINE_RESEND_TOOL.as_millis() as u64;
+                witnessed_entry(server, |w| {
+                    w.iter().any(|e| {
+                        e.note
+                            .as_deref()
+                            .is_some_and(|n| n.starts_with(UNANSWERED_NOTE))
+                            || (e.executed == Some(true)
+                                && e.answered_ms.saturating_sub(e.t_ms) >= slow)
+                    })
+                })
+                .await;
+            }
+            Ok(())
+        }
         // Left out by every driver that uses these steps (each says why): never run here.
-        Plan::Sdk2
-        | Plan::AbortWaiting
-        | Plan::DeadlineWaiting
-        | Plan::DeadlineResend
-        | Plan::GiveUp => Ok(()),
+        Plan::Sdk2 | Plan::GiveUp => Ok(()),
+    }
+}
+
+/// The probe call of a deadline or abort plan, the DSH plugin harness's
+/// (harness.rs `plan_knobs`): its tool and arguments, its caller's bounds, and
+/// how long the server holds the new session back.
+fn probe(plan: Plan) -> (&'static str, Value, Within, Duration) {
+    let echo = json!({"text": "probe"});
+    match plan {
+        Plan::AbortWaiting => (
+            "echo",
+            echo,
+            Within {
+                timeout: Some(Policy::Short.call_timeout()),
+                abort: Some(ABORT_AFTER),
+            },
+            ABORT_REINIT_DELAY,
+        ),
+        Plan::DeadlineWaiting => (
+            "echo",
+            echo,
+            Within {
+                timeout: Some(DEADLINE_CALL_TIMEOUT),
+                abort: Some(DEADLINE_SIGNAL),
+            },
+            DEADLINE_WAIT_REINIT_DELAY,
+        ),
+        _ => (
+            "slow",
+            json!({"text": "probe", "ms": DEADLINE_RESEND_TOOL.as_millis() as u64}),
+            Within {
+                timeout: Some(DEADLINE_RESEND_CALL_TIMEOUT),
+                abort: Some(DEADLINE_SIGNAL),
+            },
+            DEADLINE_RESEND_REINIT_DELAY,
+        ),
     }
 }
 

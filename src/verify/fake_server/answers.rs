@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
-use super::behaviour::{LostSessionAnswer, WitnessEntry};
+use super::behaviour::{InitializeParams, LostSessionAnswer, WitnessEntry};
 use super::sessions::{lock, HeldFate, Session, Shared};
 use super::{
     GET_HOLD_LIMIT, HOLD_LIMIT, MAX_BODY_BYTES, MAX_SLOW_MS, PROTOCOL_HEADER, PROTOCOL_VERSIONS,
@@ -32,6 +32,8 @@ pub(super) struct Answer {
     pub(super) executed: Option<bool>,
     pub(super) call_ok: Option<bool>,
     pub(super) allow: Option<&'static str>,
+    /// For initialize: its params, as the witness records them.
+    pub(super) initialize: Option<InitializeParams>,
 }
 
 impl Answer {
@@ -46,6 +48,7 @@ impl Answer {
             executed: None,
             call_ok: None,
             allow: None,
+            initialize: None,
         }
     }
 
@@ -122,7 +125,12 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
                             id,
                             params,
                             session,
-                        } => call_tool(&shared, &id, &params, &session).await,
+                        } => {
+                            let unanswered = Unanswered::watch(&shared, call_id_of(&params));
+                            let answer = call_tool(&shared, &id, &params, &session).await;
+                            unanswered.answered();
+                            answer
+                        }
                     }
                 }
                 Ok(Err(_)) => Answer::json(
@@ -158,6 +166,7 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         executed: answer.executed,
         call_ok: answer.call_ok,
         note: None,
+        initialize: answer.initialize.clone(),
     });
     let mut response = match (&answer.body, answer.text) {
         (Some(body), _) => (answer.status, axum::Json(body.clone())).into_response(),
@@ -235,6 +244,42 @@ pub(super) fn lost_session(shared: &Shared, id: &Value) -> Answer {
             StatusCode::INTERNAL_SERVER_ERROR,
             "Internal Server Error: session expired",
         ),
+    }
+}
+
+/// Notes a tool call whose request ended before the server answered it: the
+/// client closed it (a caller that gave up), or a restart cut it. Only its
+/// drop can tell: the server drops a request's handling when its connection
+/// closes.
+struct Unanswered {
+    shared: Arc<Shared>,
+    call_id: Option<String>,
+}
+
+/// The prefix of the note [`Unanswered`] writes.
+pub const UNANSWERED_NOTE: &str = "unanswered: the request of call";
+
+impl Unanswered {
+    fn watch(shared: &Arc<Shared>, call_id: Option<String>) -> Self {
+        Unanswered {
+            shared: shared.clone(),
+            call_id,
+        }
+    }
+
+    /// The server has its answer: nothing to note.
+    fn answered(mut self) {
+        self.call_id = None;
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(id) = self.call_id.take() {
+            self.shared.note(format!(
+                "{UNANSWERED_NOTE} {id} ended before its answer (its connection closed)"
+            ));
+        }
     }
 }
 
@@ -352,7 +397,9 @@ pub(super) fn handle_post(
     }
     let params = obj.get("params").cloned().unwrap_or(Value::Null);
     if rpc_method == "initialize" {
-        return done(initialize(shared, session, id.as_ref(), &params).method(&rpc_method));
+        let mut answer = initialize(shared, session, id.as_ref(), &params).method(&rpc_method);
+        answer.initialize = Some(InitializeParams::of(&params));
+        return done(answer);
     }
     let call_id = (rpc_method == "tools/call")
         .then(|| call_id_of(&params))

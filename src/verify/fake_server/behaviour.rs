@@ -153,6 +153,35 @@ pub struct WitnessEntry {
     pub call_ok: Option<bool>,
     /// Control events (invalidate, restart, prune) and other notes.
     pub note: Option<String>,
+    /// For initialize: what its params said, so a rule can compare a new
+    /// session's initialize with the client's first.
+    pub initialize: Option<InitializeParams>,
+}
+
+/// The params of an initialize a rule compares, each as compact JSON (object
+/// keys sorted) cut to the witness's text limit: `"absent"` for a field the
+/// client left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct InitializeParams {
+    pub protocol_version: String,
+    pub capabilities: String,
+    pub client_info: String,
+}
+
+impl InitializeParams {
+    /// The compared fields of an initialize's `params`.
+    pub fn of(params: &serde_json::Value) -> Self {
+        let field = |name: &str| {
+            params
+                .get(name)
+                .map_or_else(|| "absent".to_string(), |v| v.to_string())
+        };
+        InitializeParams {
+            protocol_version: field("protocolVersion"),
+            capabilities: field("capabilities"),
+            client_info: field("clientInfo"),
+        }
+    }
 }
 
 /// How often one call id was sent and how often its tool ran.

@@ -17,9 +17,10 @@ mod listen;
 pub mod reload;
 mod sessions;
 
-pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS};
+pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, UNANSWERED_NOTE};
 pub use behaviour::{
-    CallCount, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry, REFUSED_ONCE_WORDS,
+    CallCount, InitializeParams, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry,
+    REFUSED_ONCE_WORDS,
 };
 pub use control::CONTROL_HEADER;
 

@@ -132,6 +132,7 @@ impl Shared {
             executed: None,
             call_ok: None,
             note: Some(note),
+            initialize: None,
         });
     }
 
@@ -146,6 +147,15 @@ impl Shared {
         ];
         for text in texts.into_iter().flatten() {
             clip(text);
+        }
+        if let Some(p) = &mut entry.initialize {
+            for text in [
+                &mut p.protocol_version,
+                &mut p.capabilities,
+                &mut p.client_info,
+            ] {
+                clip(text);
+            }
         }
         let mut w = lock(&self.witness);
         entry.seq = w.next_seq;
@@ -171,6 +181,7 @@ impl Shared {
             executed: None,
             call_ok: None,
             note: Some(note),
+            initialize: None,
         });
     }
 

@@ -99,6 +99,9 @@ pub fn check_common(ev: &Evidence<'_>) -> Option<Violation> {
     if let Some(v) = initialize_with_lost_session(ev.witness, ev.dropped) {
         return Some(v);
     }
+    if let Some(v) = same_initialize(ev.witness) {
+        return Some(v);
+    }
     sent_after_loss(ev.witness)
 }
 
@@ -172,6 +175,42 @@ fn initialize_with_lost_session(witness: &[WitnessEntry], dropped: &[String]) ->
                     e.session_sent.as_deref().unwrap_or("")
                 ),
             )
+        })
+}
+
+/// Every later initialize of a client carries the params of its first, the
+/// first the server answered with a session: a new session after a loss is
+/// the same client again (its protocolVersion, capabilities and clientInfo),
+/// not a default one. An initialize whose params the witness did not record
+/// is not judged.
+fn same_initialize(witness: &[WitnessEntry]) -> Option<Violation> {
+    let inits = || {
+        witness
+            .iter()
+            .filter(|e| e.rpc_method.as_deref() == Some("initialize"))
+            .filter_map(|e| Some((e, e.initialize.as_ref()?)))
+    };
+    let (first, want) = inits().find(|(e, _)| e.session_issued.is_some())?;
+    inits()
+        .filter(|(e, _)| e.seq > first.seq)
+        .find_map(|(e, got)| {
+            [
+                ("protocolVersion", &want.protocol_version, &got.protocol_version),
+                ("capabilities", &want.capabilities, &got.capabilities),
+                ("clientInfo", &want.client_info, &got.client_info),
+            ]
+            .into_iter()
+            .find(|(_, a, b)| a != b)
+            .map(|(field, a, b)| {
+                Violation::new(
+                    "same-initialize",
+                    "BROKEN",
+                    format!(
+                        "the initialize of request {} sent {field} {b}, not the {a} of the client's first (request {}): a new session must start with the first initialize's params",
+                        e.seq, first.seq
+                    ),
+                )
+            })
         })
 }
 
@@ -663,6 +702,7 @@ mod tests {
             executed: None,
             call_ok: None,
             note: None,
+            initialize: None,
         }
     }
 

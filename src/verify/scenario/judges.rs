@@ -630,6 +630,11 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
             ),
         );
     }
+    if scenario.plan == Plan::DeadlineResend {
+        if let Some(note) = repeat_outlived_deadline(ev, &probe.call_id, lost_at, bound, what) {
+            return verdict("LATE", note);
+        }
+    }
     if !worked_on_new_session(ev, lost_at) {
         return verdict(
             "STUCK",
@@ -643,6 +648,38 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
             probe.call_id, probe.ms
         ),
     )
+}
+
+/// A repeat whose caller's deadline has passed is let go: the client closes
+/// its request (the server then never answers it) or tells the server with
+/// `notifications/cancelled`. The server answering the repeat of `call_id`
+/// past the deadline (`bound` after the call first reached the server, plus
+/// slack) to a client that sent no `notifications/cancelled` means the repeat
+/// was sent without the caller's signal and kept waiting.
+fn repeat_outlived_deadline(
+    ev: &Evidence<'_>,
+    call_id: &str,
+    lost_at: usize,
+    bound: Duration,
+    what: &str,
+) -> Option<String> {
+    let first = ev.witness[lost_at].t_ms;
+    let deadline = first + (bound + TIMELY_SLACK).as_millis() as u64;
+    let repeat = ev.witness[lost_at..].iter().find(|e| {
+        e.call_id.as_deref() == Some(call_id)
+            && e.executed == Some(true)
+            && e.answered_ms > deadline
+    })?;
+    let cancelled = ev.witness[lost_at..]
+        .iter()
+        .any(|e| e.rpc_method.as_deref() == Some("notifications/cancelled"));
+    (!cancelled).then(|| {
+        format!(
+            "the server answered the repeat of call {call_id} {} ms after the call first reached it, past its {what} of {} ms: the client kept the repeat's request open and sent no notifications/cancelled",
+            repeat.answered_ms - first,
+            bound.as_millis()
+        )
+    })
 }
 
 fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgement {

@@ -141,6 +141,7 @@ mod tests {
             executed: None,
             call_ok: None,
             note: Some(format!("{NOTE_PREFIX}{n}/3: dropped 1 session(s)")),
+            initialize: None,
         }
     }
 

@@ -187,6 +187,16 @@ impl Plan {
             Plan::Reload => "reload",
         }
     }
+
+    /// Whether the plan's calls carry their caller's own timeout or abort
+    /// signal (the DSH plugin's toolCallTimeoutMs and AbortSignal), which a
+    /// driver must be able to pass to the client to run it.
+    pub fn needs_caller_bounds(self) -> bool {
+        matches!(
+            self,
+            Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend
+        )
+    }
 }
 
 /// What a healed client must show.

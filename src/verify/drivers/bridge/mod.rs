@@ -125,6 +125,8 @@ async fn verify_install(
         environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
         // mcp-remote passes its host's handshake on as it comes.
         own_handshake: false,
+        // Its stdio carries no caller's timeout or abort signal.
+        caller_bounds: false,
     };
     let (runs, overall, mut left_out) =
         stdio_host::run_launch(&bridge_opts, &launch, progress).await?;

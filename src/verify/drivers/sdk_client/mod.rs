@@ -125,8 +125,20 @@ async fn verify_install(
             environment: crate::verify::process::Environment::Cleared(scratch.path().to_path_buf()),
             // The SDK's own Client and transport do every handshake, a recovery's too.
             own_handshake: true,
+            // The host script gives each call the caller's timeout and abort signal it is sent.
+            caller_bounds: true,
         };
         let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
+        // Every scenario asked for needs what this install's host cannot do.
+        if runs.is_empty() {
+            return Err(Error::NothingToRunFor {
+                target: spec.target,
+                left_out: out
+                    .iter()
+                    .map(|l| format!("{}: {}", l.name, l.why))
+                    .collect(),
+            });
+        }
         if rank(this) > rank(overall) {
             overall = this;
         }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::host::{call_outcome, Host, NoAnswer};
-use crate::verify::drivers::steps;
 pub use crate::verify::drivers::steps::Stop;
+use crate::verify::drivers::steps::{self, Within};
 use crate::verify::fake_server::FakeServer;
 use crate::verify::process::GroupChild;
 use crate::verify::scenario::{HarnessCall, Scenario};
@@ -20,6 +20,10 @@ use crate::verify::scenario::{HarnessCall, Scenario};
 /// How long a bridge may take to answer one call before it counts as hung:
 /// the DSH harness's call timeout, plus slack for a process in between.
 pub const CALL_LIMIT: Duration = Duration::from_millis(5000);
+/// The `_meta` key of a tools/call that carries the caller's own bounds on
+/// it, `{"timeoutMs": N|null, "abortMs": N|null}`: a host script passes them to
+/// its client as the call's timeout and an abort signal fired after `abortMs`.
+pub const WITHIN_META: &str = "mcpatch/within";
 /// How long a bridge may take to exit once its stdin is closed.
 pub const EXIT_GRACE: Duration = Duration::from_secs(1);
 
@@ -30,7 +34,14 @@ pub struct Run {
     pub stop: Option<Stop>,
     /// The tools the bridge listed at the start.
     pub tools: Vec<String>,
+    /// Why the plan was not run after the handshake: it needs the caller's
+    /// bounds on a call, and the host did not say it passes them.
+    pub left_out: Option<&'static str>,
 }
+
+/// Why a plan that needs a caller's bounds is not run on a host that does not
+/// declare `capabilities.experimental["mcpatch/within"]` in its initialize answer.
+pub const NO_CALLER_BOUNDS: &str = "the installed client does not hand a caller's abort signal to its transport, so no patch can end a call that waits on a new session by it (its host declares no mcpatch/within)";
 
 /// The caller's side of one run, shared by calls made at once.
 #[derive(Clone)]
@@ -42,18 +53,32 @@ struct Caller {
 
 impl steps::Caller for Caller {
     /// One tools/call with a fresh call id; Ok(worked) when an answer came.
-    async fn call(&self, name: &str, mut args: Value, label: &str) -> Result<bool, Stop> {
+    async fn call(&self, name: &str, args: Value, label: &str) -> Result<bool, Stop> {
+        self.call_within(name, args, label, Within::default()).await
+    }
+
+    /// One tools/call bounded by `within`, which goes to the host in the
+    /// call's `_meta` ([`WITHIN_META`]); only a host that reads it (the SDK
+    /// targets' host scripts) is given any.
+    async fn call_within(
+        &self,
+        name: &str,
+        mut args: Value,
+        label: &str,
+        within: Within,
+    ) -> Result<bool, Stop> {
         let call_id = format!("c{}", self.next.fetch_add(1, Ordering::SeqCst) + 1);
         args["call_id"] = json!(call_id);
+        let mut params = json!({"name": name, "arguments": args});
+        if within != Within::default() {
+            let ms = |d: Option<Duration>| d.map(|d| d.as_millis() as u64);
+            params["_meta"] = json!({WITHIN_META: {
+                "timeoutMs": ms(within.timeout),
+                "abortMs": ms(within.abort),
+            }});
+        }
         let started = Instant::now();
-        let answer = self
-            .host
-            .request(
-                "tools/call",
-                json!({"name": name, "arguments": args}),
-                CALL_LIMIT,
-            )
-            .await;
+        let answer = self.host.request("tools/call", params, CALL_LIMIT).await;
         let ms = started.elapsed().as_millis() as u64;
         let (ok, error, stop) = match answer {
             Ok(a) => match call_outcome(&a) {
@@ -113,12 +138,14 @@ impl steps::Caller for Caller {
 }
 
 /// Start the bridge's MCP session: initialize (within `startup`),
-/// notifications/initialized, tools/list. Returns the tools listed.
+/// notifications/initialized, tools/list. Returns the tools listed, and
+/// whether the initialize answer declared that the host passes a call's
+/// bounds on (`capabilities.experimental["mcpatch/within"]`).
 pub async fn handshake(
     host: &Host,
     startup: Duration,
     protocol_version: &str,
-) -> Result<Vec<String>, Stop> {
+) -> Result<(Vec<String>, bool), Stop> {
     let init = host
         .request(
             "initialize",
@@ -144,6 +171,10 @@ pub async fn handshake(
             "the bridge answered initialize with an error: {error}"
         )));
     }
+    let bounds = init
+        .pointer("/result/capabilities/experimental")
+        .and_then(|x| x.get(WITHIN_META))
+        .is_some();
     if !host.notify("notifications/initialized", json!({})).await {
         return Err(Stop::Closed(
             "the bridge closed its stdin after initialize".into(),
@@ -176,7 +207,7 @@ pub async fn handshake(
             crate::verify::render::clip(&list.to_string(), 300)
         )));
     }
-    Ok(tools)
+    Ok((tools, bounds))
 }
 
 /// Run `scenario`'s plan through the bridge behind `host`.
@@ -189,7 +220,13 @@ pub async fn run(
 ) -> Run {
     let mut run = Run::default();
     match handshake(&host, startup, protocol_version).await {
-        Ok(tools) => run.tools = tools,
+        Ok((tools, bounds)) => {
+            run.tools = tools;
+            if scenario.plan.needs_caller_bounds() && !bounds {
+                run.left_out = Some(NO_CALLER_BOUNDS);
+                return run;
+            }
+        }
         Err(stop) => {
             run.stop = Some(stop);
             return run;

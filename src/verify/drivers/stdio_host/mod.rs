@@ -58,6 +58,10 @@ pub struct BridgeOptions {
     /// its host's messages on): every session it uses must have had its
     /// `notifications/initialized` first, new sessions of a recovery included.
     pub own_handshake: bool,
+    /// The host passes a call's own timeout and abort signal on to the client
+    /// (the SDK targets' host scripts read `_meta` [`drive::WITHIN_META`]), so
+    /// the deadline and abort scenarios run; a bridge takes none.
+    pub caller_bounds: bool,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -98,6 +102,10 @@ pub struct BridgeScenario {
     /// Whether the bridge got through its handshake (initialize, tools/list).
     #[serde(skip)]
     pub started: bool,
+    /// Why the scenario was not run after all (the host's handshake said it
+    /// cannot run it): it then goes to `left_out`, not to the results.
+    #[serde(skip)]
+    pub left_out: Option<&'static str>,
 }
 
 /// A scenario not run because the bridge could not start in scenario `first`.
@@ -122,6 +130,7 @@ fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
         stderr_lines_dropped: 0,
         stdout_noise: Vec::new(),
         started: false,
+        left_out: None,
     }
 }
 
@@ -140,8 +149,9 @@ struct BridgeReport {
     error: Option<String>,
 }
 
-/// Why a scenario does not run against a bridge, if it does not.
-fn left_out_why(s: &Scenario) -> Option<&'static str> {
+/// Why a scenario does not run against a bridge, if it does not;
+/// `caller_bounds`: whether its host passes a call's timeout and abort signal.
+fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
     if s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short {
         return Some(POLICY);
@@ -158,8 +168,9 @@ fn left_out_why(s: &Scenario) -> Option<&'static str> {
         // Judged per call: at most one new session per call that meets a loss.
         | Plan::Forgetful
         | Plan::RefusedOnce => None,
+        p if p.needs_caller_bounds() && caller_bounds => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
-        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a stdio host cannot pass"),
+        Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass"),
         Plan::Relist => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
         Plan::GiveUp => Some(POLICY),
     }
@@ -177,9 +188,9 @@ pub(crate) async fn run_launch(
     launch: Launch<'_>,
     progress: bool,
 ) -> Result<(Vec<BridgeScenario>, &'static str, Vec<LeftOut>)> {
-    let (chosen, left_out) = choose(opts)?;
+    let (chosen, mut left_out) = choose(opts)?;
     let mut results = Vec::new();
-    run_scenarios(opts, launch, &chosen, &mut results, progress).await?;
+    run_scenarios(opts, launch, &chosen, &mut results, &mut left_out, progress).await?;
     let overall = overall(&results);
     Ok((results, overall, left_out))
 }
@@ -195,7 +206,7 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
             opts.scenarios.contains(&s.name)
         }
     }) {
-        match left_out_why(&s) {
+        match left_out_why(&s, opts.caller_bounds) {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
                 why,
@@ -256,11 +267,11 @@ pub(crate) fn checked_install(
 
 pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
     let words = child::parse(&opts.command)?;
-    let (chosen, left_out) = choose(opts)?;
+    let (chosen, mut left_out) = choose(opts)?;
     let mut results = Vec::new();
     // The user's own command: `{url}` in its words, else the URL last.
     let launch = |url: &str| (child::with_url(&words, url), Vec::new());
-    let result = run_all(opts, &launch, &chosen, &mut results);
+    let result = run_all(opts, &launch, &chosen, &mut results, &mut left_out);
     let overall = overall(&results);
     if opts.json {
         let report = BridgeReport {
@@ -286,6 +297,7 @@ fn run_all(
     launch: Launch<'_>,
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
+    left_out: &mut Vec<LeftOut>,
 ) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -304,19 +316,21 @@ fn run_all(
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
         let mut signals = Interrupts::listen()?;
         tokio::select! {
-            r = run_scenarios(opts, launch, chosen, results, progress) => r,
+            r = run_scenarios(opts, launch, chosen, results, left_out, progress) => r,
             signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
         }
     })
 }
 
 /// Run `chosen` one after another on the bridge `launch` starts, each
-/// result pushed to `results` as it comes.
+/// result pushed to `results` as it comes; a scenario the host turned out
+/// unable to run (its handshake said so) goes to `left_out`.
 async fn run_scenarios(
     opts: &BridgeOptions,
     launch: Launch<'_>,
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
+    left_out: &mut Vec<LeftOut>,
     progress: bool,
 ) -> Result<Outcome> {
     let started = Instant::now();
@@ -331,6 +345,16 @@ async fn run_scenarios(
         };
         if !one.started && not_started.is_none() {
             not_started = Some(s.name);
+        }
+        if let Some(why) = one.left_out {
+            if progress {
+                crate::errln!("[{}/{total}] {}: left out", i + 1, s.name);
+            }
+            left_out.push(LeftOut {
+                name: s.name.to_string(),
+                why,
+            });
+            continue;
         }
         if progress {
             let j = &one.judgement;
@@ -432,6 +456,7 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
         stderr_lines_dropped: dropped,
         stdout_noise: host.stray.lock().map(|s| s.clone()).unwrap_or_default(),
         started: !run.tools.is_empty(),
+        left_out: run.left_out,
     })
 }
 
@@ -679,6 +704,7 @@ mod tests {
             executed: None,
             call_ok: None,
             note: None,
+            initialize: None,
         }
     }
 
@@ -866,7 +892,7 @@ mod tests {
     fn only_the_dsh_plugin_api_scenarios_are_left_out_for_bridges() {
         let run: Vec<ScenarioName> = scenario::all()
             .iter()
-            .filter(|s| left_out_why(s).is_none())
+            .filter(|s| left_out_why(s, false).is_none())
             .map(|s| s.name)
             .collect();
         assert_eq!(
@@ -888,6 +914,34 @@ mod tests {
                 ScenarioName::Reload,
                 ScenarioName::Reload5s,
             ]
+        );
+    }
+
+    #[test]
+    fn a_host_that_passes_the_callers_bounds_runs_the_deadline_and_abort_scenarios_too() {
+        let with = |bounds: bool| -> Vec<ScenarioName> {
+            scenario::all()
+                .iter()
+                .filter(|s| left_out_why(s, bounds).is_none())
+                .map(|s| s.name)
+                .collect()
+        };
+        let added: Vec<ScenarioName> = with(true)
+            .into_iter()
+            .filter(|n| !with(false).contains(n))
+            .collect();
+        assert_eq!(
+            added,
+            [
+                ScenarioName::SlowTimeout,
+                ScenarioName::AbortWaiting,
+                ScenarioName::DeadlineWaiting,
+                ScenarioName::DeadlineResend,
+            ]
+        );
+        assert_eq!(
+            left_out_why(&scenario::find(ScenarioName::AbortWaiting), false),
+            Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass")
         );
     }
 

@@ -46,6 +46,7 @@ fn entry(
         executed: None,
         call_ok: None,
         note: None,
+        initialize: None,
     }
 }
 

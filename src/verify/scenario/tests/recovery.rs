@@ -239,3 +239,78 @@ fn a_success_the_server_never_ran_is_broken() {
 }
 
 // ---- hold ----
+
+/// `seamless_recovery`, each initialize with these params (s1's, then s2's).
+fn recovery_initialized_with(
+    first: &crate::verify::fake_server::InitializeParams,
+    again: &crate::verify::fake_server::InitializeParams,
+) -> Run {
+    let mut run = seamless_recovery(404, 130);
+    run.witness[0].initialize = Some(first.clone());
+    run.witness[7].initialize = Some(again.clone());
+    run
+}
+
+#[test]
+fn a_new_initialize_with_other_params_than_the_first_is_broken() {
+    use crate::verify::fake_server::InitializeParams;
+    let app = InitializeParams::of(&serde_json::json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"roots": {"listChanged": true}, "elicitation": {}},
+        "clientInfo": {"name": "my-agent", "version": "1.2.0"},
+    }));
+    // The same params, keys in another order: one client, judged seamless.
+    let same = InitializeParams::of(&serde_json::json!({
+        "clientInfo": {"version": "1.2.0", "name": "my-agent"},
+        "capabilities": {"elicitation": {}, "roots": {"listChanged": true}},
+        "protocolVersion": "2025-06-18",
+    }));
+    let j = recovery_initialized_with(&app, &same)
+        .judge(ScenarioName::Expired404, Expectation::Seamless);
+    assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
+    let changed = |field: &str, value: serde_json::Value| {
+        let mut params = serde_json::json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {"roots": {"listChanged": true}, "elicitation": {}},
+            "clientInfo": {"name": "my-agent", "version": "1.2.0"},
+        });
+        params[field] = value;
+        let j = recovery_initialized_with(&app, &InitializeParams::of(&params))
+            .judge(ScenarioName::Expired404, Expectation::Seamless);
+        assert!(!j.ok, "{field}");
+        (j.verdict, j.note)
+    };
+    assert_eq!(
+        changed("clientInfo", serde_json::json!({"name": "mcpatch", "version": "0"})),
+        ("BROKEN", "invariant same-initialize: the initialize of request 112 sent clientInfo {\"name\":\"mcpatch\",\"version\":\"0\"}, not the {\"name\":\"my-agent\",\"version\":\"1.2.0\"} of the client's first (request 0): a new session must start with the first initialize's params".into())
+    );
+    assert_eq!(
+        changed("capabilities", serde_json::json!({})),
+        ("BROKEN", "invariant same-initialize: the initialize of request 112 sent capabilities {}, not the {\"elicitation\":{},\"roots\":{\"listChanged\":true}} of the client's first (request 0): a new session must start with the first initialize's params".into())
+    );
+    assert_eq!(
+        changed("protocolVersion", serde_json::json!("2025-03-26")),
+        ("BROKEN", "invariant same-initialize: the initialize of request 112 sent protocolVersion \"2025-03-26\", not the \"2025-06-18\" of the client's first (request 0): a new session must start with the first initialize's params".into())
+    );
+    // A field left out is named so.
+    let mut params = serde_json::json!({"protocolVersion": "2025-06-18", "clientInfo": {"name": "my-agent", "version": "1.2.0"}});
+    let j = recovery_initialized_with(&app, &InitializeParams::of(&params))
+        .judge(ScenarioName::Expired404, Expectation::Seamless);
+    assert!(
+        j.note.contains("sent capabilities absent, not the {"),
+        "{}",
+        j.note
+    );
+    // An initialize refused before any session started is not the client's first.
+    params["capabilities"] = serde_json::json!({});
+    let mut run = recovery_initialized_with(&app, &same);
+    let mut refused = entry(0, "POST", Some("initialize"), None, 503);
+    refused.seq = 0;
+    refused.initialize = Some(InitializeParams::of(&params));
+    for e in &mut run.witness {
+        e.seq += 1;
+    }
+    run.witness.insert(0, refused);
+    let j = run.judge(ScenarioName::Expired404, Expectation::Seamless);
+    assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
+}

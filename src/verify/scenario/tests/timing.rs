@@ -344,6 +344,45 @@ fn the_repeat_of_a_waiting_call_is_judged_only_when_it_was_sent() {
     assert_eq!(j.verdict, "TIMELY");
 }
 
+#[test]
+fn a_repeat_the_server_answers_past_its_callers_deadline_is_late_unless_it_was_cancelled() {
+    // c2 meets the loss at 110 ms; its repeat on s2 is answered at `answered_ms`.
+    let repeated = |answered_ms: u64| {
+        let mut run = waited(3000, 2);
+        let mut again = call(1505, "s2", "c2", 200);
+        again.answered_ms = answered_ms;
+        run.witness.insert(6, again);
+        run.counts = counts(&[("c1", 1, 1), ("c2", 2, 1), ("c3", 1, 1)]);
+        run
+    };
+    // By the deadline (3000 ms after 110 ms) and its 700 ms slack: the caller let it go in time.
+    let j = repeated(3810).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+    assert_eq!((j.verdict, j.ok), ("TIMELY", true), "{}", j.note);
+    let j = repeated(3811).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+    assert_eq!((j.verdict, j.ok), ("LATE", false));
+    assert_eq!(
+        j.note,
+        "the server answered the repeat of call c2 3701 ms after the call first reached it, past its toolCallTimeoutMs of 3000 ms: the client kept the repeat's request open and sent no notifications/cancelled"
+    );
+    // The client told the server it gave up: the server may still finish the tool.
+    let mut run = repeated(6505);
+    run.witness.insert(
+        7,
+        entry(
+            3100,
+            "POST",
+            Some("notifications/cancelled"),
+            Some("s2"),
+            202,
+        ),
+    );
+    let j = run.judge(ScenarioName::DeadlineResend, Expectation::Timely);
+    assert_eq!((j.verdict, j.ok), ("TIMELY", true), "{}", j.note);
+    // A repeat whose request the client closed is never answered: nothing to judge late.
+    let j = waited(3000, 2).judge(ScenarioName::DeadlineResend, Expectation::Timely);
+    assert_eq!((j.verdict, j.ok), ("TIMELY", true), "{}", j.note);
+}
+
 /// s1 lost at 100 ms; c2 (waiting) meets it, two initializes are refused;
 /// c3 (after) is made once reconnecting stopped.
 fn gave_up(waiting_error: &str, waiting_ms: u64, after_error: &str, after_ms: u64) -> Run {
