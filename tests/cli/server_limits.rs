@@ -763,18 +763,23 @@ async fn memory_stays_bounded_under_a_flood_of_initializes() {
     };
     // Warm up to the steady state: every limit reached, buffers allocated.
     flood(2_000).await;
-    let before = rss_bytes();
-    flood(20_000).await;
-    let after = rss_bytes();
     // The bounded server holds the same few entries before and after: it grew
     // by about 2 MiB here, allocator and thread noise from the tests running
     // beside it. A witness ring that kept everything (two entries per
     // initialize: the answer and the eviction note) grew by about 12 MiB over
-    // these 20,000; unbounded sessions and dropped ids add to that.
-    let growth = after.saturating_sub(before);
+    // these 20,000; unbounded sessions and dropped ids add to that. What the
+    // server keeps grows on every flood, the noise of a busy process on one:
+    // the smaller growth of two floods is the server's.
+    let mut growths = Vec::new();
+    for _ in 0..2 {
+        let before = rss_bytes();
+        flood(20_000).await;
+        growths.push((rss_bytes().saturating_sub(before), before));
+    }
+    let (growth, before) = growths.iter().min().copied().unwrap();
     assert!(
         growth < 8 << 20,
-        "resident memory grew by {growth} bytes over 20,000 initializes (from {before} to {after})"
+        "resident memory grew by {growth} bytes (from {before}) over 20,000 initializes, and by at least that over another 20,000: {growths:?}"
     );
     assert!(server.live_sessions() <= limits.max_sessions);
     assert!(server.witness().len() <= limits.witness_entries);

@@ -613,6 +613,14 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
     }
     let sent = ev.counts.get(&probe.call_id).map_or(0, |c| c.sent);
     if scenario.plan == Plan::DeadlineResend && ev.seamless && sent < 2 {
+        // A client that never got a call through a new session is stuck,
+        // whether or not it got as far as the repeat.
+        if !worked_on_new_session(ev, lost_at) {
+            return verdict(
+                "STUCK",
+                "no call worked on a new session after the session was lost".into(),
+            );
+        }
         return verdict(
             "BROKEN",
             format!(

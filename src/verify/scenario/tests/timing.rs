@@ -342,6 +342,17 @@ fn the_repeat_of_a_waiting_call_is_judged_only_when_it_was_sent() {
     run.seamless = false;
     let j = run.judge(ScenarioName::DeadlineResend, Expectation::Timely);
     assert_eq!(j.verdict, "TIMELY");
+    // A client that never got a call through a new session is stuck, not untested.
+    let mut run = waited(3000, 1);
+    run.witness.pop();
+    let j = run.judge(ScenarioName::DeadlineResend, Expectation::Timely);
+    assert_eq!(
+        (j.verdict, j.note.as_str()),
+        (
+            "STUCK",
+            "no call worked on a new session after the session was lost"
+        )
+    );
 }
 
 #[test]
