@@ -118,22 +118,7 @@ impl Shared {
     /// Log a request refused with 403 before it reached the server's routes
     /// (a Host or Origin not on loopback, a control route without the token).
     pub(super) fn log_refused(&self, http_method: String, note: String) {
-        let now = self.now_ms();
-        self.log(WitnessEntry {
-            seq: 0,
-            t_ms: now,
-            answered_ms: now,
-            http_method,
-            rpc_method: None,
-            session_sent: None,
-            status: 403,
-            session_issued: None,
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: Some(note),
-            initialize: None,
-        });
+        self.log_note(http_method, 403, note);
     }
 
     pub(super) fn log(&self, mut entry: WitnessEntry) {
@@ -167,15 +152,20 @@ impl Shared {
     }
 
     pub(super) fn note(&self, note: String) {
+        self.log_note("CONTROL".into(), 0, note);
+    }
+
+    /// A witness entry that is only a note: no request, no session, no call.
+    fn log_note(&self, http_method: String, status: u16, note: String) {
         let now = self.now_ms();
         self.log(WitnessEntry {
             seq: 0,
             t_ms: now,
             answered_ms: now,
-            http_method: "CONTROL".into(),
+            http_method,
             rpc_method: None,
             session_sent: None,
-            status: 0,
+            status,
             session_issued: None,
             call_id: None,
             executed: None,
