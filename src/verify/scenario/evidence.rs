@@ -44,6 +44,16 @@ pub struct Evidence<'a> {
     pub per_call_recovery: bool,
 }
 
+impl Evidence<'_> {
+    /// How many new sessions the server refused (initialize answered 503).
+    pub fn refused_initializes(&self) -> usize {
+        self.witness
+            .iter()
+            .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 503)
+            .count()
+    }
+}
+
 /// The verdict of one scenario run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Judgement {

@@ -705,11 +705,7 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
             "the waiting call or the call after it was never made".into(),
         );
     };
-    let refused = ev
-        .witness
-        .iter()
-        .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 503)
-        .count();
+    let refused = ev.refused_initializes();
     if refused == 0 {
         return verdict(
             "BROKEN",

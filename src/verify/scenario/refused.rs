@@ -17,11 +17,7 @@ pub(super) fn judge(ev: &Evidence<'_>, j: Judgement) -> Judgement {
     if !matches!(j.verdict, "SEAMLESS" | "RECOVERED") {
         return j;
     }
-    let refused = ev
-        .witness
-        .iter()
-        .filter(|e| e.rpc_method.as_deref() == Some("initialize") && e.status == 503)
-        .count();
+    let refused = ev.refused_initializes();
     if refused == 0 {
         return Judgement {
             verdict: "BROKEN",
