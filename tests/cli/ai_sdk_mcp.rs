@@ -39,6 +39,14 @@ pub(super) fn project_copy(sb: &Sandbox, version: &str, rels: &[&str]) -> PathBu
     dest.canonicalize().unwrap()
 }
 
+/// [`project_copy`] of 2.0.99 (its one build, `dist/index.js`), patched with `apply --yes`.
+pub(super) fn patched_2_0_99(sb: &Sandbox) -> PathBuf {
+    let project = project_copy(sb, "2.0.99", &["dist/index.js"]);
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    project
+}
+
 fn installs(v: &Value) -> Vec<&Value> {
     v["installs"]
         .as_array()
@@ -340,9 +348,7 @@ fn the_patched_create_mcp_client_answers_every_call_of_a_server_reloading_every_
 fn strict_verify_breaks_a_create_mcp_client_whose_new_session_skips_notifications_initialized() {
     use super::mcp_sdk::{handshake_note, mutate_builds, strict_expired_404};
     let sb = Sandbox::new();
-    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
-    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let project = patched_2_0_99(&sb);
     mutate_builds(
         &project.join(PKG),
         &["dist/index.js"],
@@ -372,9 +378,7 @@ fn strict_verify_breaks_a_create_mcp_client_that_sends_a_call_a_third_time_when_
 ) {
     use super::mcp_sdk::{mutate_builds, strict_scenario};
     let sb = Sandbox::new();
-    let project = project_copy(&sb, "2.0.99", &["dist/index.js"]);
-    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let project = patched_2_0_99(&sb);
     mutate_builds(
         &project.join(PKG),
         &["dist/index.js"],

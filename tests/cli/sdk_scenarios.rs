@@ -6,7 +6,7 @@
 //! test passes the patched release, then catches the catalogue's mutant
 //! (test-fixtures/patch-mutants/) that breaks the rule.
 
-use super::ai_sdk_mcp::{project_copy as ai_project, PKG};
+use super::ai_sdk_mcp::{patched_2_0_99, project_copy as ai_project, PKG};
 use serde_json::Value;
 
 use super::mcp_sdk::{mutate_builds, project_copy as sdk_project, CJS, ESM, SDK};
@@ -126,9 +126,7 @@ fn a_patched_sdk_call_ends_by_its_callers_abort_or_timeout_and_a_patch_that_send
 fn a_patched_create_mcp_client_lets_a_repeat_go_at_its_callers_deadline_and_one_without_the_signal_is_late(
 ) {
     let sb = Sandbox::new();
-    let project = ai_project(&sb, "2.0.99", &["dist/index.js"]);
-    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let project = patched_2_0_99(&sb);
     let scenarios = ["deadline-resend"];
     let (rc, runs, _) = strict_runs(&sb, "ai-sdk-mcp", &project, &scenarios);
     assert_eq!((rc, runs), (0, all_runs(&["esm"], &scenarios, "TIMELY")));
@@ -149,9 +147,7 @@ fn a_patched_create_mcp_client_lets_a_repeat_go_at_its_callers_deadline_and_one_
 #[test]
 fn a_create_mcp_client_whose_new_initialize_is_not_its_first_is_broken() {
     let sb = Sandbox::new();
-    let project = ai_project(&sb, "2.0.99", &["dist/index.js"]);
-    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
-    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let project = patched_2_0_99(&sb);
     let scenarios = ["expired-404"];
     let (rc, runs, _) = strict_runs(&sb, "ai-sdk-mcp", &project, &scenarios);
     assert_eq!((rc, runs), (0, all_runs(&["esm"], &scenarios, "SEAMLESS")));
