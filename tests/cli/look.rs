@@ -969,13 +969,6 @@ fn verify_of_an_sdk_project_fits_80_columns_on_stdout_and_stderr() {
     // Each build's progress line names the install's path and is wrapped too.
     let err = stderr(&o);
     assert!(err.contains("esm build of"), "{err}");
-    for (stream, text) in [("stdout", stdout(&o)), ("stderr", err)] {
-        for line in text.lines() {
-            assert!(
-                line.chars().count() <= 80,
-                "{stream}: {line:?} is {} wide:\n{text}",
-                line.chars().count()
-            );
-        }
-    }
+    assert_fits(&o.stdout, 80);
+    assert_fits(&o.stderr, 80);
 }
