@@ -237,7 +237,14 @@ fn verify_json_shows_progress_on_a_terminal_while_stdout_goes_to_a_file() {
         "ordinary-errors",
     ];
     let report = sb.root().join("report.json");
-    let (rc, screen) = on_a_pty(&sb.command(&args), "", &format!("> '{}'", report.display()));
+    // Wide enough that the node line, which names node's path (deep in a
+    // checkout such as /check/work/main), stays on one line.
+    let stty = which::which("stty").expect("`stty` (coreutils) sets the terminal's width");
+    let (rc, screen) = on_a_pty(
+        &sb.command(&args),
+        &format!("'{}' cols 400 &&", stty.display()),
+        &format!("> '{}'", report.display()),
+    );
     assert_eq!(rc, 0, "{screen}");
     let node = node22_dir().join("node");
     assert_eq!(
