@@ -3,127 +3,12 @@
 
 use std::time::Duration;
 
-use mcpatch::verify::fake_server::{FakeServer, LostSessionAnswer, ServerBehaviour};
+use super::hand_client::*;
+
+use mcpatch::verify::fake_server::{LostSessionAnswer, ServerBehaviour};
 use mcpatch::verify::scenario::Policy;
-use mcpatch::verify::scenario::{self, Evidence, HarnessCall, Judgement, ScenarioName};
-use serde_json::{json, Value};
-
-/// A minimal hand-written MCP client over reqwest.
-struct HandClient {
-    http: reqwest::Client,
-    url: String,
-    session: Option<String>,
-}
-
-struct Reply {
-    status: u16,
-    session: Option<String>,
-    body: String,
-    headers: reqwest::header::HeaderMap,
-}
-
-impl Reply {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.body).unwrap_or(Value::Null)
-    }
-}
-
-impl HandClient {
-    fn new(server: &FakeServer) -> Self {
-        HandClient {
-            http: reqwest::Client::new(),
-            url: server.url(),
-            session: None,
-        }
-    }
-
-    async fn raw(
-        &self,
-        method: reqwest::Method,
-        content_type: &str,
-        body: Vec<u8>,
-        session: Option<&str>,
-    ) -> Reply {
-        let mut req = self
-            .http
-            .request(method, &self.url)
-            .header("content-type", content_type)
-            .header("accept", "application/json, text/event-stream")
-            .body(body);
-        if let Some(s) = session {
-            req = req.header("mcp-session-id", s);
-        }
-        let r = req.send().await.unwrap();
-        let status = r.status().as_u16();
-        let headers = r.headers().clone();
-        let session = headers
-            .get("mcp-session-id")
-            .map(|v| v.to_str().unwrap().to_string());
-        Reply {
-            status,
-            session,
-            body: r.text().await.unwrap(),
-            headers,
-        }
-    }
-
-    async fn post(&self, message: Value) -> Reply {
-        self.raw(
-            reqwest::Method::POST,
-            "application/json",
-            message.to_string().into_bytes(),
-            self.session.as_deref(),
-        )
-        .await
-    }
-
-    async fn initialize(&mut self, version: &str) -> Reply {
-        self.session = None;
-        let r = self
-            .post(json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "hand", "version": "0"}}}))
-            .await;
-        self.session = r.session.clone();
-        let n = self
-            .post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .await;
-        assert_eq!(n.status, 202);
-        r
-    }
-
-    async fn call_echo(&self) -> Reply {
-        self.call("echo", "c0", json!({"text": "hi"})).await
-    }
-
-    /// A tools/call carrying `call_id`, as the harness sends it.
-    async fn call(&self, tool: &str, call_id: &str, mut args: Value) -> Reply {
-        args["call_id"] = json!(call_id);
-        self.post(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": tool, "arguments": args}}))
-            .await
-    }
-
-    async fn list(&self) -> Reply {
-        self.post(json!({"jsonrpc": "2.0", "id": 8, "method": "tools/list"}))
-            .await
-    }
-}
-
-async fn start(behaviour: ServerBehaviour) -> FakeServer {
-    FakeServer::start(behaviour, 0).await.unwrap()
-}
-
-/// Restart the server and wait until it listens again (its generation moves on).
-async fn restart_and_wait(server: &FakeServer) {
-    let next = server.generation() + 1;
-    server.restart();
-    for _ in 0..1000 {
-        if server.generation() >= next {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    panic!("the fake server did not listen again after a restart");
-}
+use mcpatch::verify::scenario::{self, Judgement, ScenarioName};
+use serde_json::json;
 
 #[tokio::test]
 async fn initialize_negotiates_the_protocol_and_issues_a_fresh_session() {
@@ -392,69 +277,6 @@ async fn a_strict_server_rejects_an_initialize_that_carries_a_session_id() {
         r.json()["error"]["message"],
         "duplicate \"initialize\" received"
     );
-}
-
-/// What the harness would report: the caller's view of each call.
-#[derive(Default)]
-struct CallerView {
-    calls: Vec<HarnessCall>,
-}
-
-impl CallerView {
-    /// Record a call as its caller saw it: a success only for a 200 without any error.
-    fn saw(&mut self, call_id: &str, name: &str, r: &Reply) -> bool {
-        let v = r.json();
-        let ok =
-            r.status == 200 && v.get("error").is_none() && v["result"]["isError"] != json!(true);
-        self.claim(call_id, name, ok, (!ok).then(|| r.body.clone()));
-        ok
-    }
-
-    /// Record whatever a (possibly lying) client claims.
-    fn claim(&mut self, call_id: &str, name: &str, ok: bool, error: Option<String>) {
-        self.calls.push(HarnessCall {
-            call_id: call_id.into(),
-            name: name.into(),
-            ok,
-            error,
-            ms: 5,
-        });
-    }
-}
-
-/// Judge what `server` saw against `name`'s expectation for a client carrying the
-/// current patch revision (`seamless`) or not.
-fn judge(server: &FakeServer, name: ScenarioName, view: &CallerView, seamless: bool) -> Judgement {
-    let s = scenario::find(name);
-    let witness = server.witness();
-    let dropped = server.dropped_sessions();
-    let counts = server.call_counts();
-    scenario::judge(
-        &s,
-        s.expectation(seamless),
-        &Evidence {
-            witness: &witness,
-            dropped: &dropped,
-            counts: &counts,
-            calls: &view.calls,
-            policy: Policy::Short,
-            seamless,
-            per_call_recovery: false,
-        },
-    )
-}
-
-/// A session opened and its tools listed, as the client does on connect.
-async fn connected(server: &FakeServer) -> HandClient {
-    let mut c = HandClient::new(server);
-    c.initialize("2025-06-18").await;
-    assert_eq!(c.list().await.status, 200);
-    c
-}
-
-async fn reconnect(c: &mut HandClient) {
-    c.initialize("2025-06-18").await;
-    assert_eq!(c.list().await.status, 200);
 }
 
 #[tokio::test]
@@ -1054,12 +876,6 @@ async fn a_held_batch_runs_the_first_calls_and_loses_the_session_under_the_rest(
         j.note,
         "fresh initialize without the dead id, tools re-listed, calls succeeded; 1 more initialize(s) after it"
     );
-}
-
-/// The initialize request as a client sends it, without the handshake's notification.
-fn initialize_request() -> Value {
-    json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
-        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "hand", "version": "0"}}})
 }
 
 #[tokio::test]
