@@ -172,7 +172,10 @@ pub enum Error {
         left_out: Vec<String>,
     },
 
-    #[error("--command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of DSH's installed plugin: run one or the other")]
+    #[error("verify --explore does not drive {target}'s client yet: its driver runs no explored plans\nhelp: leave out --explore and --explore-only for it (its fixed table of scenarios still runs), or pick another target with --target")]
+    ExploreUnsupported { target: &'static str },
+
+    #[error("--command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of the clients mcpatch finds installed: run one or the other")]
     BridgeConflict { flag: &'static str },
 
     #[error("no {packages} install to verify; looked in:\n{}help: if {hosts} is installed elsewhere, pass its folder with --path", searched.iter().map(|s| format!("  - {s}\n")).collect::<String>())]

@@ -159,7 +159,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             explore_only,
             ..
         } => {
-            // Exploration drives the DSH plugin harness only, so far.
+            // None of these reach a bridge named by --command (exploration included).
             let flag = if explore.is_some() || explore_only {
                 Some("--explore")
             } else if seed.is_some() {

@@ -131,6 +131,19 @@ fn verify_all(
             check_backups_first(spec, &installs, wanted, env)?;
         }
     }
+    // Asked for by name, exploration must reach every install it would check.
+    if opts.explore.is_some_and(|n| n > 0) || opts.explore_only {
+        if let Some(spec) = report
+            .installs
+            .iter()
+            .map(|i| crate::registry::find(targets, i.target, &i.package))
+            .find(|spec| !drivers::of(spec.driver).explores())
+        {
+            return Err(Error::ExploreUnsupported {
+                target: spec.target,
+            });
+        }
+    }
     let node = node::find(opts.node.as_deref())?;
     let progress = !opts.json || std::io::stderr().is_terminal();
     if progress {

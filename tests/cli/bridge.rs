@@ -362,7 +362,7 @@ fn command_lines_that_cannot_run_are_refused_with_a_help_line() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: --command cannot be used with --path\nhelp: --command checks a stdio bridge against the fake server; --path belongs to the check of DSH's installed plugin: run one or the other\n"
+        "error: --command cannot be used with --path\nhelp: --command checks a stdio bridge against the fake server; --path belongs to the check of the clients mcpatch finds installed: run one or the other\n"
     );
     let o = sb.run(&[
         "verify",

@@ -143,6 +143,6 @@ fn explore_with_a_bridge_command_is_refused_naming_the_flag() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: --command cannot be used with --explore\nhelp: --command checks a stdio bridge against the fake server; --explore belongs to the check of DSH's installed plugin: run one or the other\n"
+        "error: --command cannot be used with --explore\nhelp: --command checks a stdio bridge against the fake server; --explore belongs to the check of the clients mcpatch finds installed: run one or the other\n"
     );
 }

@@ -444,6 +444,7 @@ mod real_servers;
 mod refusals;
 mod reload;
 mod running;
+mod sdk_explore;
 mod sdk_scenarios;
 mod seamless;
 mod security;

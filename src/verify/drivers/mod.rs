@@ -62,6 +62,11 @@ pub(crate) trait ClientDriver: Sync {
         false
     }
 
+    /// Whether the driver runs explored plans (`verify --explore`).
+    fn explores(&self) -> bool {
+        false
+    }
+
     /// Whether the client needs `Promise.withResolvers`, which the driver
     /// shims on a node that lacks it (only the DSH plugin's harness).
     fn needs_with_resolvers(&self) -> bool {
@@ -82,6 +87,18 @@ pub(crate) fn of(driver: Driver) -> &'static dyn ClientDriver {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_plugin_and_the_sdk_clients_run_explored_plans() {
+        let all = [
+            Driver::PluginApi,
+            Driver::StdioBridge,
+            Driver::GeminiCli,
+            Driver::SdkClient,
+        ];
+        let exploring: Vec<Driver> = all.into_iter().filter(|d| of(*d).explores()).collect();
+        assert_eq!(exploring, [Driver::PluginApi, Driver::SdkClient]);
+    }
 
     #[test]
     fn only_the_bridge_is_always_strict_and_only_the_plugin_needs_the_shim() {

@@ -1,24 +1,21 @@
 //! `verify --explore`: runs nobody wrote a scenario for. Plans generated from
-//! a seed drive the real client (through the plugin harness) against fake
-//! servers; every run is judged by the invariants alone, and a failing run is
-//! shrunk to the smallest plan that still fails the same rule, printed with
-//! the seed that replays it.
+//! a seed drive the real client (through its driver's [`PlanRunner`]: the
+//! plugin harness, the stdio host of the SDK clients) against fake servers;
+//! every run is judged by the invariants alone, and a failing run is shrunk
+//! to the smallest plan that still fails the same rule, printed with the seed
+//! that replays it.
 
 pub mod plan;
-
-use std::path::Path;
 
 use serde::Serialize;
 
 use self::plan::{run_seed, ExplorePlan, LAST_CALL};
-use super::drivers::plugin::harness::{self, HarnessRun, RunSpec};
 use super::fake_server::FakeServer;
 use super::scenario::invariants::{self, Expected, Violation};
 use super::scenario::Policy;
-use super::scenario::{Evidence, Plan};
+use super::scenario::{Evidence, HarnessCall};
 use crate::color::{Painter, Style};
 use crate::error::Result;
-use crate::node::Node;
 use crate::output::clean_lines;
 use crate::table::hanging;
 
@@ -34,6 +31,10 @@ const SHRINK_ROUNDS: usize = 8;
 pub struct ExploreFailure {
     /// The seed that replays it: `--seed SEED --explore 1`.
     pub seed: u64,
+    /// The build of the install it ran on, for a target with several (the
+    /// SDK's `esm` and `cjs`); absent where there is one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build: Option<String>,
     pub verdict: &'static str,
     pub invariant: &'static str,
     pub note: String,
@@ -50,26 +51,41 @@ pub struct ExploreFailure {
 #[derive(Debug, Clone, Serialize)]
 pub struct Exploration {
     pub seed: u64,
+    /// Runs on each build (`builds`).
     pub runs: u32,
+    /// The builds of the install explored (the SDK's `esm` and `cjs`); absent
+    /// where there is one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub builds: Vec<String>,
+    /// Why no plan ran (the client cannot keep the plans' deadlines); absent when they ran.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub left_out: Option<String>,
     /// Whether every run kept every rule.
     pub ok: bool,
     pub failures: Vec<ExploreFailure>,
 }
 
-/// Run `runs` plans from `seed` against the DSH plugin file `target`, at most
-/// `jobs` at once; shrink every failure.
-pub async fn explore(
-    node: &Node,
-    target: &Path,
+/// How a driver runs explored plans through its client.
+pub(crate) trait PlanRunner {
+    /// The plan seed `seed` gives for this driver's client.
+    fn plan(&self, seed: u64) -> ExplorePlan {
+        ExplorePlan::generate(seed)
+    }
+
+    /// Run each plan against a fake server of its own; each run's broken
+    /// rule, if any (see [`judge`]).
+    async fn run_plans(&self, plans: &[ExplorePlan]) -> Result<Vec<Option<Violation>>>;
+}
+
+/// Run `runs` plans from `seed` through `runner`; shrink every failure.
+pub(crate) async fn explore(
+    runner: &impl PlanRunner,
     runs: u32,
     seed: u64,
-    jobs: usize,
     progress: bool,
 ) -> Result<Exploration> {
-    let plans: Vec<ExplorePlan> = (0..runs)
-        .map(|i| ExplorePlan::generate(run_seed(seed, i)))
-        .collect();
-    let judged = run_plans(node, target, &plans, jobs).await?;
+    let plans: Vec<ExplorePlan> = (0..runs).map(|i| runner.plan(run_seed(seed, i))).collect();
+    let judged = runner.run_plans(&plans).await?;
     let mut failures = Vec::new();
     let mut shrunk_rules = std::collections::HashSet::new();
     for (plan, violation) in plans.iter().zip(judged) {
@@ -77,6 +93,7 @@ pub async fn explore(
         if !shrunk_rules.insert(violation.invariant) {
             failures.push(ExploreFailure {
                 seed: plan.seed,
+                build: None,
                 verdict: violation.verdict,
                 invariant: violation.invariant,
                 note: violation.note.clone(),
@@ -93,10 +110,10 @@ pub async fn explore(
                 violation.invariant
             );
         }
-        let (shrunk, shrunk_violation) =
-            shrink(node, target, plan.clone(), violation.clone(), jobs).await?;
+        let (shrunk, shrunk_violation) = shrink(runner, plan.clone(), violation.clone()).await?;
         failures.push(ExploreFailure {
             seed: plan.seed,
+            build: None,
             verdict: violation.verdict,
             invariant: violation.invariant,
             note: violation.note,
@@ -108,26 +125,26 @@ pub async fn explore(
     Ok(Exploration {
         seed,
         runs,
+        builds: Vec::new(),
+        left_out: None,
         ok: failures.is_empty(),
         failures,
     })
 }
 
 /// Drop what the failure does not need, a round at a time: every smaller plan
-/// runs at once, and the first that breaks the same rule is kept.
+/// runs, and the first that breaks the same rule is kept.
 async fn shrink(
-    node: &Node,
-    target: &Path,
+    runner: &impl PlanRunner,
     mut plan: ExplorePlan,
     mut violation: Violation,
-    jobs: usize,
 ) -> Result<(ExplorePlan, Violation)> {
     for _ in 0..SHRINK_ROUNDS {
         let smaller = plan.smaller();
         if smaller.is_empty() {
             break;
         }
-        let judged = run_plans(node, target, &smaller, jobs).await?;
+        let judged = runner.run_plans(&smaller).await?;
         let found = smaller.into_iter().zip(judged).find(|(_, v)| {
             v.as_ref()
                 .is_some_and(|v| v.invariant == violation.invariant)
@@ -143,54 +160,17 @@ async fn shrink(
     Ok((plan, violation))
 }
 
-/// Run each plan against a fake server of its own in one harness; each run's
-/// broken rule, if any.
-async fn run_plans(
-    node: &Node,
-    target: &Path,
-    plans: &[ExplorePlan],
-    jobs: usize,
-) -> Result<Vec<Option<Violation>>> {
-    let mut servers = Vec::with_capacity(plans.len());
-    for p in plans {
-        servers.push(FakeServer::start(p.behaviour(), 0).await?);
-    }
-    let specs: Vec<RunSpec> = plans
-        .iter()
-        .zip(&servers)
-        .map(|(p, server)| RunSpec {
-            // Replaced by the explored fields; named only because a spec has one.
-            plan: Plan::Invalidate,
-            policy: Policy::Short,
-            url: server.url(),
-            reload: None,
-            control_token: server.control_token().to_string(),
-            explored: Some(p.harness_fields()),
-        })
-        .collect();
-    let mut out: Vec<Option<Violation>> = vec![None; plans.len()];
-    harness::run_all(node, target, &specs, jobs, |i, run| {
-        out[i] = judge(&plans[i], &servers[i], &run);
-    })
-    .await?;
-    Ok(out)
-}
-
-fn judge(plan: &ExplorePlan, server: &FakeServer, run: &HarnessRun) -> Option<Violation> {
-    if let Some(fatal) = &run.fatal {
-        return Some(Violation {
-            invariant: "run-ends",
-            verdict: "BROKEN",
-            note: format!("invariant run-ends: the harness failed this run: {fatal}"),
-        });
-    }
-    if !run.done {
-        return Some(Violation {
-            invariant: "run-ends",
-            verdict: "BROKEN",
-            note: "invariant run-ends: the harness stopped before this run ended".into(),
-        });
-    }
+/// What a run of `plan` against `server` broke, judged by the invariants
+/// alone from the server's witness log, the caller's view of each call
+/// (`calls`) and the client's log lines (`logs`; `loss_log`: the words of
+/// the line saying a lost session is replaced, for a client that writes one).
+pub(crate) fn judge(
+    plan: &ExplorePlan,
+    server: &FakeServer,
+    calls: &[HarnessCall],
+    logs: &[String],
+    loss_log: Option<&str>,
+) -> Option<Violation> {
     let witness = server.witness();
     let dropped = server.dropped_sessions();
     let counts = server.call_counts();
@@ -198,10 +178,10 @@ fn judge(plan: &ExplorePlan, server: &FakeServer, run: &HarnessRun) -> Option<Vi
         witness: &witness,
         dropped: &dropped,
         counts: &counts,
-        calls: &run.calls,
+        calls,
         policy: Policy::Short,
         seamless: true,
-        per_call_recovery: false,
+        per_call_recovery: plan.policy == plan::ExplorePolicy::PerCall,
     };
     let deadlines = plan.deadlines();
     let words = plan.words();
@@ -213,8 +193,8 @@ fn judge(plan: &ExplorePlan, server: &FakeServer, run: &HarnessRun) -> Option<Vi
             lost_words: plan.lost.words(),
             reconnect: plan.policy.reconnect(),
             last_call: LAST_CALL,
-            logs: &run.logs,
-            loss_log: Some(harness::LOSS_LOG_WORDS),
+            logs,
+            loss_log,
         },
     )
 }
@@ -222,28 +202,41 @@ fn judge(plan: &ExplorePlan, server: &FakeServer, run: &HarnessRun) -> Option<Vi
 /// The lines `verify` prints of an exploration, under the scenario table, in
 /// at most `columns` (when given). Notes carry servers' words: escaped.
 pub fn render(e: &Exploration, columns: Option<usize>, paint: Painter) -> String {
+    if let Some(why) = &e.left_out {
+        return hanging(
+            "",
+            &format!("exploration left out: {}", clean_lines(why)),
+            columns,
+        );
+    }
     let runs = if e.runs == 1 { "run" } else { "runs" };
-    let mut s = if e.ok {
-        let kept = paint.paint(Style::Green, "every rule kept");
-        hanging(
-            "",
-            &format!("explored {} {runs} from seed {}: {kept}", e.runs, e.seed),
-            columns,
-        )
-    } else {
-        let broke = paint.paint(Style::Red, &format!("{} broke a rule", e.failures.len()));
-        hanging(
-            "",
-            &format!("explored {} {runs} from seed {}: {broke}", e.runs, e.seed),
-            columns,
-        )
+    let on = match e.builds.len() {
+        0 | 1 => String::new(),
+        _ => format!(" on each build ({})", e.builds.join(", ")),
     };
+    let said = if e.ok {
+        paint.paint(Style::Green, "every rule kept")
+    } else {
+        paint.paint(Style::Red, &format!("{} broke a rule", e.failures.len()))
+    };
+    let mut s = hanging(
+        "",
+        &format!(
+            "explored {} {runs}{on} from seed {}: {said}",
+            e.runs, e.seed
+        ),
+        columns,
+    );
     for f in &e.failures {
         s.push_str(&hanging(
             "  ",
             &format!(
-                "seed {} ({}; replay: --explore 1 --seed {}): {}",
+                "seed {}{} ({}; replay: --explore 1 --seed {}): {}",
                 f.seed,
+                f.build
+                    .as_deref()
+                    .map(|b| format!(", {b} build"))
+                    .unwrap_or_default(),
                 f.verdict,
                 f.seed,
                 clean_lines(&f.note)

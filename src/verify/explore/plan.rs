@@ -71,6 +71,9 @@ pub enum ExplorePolicy {
     Brief,
     /// `reconnect.enabled: false`.
     Disabled,
+    /// No policy to set: the client tries one new session per call that
+    /// meets a loss (the SDK clients, through their host).
+    PerCall,
 }
 
 impl ExplorePolicy {
@@ -83,6 +86,7 @@ impl ExplorePolicy {
                 json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2})
             }
             ExplorePolicy::Disabled => json!({"enabled": false}),
+            ExplorePolicy::PerCall => Value::Null,
         }
     }
 
@@ -97,6 +101,7 @@ impl ExplorePolicy {
                 max_delay_ms: 1000,
             },
             ExplorePolicy::Disabled => Reconnect::Disabled,
+            ExplorePolicy::PerCall => Reconnect::PerCall,
         }
     }
 
@@ -105,6 +110,7 @@ impl ExplorePolicy {
             ExplorePolicy::Short => "reconnect 100 ms first backoff, 5 attempts",
             ExplorePolicy::Brief => "reconnect 100 ms first backoff, 2 attempts",
             ExplorePolicy::Disabled => "reconnect disabled",
+            ExplorePolicy::PerCall => "one new session per call that meets a loss",
         }
     }
 }
@@ -239,11 +245,32 @@ impl ExplorePlan {
         }
     }
 
-    fn label(i: usize, tool: Tool) -> String {
+    /// The plan for a client that takes no reconnect policy and no HTTP
+    /// error shape from the caller (the SDK clients, through their host):
+    /// the same steps and server, judged [`ExplorePolicy::PerCall`].
+    pub fn per_call(self) -> Self {
+        ExplorePlan {
+            policy: ExplorePolicy::PerCall,
+            sdk2: false,
+            ..self
+        }
+    }
+
+    /// The label of step `i`'s call of `tool`, as the run reports it.
+    pub fn label(i: usize, tool: Tool) -> String {
         match tool {
             Tool::Echo => format!("{}:echo", i + 1),
             Tool::Slow(_) => format!("{}:slow", i + 1),
             Tool::Fail(kind) => format!("{}:fail:{kind}", i + 1),
+        }
+    }
+
+    /// The tool and arguments of step `i`'s call of `tool`.
+    pub fn call_of(i: usize, tool: Tool) -> (&'static str, Value) {
+        match tool {
+            Tool::Echo => ("echo", json!({"text": format!("step {}", i + 1)})),
+            Tool::Slow(ms) => ("slow", json!({"text": "slow", "ms": ms})),
+            Tool::Fail(kind) => ("fail", json!({"kind": kind})),
         }
     }
 
@@ -259,11 +286,7 @@ impl ExplorePlan {
                     wait,
                     signal_ms,
                 } => {
-                    let (name, args) = match tool {
-                        Tool::Echo => ("echo", json!({"text": format!("step {}", i + 1)})),
-                        Tool::Slow(ms) => ("slow", json!({"text": "slow", "ms": ms})),
-                        Tool::Fail(kind) => ("fail", json!({"kind": kind})),
-                    };
+                    let (name, args) = Self::call_of(i, tool);
                     json!({"op": "call", "tool": name, "args": args, "label": Self::label(i, tool),
                            "wait": wait, "signalMs": signal_ms})
                 }

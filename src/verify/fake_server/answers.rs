@@ -530,10 +530,7 @@ pub(super) fn initialize(
         .is_ok();
     let after_loss = !lock(&shared.dropped).order.is_empty();
     if refused || (shared.behaviour.refuse_reinit && after_loss) {
-        return Answer::text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "Service Unavailable: the server is shutting down",
-        );
+        return Answer::text(StatusCode::SERVICE_UNAVAILABLE, REFUSED_TEXT);
     }
     if shared.behaviour.refuse_first_reinit
         && after_loss
@@ -615,6 +612,10 @@ pub(super) fn tool_list() -> Value {
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "number"}, "call_id": call_id}, "required": ["ms"]}}
     ])
 }
+
+/// The body of the 503 that refuses the initializes armed by `refuse_next`
+/// (it ends with [`super::REFUSED_WORDS`]).
+pub(super) const REFUSED_TEXT: &str = "Service Unavailable: the server is shutting down";
 
 /// The body of the 503 that refuses the first new session after a loss.
 const REFUSED_ONCE_TEXT: &str =

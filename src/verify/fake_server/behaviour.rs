@@ -91,6 +91,10 @@ impl Default for ServerBehaviour {
 /// refusal must get to see them.
 pub const REFUSED_ONCE_WORDS: &str = "session store unavailable, cannot open a session now";
 
+/// The words of the 503 that refuses the initializes an explored run arms
+/// ([`FakeServer::refuse_next`](super::FakeServer::refuse_next), `/control/refuse`).
+pub const REFUSED_WORDS: &str = "the server is shutting down";
+
 /// Bounds on what the server holds, so no client can grow it without limit.
 #[derive(Debug, Clone)]
 pub struct ServerLimits {

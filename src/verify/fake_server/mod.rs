@@ -20,7 +20,7 @@ mod sessions;
 pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, UNANSWERED_NOTE};
 pub use behaviour::{
     CallCount, InitializeParams, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry,
-    REFUSED_ONCE_WORDS,
+    REFUSED_ONCE_WORDS, REFUSED_WORDS,
 };
 pub use control::CONTROL_HEADER;
 
@@ -141,6 +141,14 @@ impl FakeServer {
     /// Drop every session now.
     pub fn invalidate(&self) {
         self.shared.invalidate_all("invalidate");
+    }
+
+    /// Refuse the next `n` initializes with 503 ([`REFUSED_WORDS`]), as a
+    /// server still starting up would.
+    pub fn refuse_next(&self, n: u64) {
+        self.shared.refuse_next.store(n.min(100), Ordering::SeqCst);
+        self.shared
+            .note(format!("refuse: the next {n} initialize(s) get 503"));
     }
 
     /// Stop and start again on the same port, closing every open connection.

@@ -239,6 +239,12 @@ mod tests {
     use crate::verify::fake_server::WITNESS_TEXT_LIMIT;
 
     #[test]
+    fn the_armed_refusal_says_the_words_callers_must_get_to_see() {
+        use crate::verify::fake_server::{answers::REFUSED_TEXT, REFUSED_WORDS};
+        assert!(REFUSED_TEXT.ends_with(REFUSED_WORDS), "{REFUSED_TEXT}");
+    }
+
+    #[test]
     fn clipped_text_keeps_whole_characters_and_gives_back_its_memory() {
         let mut fits = "x".repeat(WITNESS_TEXT_LIMIT);
         clip(&mut fits);

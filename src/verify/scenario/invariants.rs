@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use super::evidence::{Evidence, HarnessCall};
 use super::table::NEVER_SETTLED;
-use crate::verify::fake_server::{CallCount, WitnessEntry};
+use crate::verify::fake_server::{CallCount, WitnessEntry, REFUSED_WORDS};
 
 /// How long after the server answered a session as lost a request already on
 /// its way may still arrive with that session: the client learns of the loss
@@ -35,7 +35,7 @@ pub struct Violation {
 }
 
 impl Violation {
-    fn new(invariant: &'static str, verdict: &'static str, note: String) -> Self {
+    pub fn new(invariant: &'static str, verdict: &'static str, note: String) -> Self {
         Violation {
             invariant,
             verdict,
@@ -55,6 +55,17 @@ pub enum Reconnect {
         max_attempts: u32,
         max_delay_ms: u64,
     },
+    /// No policy: each call that meets a loss tries one new session (the SDK
+    /// clients' transports, stdio bridges). A call whose new session the
+    /// server refused may fail, with the refusal's words.
+    PerCall,
+}
+
+/// Whether a failed call's error carries the words of a refused new session.
+fn refused(c: &HarnessCall) -> bool {
+    c.error
+        .as_deref()
+        .is_some_and(|e| e.contains(REFUSED_WORDS))
 }
 
 /// What a generated run tells the oracle beyond the evidence: each call's
@@ -347,7 +358,11 @@ fn words_carried(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
             }
             continue;
         }
-        if last.is_some_and(|e| lost_answer(e, &dropped)) && !error.contains(x.lost_words) {
+        let refusal = x.reconnect == Reconnect::PerCall && refused(c);
+        if last.is_some_and(|e| lost_answer(e, &dropped))
+            && !error.contains(x.lost_words)
+            && !refusal
+        {
             return Some(Violation::new(
                 "server-words",
                 "BROKEN",
@@ -469,31 +484,37 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
             if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
                 return None;
             }
-            if let Some(v) = repeat_after_loss(ev, x) {
-                return Some(v);
-            }
-            let last = ev.calls.iter().find(|c| c.name == x.last_call);
-            let deadline = x.deadlines.get(x.last_call).copied().unwrap_or(u64::MAX);
-            match last {
-                Some(c) if c.ok => None,
-                // Its own deadline ended it (a new session held back past it).
-                Some(c) if c.ms + DEADLINE_SLACK_MS >= deadline => None,
-                Some(c) => Some(Violation::new(
-                    "recovers",
-                    "STUCK",
-                    format!(
-                        "the last call ({}), made once the client had its time to recover, failed: {}",
-                        c.call_id,
-                        c.error.as_deref().unwrap_or("no error")
-                    ),
-                )),
-                None => Some(Violation::new(
-                    "recovers",
-                    "STUCK",
-                    "the last call was never made".into(),
-                )),
-            }
+            repeat_after_loss(ev, x).or_else(|| last_call_works(ev, x))
         }
+        Reconnect::PerCall => repeat_after_loss(ev, x).or_else(|| last_call_works(ev, x)),
+    }
+}
+
+/// The last call, made once the client had its time to recover, works (or
+/// ends by its own deadline; or, for a client that tries a new session per
+/// call, fails on a refused new session with the server's words).
+fn last_call_works(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+    let last = ev.calls.iter().find(|c| c.name == x.last_call);
+    let deadline = x.deadlines.get(x.last_call).copied().unwrap_or(u64::MAX);
+    match last {
+        Some(c) if c.ok => None,
+        // Its own deadline ended it (a new session held back past it).
+        Some(c) if c.ms + DEADLINE_SLACK_MS >= deadline => None,
+        Some(c) if x.reconnect == Reconnect::PerCall && refused(c) => None,
+        Some(c) => Some(Violation::new(
+            "recovers",
+            "STUCK",
+            format!(
+                "the last call ({}), made once the client had its time to recover, failed: {}",
+                c.call_id,
+                c.error.as_deref().unwrap_or("no error")
+            ),
+        )),
+        None => Some(Violation::new(
+            "recovers",
+            "STUCK",
+            "the last call was never made".into(),
+        )),
     }
 }
 
@@ -501,19 +522,23 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
 /// (or fails by its own deadline): it does not fail at once.
 fn repeat_after_loss(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
-    let Reconnect::Policy {
-        max_attempts,
-        max_delay_ms,
-    } = x.reconnect
-    else {
-        return None;
-    };
-    if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
-        return None;
+    match x.reconnect {
+        Reconnect::Disabled => return None,
+        Reconnect::Policy {
+            max_attempts,
+            max_delay_ms,
+        } => {
+            if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
+                return None;
+            }
+        }
+        Reconnect::PerCall => {}
     }
     ev.calls
         .iter()
         .filter(|c| !c.ok)
+        // Its one try of a new session was refused: it may fail, with the refusal's words.
+        .filter(|c| !(x.reconnect == Reconnect::PerCall && refused(c)))
         .filter(|c| {
             let deadline = x.deadlines.get(&c.name).copied().unwrap_or(u64::MAX);
             c.ms + DEADLINE_SLACK_MS < deadline
@@ -765,6 +790,65 @@ mod tests {
             init(5200, 200),
         ];
         assert!(!gave_up_rightly(&w, &[], 2, 1000));
+    }
+
+    #[test]
+    fn a_per_call_client_may_fail_a_call_only_on_a_refused_new_session_with_its_words() {
+        let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+        lost.call_id = Some("c1".into());
+        let witness = vec![
+            entry(0, 0, "POST", "initialize", None, 200),
+            lost,
+            entry(2, 20, "POST", "initialize", None, 503),
+        ];
+        let dropped = vec!["a".to_string()];
+        let counts: HashMap<String, CallCount> =
+            [("c1".to_string(), CallCount { sent: 1, ran: 0 })].into();
+        let deadlines: HashMap<String, u64> = [("c1".to_string(), 3000)].into();
+        let words = HashMap::new();
+        let judge = |error: &str, reconnect: Reconnect| {
+            let calls = [HarnessCall {
+                call_id: "c1".into(),
+                name: "c1".into(),
+                ok: false,
+                error: Some(error.into()),
+                ms: 30,
+            }];
+            let ev = Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls: &calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: true,
+            };
+            let x = Expected {
+                deadlines: &deadlines,
+                words: &words,
+                lost_words: "Session not found",
+                reconnect,
+                last_call: "c1",
+                logs: &[],
+                loss_log: None,
+            };
+            repeat_after_loss(&ev, &x)
+                .or_else(|| words_carried(&ev, &x))
+                .map(|v| v.invariant)
+        };
+        let refused = format!("Error POSTing to endpoint: Service Unavailable: {REFUSED_WORDS}");
+        assert_eq!(judge(&refused, Reconnect::PerCall), None);
+        // Without the refusal's words it was never sent again: stuck.
+        assert_eq!(
+            judge("Session not found", Reconnect::PerCall),
+            Some("repeat-after-loss")
+        );
+        // A client with a policy tries again after a refusal: no excuse there.
+        let policy = Reconnect::Policy {
+            max_attempts: 5,
+            max_delay_ms: 1000,
+        };
+        assert_eq!(judge(&refused, policy), Some("repeat-after-loss"));
     }
 
     #[test]

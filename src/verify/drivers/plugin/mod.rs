@@ -5,6 +5,7 @@
 //! the explored runs (`verify --explore`) go through the same harness.
 
 pub mod checks;
+mod explored;
 pub mod harness;
 
 use std::time::Instant;
@@ -28,6 +29,10 @@ use super::{ClientDriver, Job, Verifying};
 pub(crate) struct PluginHarness;
 
 impl ClientDriver for PluginHarness {
+    fn explores(&self) -> bool {
+        true
+    }
+
     fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
         Box::pin(verify_install(
             job.node,
@@ -174,9 +179,12 @@ async fn verify_install(
         });
     if explore_runs > 0 {
         let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
-        let jobs = jobs.unwrap_or(explore_runs as usize).max(1);
-        let found =
-            explore::explore(node, &target.load, explore_runs, seed, jobs, progress).await?;
+        let runner = explored::HarnessPlans {
+            node,
+            target: &target.load,
+            jobs: jobs.unwrap_or(explore_runs as usize).max(1),
+        };
+        let found = explore::explore(&runner, explore_runs, seed, progress).await?;
         if !found.ok {
             result.overall = "FAILED";
         } else if opts.explore_only {

@@ -18,14 +18,21 @@ use crate::classify::Install;
 use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
+use crate::verify::explore::{self, Exploration};
+use crate::verify::report::Expectations;
 use crate::verify::report::{InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
 use crate::verify::target::{Target, COPY_PREFIX};
+use crate::verify::VerifyOptions;
 
 /// The MCP TypeScript SDK's own client, through the target's host script.
 pub(crate) struct SdkClient;
 
 impl ClientDriver for SdkClient {
+    fn explores(&self) -> bool {
+        true
+    }
+
     fn verify<'a>(&'a self, job: Job<'a>) -> Verifying<'a> {
         Box::pin(verify_install(
             job.spec,
@@ -33,6 +40,7 @@ impl ClientDriver for SdkClient {
             job.install,
             job.target,
             job.scenarios,
+            job.opts,
             job.progress,
         ))
     }
@@ -46,6 +54,7 @@ async fn verify_install(
     install: &Install,
     target: &Target,
     scenarios: &[Scenario],
+    verify: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
     let script = spec
@@ -79,6 +88,17 @@ async fn verify_install(
     let mut all = Vec::new();
     let mut left_out = Vec::new();
     let mut overall = "SEAMLESS";
+    let mut explored: Option<Exploration> = None;
+    // As for the DSH plugin: the short exploration goes with the whole table
+    // of a file held to the current revision, not with scenarios picked by name.
+    let seamless = Expectations::of(target.is_current_patch(), verify.strict).seamless();
+    let explore_runs = verify.explore.unwrap_or(
+        if (seamless && verify.scenarios.is_empty()) || verify.explore_only {
+            explore::DEFAULT_RUNS
+        } else {
+            0
+        },
+    );
     for (build, file) in &builds {
         let mirror = if target.load != *file && *file == target.file {
             Some(mirror::build(file, file, &target.load, COPY_PREFIX)?)
@@ -128,6 +148,23 @@ async fn verify_install(
             // The host script gives each call the caller's timeout and abort signal it is sent.
             caller_bounds: true,
         };
+        if explore_runs > 0 {
+            let runner = super::stdio_host::HostPlans {
+                launch: &launch,
+                environment: &opts.environment,
+                startup: opts.startup,
+                own_handshake: opts.own_handshake,
+                jobs: verify.jobs.unwrap_or(explore_runs as usize).max(1),
+                left_out: Default::default(),
+            };
+            let seed = verify.seed.unwrap_or(explore::DEFAULT_SEED);
+            let found = explore::explore(&runner, explore_runs, seed, progress).await?;
+            let why = runner.left_out.lock().ok().and_then(|l| *l);
+            explored = Some(add_build(explored, found, build, why));
+        }
+        if verify.explore_only {
+            continue;
+        }
         let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
         // Every scenario asked for needs what this install's host cannot do.
         if runs.is_empty() {
@@ -154,7 +191,7 @@ async fn verify_install(
             node_version: node.version.clone(),
         }));
     }
-    Ok(super::stdio_host::checked_install(
+    let mut result = super::stdio_host::checked_install(
         install,
         target,
         node.version.clone(),
@@ -162,7 +199,48 @@ async fn verify_install(
         overall,
         left_out,
         "the saved original, run as the control: it is expected to be STUCK",
-    ))
+    );
+    if let Some(found) = explored {
+        if !found.ok {
+            result.overall = "FAILED";
+        } else if verify.explore_only {
+            if let Some(why) = &found.left_out {
+                return Err(Error::NothingToRunFor {
+                    target: spec.target,
+                    left_out: vec![format!("--explore-only: {why}")],
+                });
+            }
+            // No scenario ran: nothing says SEAMLESS, only that every rule was kept.
+            result.overall = "EXPLORED";
+        }
+        result.exploration = Some(found);
+    }
+    Ok(result)
+}
+
+/// One build's exploration added to the install's: the failures name the
+/// build; `why`: the build's host could not run the plans.
+fn add_build(
+    so_far: Option<Exploration>,
+    mut found: Exploration,
+    build: &str,
+    why: Option<&'static str>,
+) -> Exploration {
+    for f in &mut found.failures {
+        f.build = Some(build.to_string());
+    }
+    let mut all = so_far.unwrap_or(Exploration {
+        builds: Vec::new(),
+        failures: Vec::new(),
+        ..found.clone()
+    });
+    all.builds.push(build.to_string());
+    all.ok &= found.ok;
+    all.failures.extend(found.failures);
+    if let Some(why) = why {
+        all.left_out = Some(why.to_string());
+    }
+    all
 }
 
 /// The worse of two overall words ranks higher.

@@ -13,6 +13,9 @@ use serde_json::{json, Value};
 use super::host::{call_outcome, Host, NoAnswer};
 pub use crate::verify::drivers::steps::Stop;
 use crate::verify::drivers::steps::{self, Within};
+use crate::verify::explore::plan::{
+    ExplorePlan, Step, CALL_TIMEOUT_MS, HEALTHY_MS, LAST_CALL, RECOVER_MS,
+};
 use crate::verify::fake_server::FakeServer;
 use crate::verify::process::GroupChild;
 use crate::verify::scenario::{HarnessCall, Scenario};
@@ -241,6 +244,97 @@ pub async fn run(
     run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
     run.stop = result.err();
     run
+}
+
+/// Run an explored plan's steps (`verify --explore`) through the client
+/// behind `host`, each call bounded by the caller's timeout and abort signal;
+/// left out on a host that does not pass them on.
+pub async fn run_explored(
+    plan: &ExplorePlan,
+    server: &FakeServer,
+    host: Arc<Host>,
+    startup: Duration,
+    protocol_version: &str,
+) -> Run {
+    let mut run = Run::default();
+    match handshake(&host, startup, protocol_version).await {
+        Ok((tools, bounds)) => {
+            run.tools = tools;
+            if !bounds {
+                run.left_out = Some(NO_CALLER_BOUNDS);
+                return run;
+            }
+        }
+        Err(stop) => {
+            run.stop = Some(stop);
+            return run;
+        }
+    }
+    let caller = Caller {
+        host,
+        calls: Arc::default(),
+        next: Arc::default(),
+    };
+    let result = explored_steps(plan, server, &caller).await;
+    run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
+    run.stop = result.err();
+    run
+}
+
+/// The steps in order, as the plugin harness runs them: a call that does not
+/// wait runs alongside the steps after it; once every call has ended and the
+/// client has had its time to recover, the last call.
+async fn explored_steps(plan: &ExplorePlan, server: &FakeServer, c: &Caller) -> Result<(), Stop> {
+    use steps::Caller as _;
+    let within = |signal_ms: Option<u64>| Within {
+        timeout: Some(Duration::from_millis(CALL_TIMEOUT_MS)),
+        abort: signal_ms.map(Duration::from_millis),
+    };
+    let mut running = tokio::task::JoinSet::new();
+    for (i, step) in plan.steps.iter().enumerate() {
+        match *step {
+            Step::Call {
+                tool,
+                wait,
+                signal_ms,
+            } => {
+                let (name, args) = ExplorePlan::call_of(i, tool);
+                let label = ExplorePlan::label(i, tool);
+                if wait {
+                    c.call_within(name, args, &label, within(signal_ms)).await?;
+                } else {
+                    let me = c.clone();
+                    let bounds = within(signal_ms);
+                    running.spawn(async move { me.call_within(name, args, &label, bounds).await });
+                }
+            }
+            Step::Invalidate => server.invalidate(),
+            Step::Refuse(n) => server.refuse_next(n),
+            Step::Sleep(ms) => tokio::time::sleep(Duration::from_millis(ms)).await,
+            Step::Outages(n) => {
+                for k in 1..=n {
+                    server.invalidate();
+                    let text = json!({"text": format!("outage {k}")});
+                    let label = format!("{}:outage{k}", i + 1);
+                    c.call_within("echo", text, &label, within(None)).await?;
+                    tokio::time::sleep(Duration::from_millis(HEALTHY_MS)).await;
+                }
+            }
+        }
+    }
+    let mut stop = None;
+    while let Some(r) = running.join_next().await {
+        if let Ok(Err(s)) = r {
+            stop = stop.or(Some(s));
+        }
+    }
+    if let Some(s) = stop {
+        return Err(s);
+    }
+    tokio::time::sleep(Duration::from_millis(RECOVER_MS)).await;
+    c.call_within("echo", json!({"text": "last"}), LAST_CALL, within(None))
+        .await?;
+    Ok(())
 }
 
 /// End a run: close the bridge's stdin, give it [`EXIT_GRACE`] to exit, kill its group.

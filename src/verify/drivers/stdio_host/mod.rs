@@ -9,7 +9,10 @@
 //! witness log and the answers that came back over stdio.
 
 mod drive;
+mod explored;
 mod host;
+
+pub(crate) use explored::HostPlans;
 
 use super::LeftOut;
 

@@ -1,0 +1,138 @@
+//! The stdio hosts' part in `verify --explore` (the SDK clients' host
+//! scripts): each explored plan starts a host process of its own against a
+//! fake server of its own, at most `jobs` at once, and is judged by the
+//! invariants alone, for a client that tries one new session per call that
+//! meets a loss. A host that does not pass a call's timeout and abort signal
+//! on to its client cannot keep the plans' deadlines: exploration is then left
+//! out, saying why.
+
+use std::ffi::OsString;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use super::drive::{self, Stop};
+use super::host::Host;
+use super::Launch;
+use crate::error::Result;
+use crate::verify::explore::plan::ExplorePlan;
+use crate::verify::explore::{self, PlanRunner};
+use crate::verify::fake_server::{FakeServer, PROTOCOL_VERSIONS};
+use crate::verify::process::{Environment, GroupChild};
+use crate::verify::scenario::invariants::{self, Violation};
+
+/// Explored plans through a stdio host started by `launch`.
+pub(crate) struct HostPlans<'a> {
+    pub launch: Launch<'a>,
+    pub environment: &'a Environment,
+    /// How long the host may take to answer its first initialize.
+    pub startup: Duration,
+    /// The client does every handshake itself (see `BridgeOptions::own_handshake`).
+    pub own_handshake: bool,
+    pub jobs: usize,
+    /// Why exploration was left out, once a host said it cannot run the plans.
+    pub left_out: Mutex<Option<&'static str>>,
+}
+
+/// What one explored run came to.
+enum Explored {
+    Judged(Option<Violation>),
+    LeftOut(&'static str),
+}
+
+impl PlanRunner for HostPlans<'_> {
+    fn plan(&self, seed: u64) -> ExplorePlan {
+        ExplorePlan::generate(seed).per_call()
+    }
+
+    async fn run_plans(&self, plans: &[ExplorePlan]) -> Result<Vec<Option<Violation>>> {
+        let gate = Arc::new(Semaphore::new(self.jobs.max(1)));
+        let mut set = JoinSet::new();
+        for (i, plan) in plans.iter().enumerate() {
+            let server = FakeServer::start(plan.behaviour(), 0).await?;
+            let (argv, env) = (self.launch)(&server.url());
+            let run = OneRun {
+                plan: plan.clone(),
+                argv,
+                env,
+                environment: self.environment.clone(),
+                startup: self.startup,
+                own_handshake: self.own_handshake,
+            };
+            let gate = gate.clone();
+            set.spawn(async move {
+                let _turn = gate.acquire_owned().await;
+                (i, run.run(server).await)
+            });
+        }
+        let mut out = vec![None; plans.len()];
+        while let Some(joined) = set.join_next().await {
+            let (i, explored) = match joined {
+                Ok(x) => x,
+                Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+                Err(_) => continue,
+            };
+            match explored? {
+                Explored::Judged(v) => out[i] = v,
+                Explored::LeftOut(why) => {
+                    if let Ok(mut l) = self.left_out.lock() {
+                        *l = Some(why);
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One explored run's host, owned by its task.
+struct OneRun {
+    plan: ExplorePlan,
+    argv: Vec<OsString>,
+    env: Vec<(String, OsString)>,
+    environment: Environment,
+    startup: Duration,
+    own_handshake: bool,
+}
+
+impl OneRun {
+    async fn run(self, server: FakeServer) -> Result<Explored> {
+        let version = PROTOCOL_VERSIONS[0];
+        let (child, stdin, stdout) =
+            GroupChild::spawn(&self.argv, "explore", version, &self.environment, &self.env)?;
+        let host = Arc::new(Host::new(stdin, stdout));
+        let run =
+            drive::run_explored(&self.plan, &server, host.clone(), self.startup, version).await;
+        let stderr = child.stderr.clone();
+        drive::finish(&host, child).await;
+        if let Some(why) = run.left_out {
+            return Ok(Explored::LeftOut(why));
+        }
+        if let Some(stop) = run.stop {
+            let tail = stderr.lock().map(|t| t.last(3)).unwrap_or_default();
+            let (verdict, what) = match stop {
+                Stop::Hang(what) => ("HANG", what),
+                Stop::Closed(what) | Stop::Handshake(what) => ("BROKEN", what),
+            };
+            let said = if tail.is_empty() {
+                String::new()
+            } else {
+                format!("; its stderr: {}", crate::output::clean_lines(&tail))
+            };
+            return Ok(Explored::Judged(Some(Violation::new(
+                "run-ends",
+                verdict,
+                format!("the run stopped: {what}{said}"),
+            ))));
+        }
+        let broke = explore::judge(&self.plan, &server, &run.calls, &[], None).or_else(|| {
+            self.own_handshake
+                .then(|| invariants::used_before_initialized(&server.witness()))
+                .flatten()
+                .map(|note| Violation::new("initialized-first", "BROKEN", note))
+        });
+        Ok(Explored::Judged(broke))
+    }
+}
