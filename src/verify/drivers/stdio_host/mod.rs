@@ -917,7 +917,7 @@ mod tests {
     fn only_the_dsh_plugin_api_scenarios_are_left_out_for_bridges() {
         let run: Vec<ScenarioName> = scenario::all()
             .iter()
-            .filter(|s| left_out_why(s, false).is_none())
+            .filter(|s| left_out_why(s, false, false).is_none())
             .map(|s| s.name)
             .collect();
         assert_eq!(
@@ -947,7 +947,7 @@ mod tests {
         let with = |bounds: bool| -> Vec<ScenarioName> {
             scenario::all()
                 .iter()
-                .filter(|s| left_out_why(s, bounds).is_none())
+                .filter(|s| left_out_why(s, bounds, false).is_none())
                 .map(|s| s.name)
                 .collect()
         };
@@ -965,8 +965,31 @@ mod tests {
             ]
         );
         assert_eq!(
-            left_out_why(&scenario::find(ScenarioName::AbortWaiting), false),
+            left_out_why(&scenario::find(ScenarioName::AbortWaiting), false, false),
             Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass")
+        );
+    }
+
+    #[test]
+    fn a_host_that_takes_an_authprovider_runs_the_oauth_scenarios_too() {
+        let with = |auth: bool| -> Vec<ScenarioName> {
+            scenario::all()
+                .iter()
+                .filter(|s| left_out_why(s, true, auth).is_none())
+                .map(|s| s.name)
+                .collect()
+        };
+        let added: Vec<ScenarioName> = with(true)
+            .into_iter()
+            .filter(|n| !with(false).contains(n))
+            .collect();
+        assert_eq!(
+            added,
+            [ScenarioName::AuthSession401, ScenarioName::AuthToken401]
+        );
+        assert_eq!(
+            left_out_why(&scenario::find(ScenarioName::AuthToken401), true, false),
+            Some("its server is OAuth-protected, and this client's host cannot make the client with an authProvider (it declares no mcpatch/auth)")
         );
     }
 
