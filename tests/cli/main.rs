@@ -442,6 +442,7 @@ mod real_servers;
 mod refusals;
 mod reload;
 mod running;
+mod sdk_oauth;
 mod sdk_scenarios;
 mod seamless;
 mod security;
