@@ -97,7 +97,9 @@ fn a_patch_whose_new_initialize_answer_reaches_the_client_is_broken() {
             "{note}"
         );
         assert!(
-            note.ends_with("\"}}}: an answer the patch's own requests get must stay in the transport"),
+            note.ends_with(
+                "\"}}}: an answer the patch's own requests get must stay in the transport"
+            ),
             "{note}"
         );
     }

@@ -77,7 +77,11 @@ fn numbers_as_n(text: &str) -> String {
 }
 
 /// Each of `builds` on each of `scenarios`, each run `verdict`.
-pub(super) fn all_runs(builds: &[&str], scenarios: &[&str], verdict: &str) -> Vec<(String, String, String)> {
+pub(super) fn all_runs(
+    builds: &[&str],
+    scenarios: &[&str],
+    verdict: &str,
+) -> Vec<(String, String, String)> {
     builds
         .iter()
         .flat_map(|b| {

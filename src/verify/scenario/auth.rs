@@ -59,7 +59,11 @@ pub fn judge(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             ..base
         };
     }
-    if let Some(c) = ev.calls.iter().find(|c| !c.ok && c.name != TOKEN_REFUSED_CALL) {
+    if let Some(c) = ev
+        .calls
+        .iter()
+        .find(|c| !c.ok && c.name != TOKEN_REFUSED_CALL)
+    {
         return Judgement {
             verdict: "STUCK",
             note: format!(

@@ -34,9 +34,7 @@ impl HostReport {
                 a.iter()
                     .filter_map(Value::as_str)
                     .take(EXAMPLES)
-                    .map(|s| {
-                        crate::verify::render::clip(&crate::output::clean(s), EXAMPLE_CHARS)
-                    })
+                    .map(|s| crate::verify::render::clip(&crate::output::clean(s), EXAMPLE_CHARS))
                     .collect()
             })
             .unwrap_or_default();

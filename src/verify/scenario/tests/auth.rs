@@ -78,7 +78,10 @@ fn a_session_lost_to_a_bad_token_is_stuck() {
     run.calls[2] = seen("c3", "echo", Some("Unauthorized"), 3);
     let j = run.judge(ScenarioName::AuthToken401, expect());
     assert_eq!((j.verdict, j.ok), ("STUCK", false));
-    assert_eq!(j.note, "call c3 (echo) failed after the refused token: Unauthorized");
+    assert_eq!(
+        j.note,
+        "call c3 (echo) failed after the refused token: Unauthorized"
+    );
 }
 
 fn report(answers_to_unsent: u64, sign_ins: u64) -> HostReport {
@@ -114,9 +117,15 @@ fn a_bad_token_that_never_reached_the_auth_flow_is_auth_skipped_and_only_there()
             note: format!("the 401 \"{TOKEN_REFUSED_WORDS}\" never reached the client's auth flow: its authProvider was not asked to sign in"),
         })
     );
-    assert_eq!(check(&find(ScenarioName::AuthToken401), &report(0, 1)), None);
+    assert_eq!(
+        check(&find(ScenarioName::AuthToken401), &report(0, 1)),
+        None
+    );
     // Elsewhere no sign-in is asked for, and none is needed.
-    assert_eq!(check(&find(ScenarioName::AuthSession401), &report(0, 0)), None);
+    assert_eq!(
+        check(&find(ScenarioName::AuthSession401), &report(0, 0)),
+        None
+    );
 }
 
 #[test]
@@ -130,5 +139,8 @@ fn a_report_is_read_leniently_and_its_examples_escaped_and_bounded() {
     assert_eq!(r.sign_ins, 0);
     assert_eq!(r.examples.len(), 5);
     assert!(!r.examples[0].contains('\u{1b}'), "{:?}", r.examples[0]);
-    assert_eq!(HostReport::of(&serde_json::json!(null)), HostReport::default());
+    assert_eq!(
+        HostReport::of(&serde_json::json!(null)),
+        HostReport::default()
+    );
 }
