@@ -104,3 +104,32 @@ fn a_patch_whose_new_initialize_answer_reaches_the_client_is_broken() {
         );
     }
 }
+
+#[test]
+fn client_2_4_0_with_an_authprovider_is_stuck_on_a_401_naming_the_session_until_patched_and_keeps_its_auth_flow_on_a_bad_token(
+) {
+    let sb = Sandbox::new();
+    let project = super::mcp_sdk_clients::project_copy(&sb, "client-2.4.0");
+    let scenarios = ["auth-session-401", "auth-token-401"];
+    let runs = |session: &str| {
+        ["esm", "cjs"]
+            .iter()
+            .flat_map(|b| {
+                [
+                    (b.to_string(), scenarios[0].to_string(), session.to_string()),
+                    (
+                        b.to_string(),
+                        scenarios[1].to_string(),
+                        "AUTH-KEPT".to_string(),
+                    ),
+                ]
+            })
+            .collect::<Vec<_>>()
+    };
+    let (rc, before, _) = strict_runs(&sb, "mcp-sdk", &project, &scenarios);
+    assert_eq!((rc, before), (1, runs("STUCK")));
+    let o = sb.run(&["apply", "--yes", "--path", project.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let (rc, after, _) = strict_runs(&sb, "mcp-sdk", &project, &scenarios);
+    assert_eq!((rc, after), (0, runs("SEAMLESS")));
+}
