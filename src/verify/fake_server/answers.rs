@@ -664,7 +664,13 @@ pub(super) async fn call_tool(
             a
         }
         Some(HeldFate::RanBeforeLoss) | None => {
-            shared.count_call(call_id.as_deref(), true);
+            // A refused token is refused before the tool runs.
+            let refused = params.get("name").and_then(Value::as_str) == Some("fail")
+                && params.pointer("/arguments/kind").and_then(Value::as_str)
+                    == Some("http401token");
+            if !refused {
+                shared.count_call(call_id.as_deref(), true);
+            }
             let a = run_tool(shared, id, params, call_id.as_deref()).await;
             if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
                 tokio::time::sleep(RAN_BEFORE_LOSS_DELAY).await;
