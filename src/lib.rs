@@ -192,6 +192,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 own_handshake: false,
                 // A bridge's stdio carries no caller's timeout or abort signal.
                 caller_bounds: false,
+                auth_provider: false,
             })
         }
         Command::Verify {

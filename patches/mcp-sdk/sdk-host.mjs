@@ -10,7 +10,17 @@
 //                       "mcpatch/within" {timeoutMs, abortMs} (verify's deadline and abort scenarios):
 //                       the caller's own bounds on this call, given to the Client as its `timeout`
 //                       and as a `signal` aborted after abortMs; not sent on
+//   mcpatch/report      what the host saw of the Client, asked at the end of a run:
+//                       {answersToUnsent, examples, signIns}: how many answers the Client's Protocol got
+//                       for a request id it never sent (its onerror "Received a response for an unknown
+//                       message ID", the id not among those the Client sent; an answer that came after its
+//                       call gave up is not counted), up to 5 of them (escaped, cut to 300 characters),
+//                       and how often the SDK's auth flow asked the authProvider to sign in
 //   ping                answered here; notifications are ignored; anything else: -32601
+// initialize params.capabilities.experimental "mcpatch/auth" (verify's OAuth scenarios): the transport is
+// made with a minimal authProvider (a fixed bearer token; asked to sign in, it counts it and throws
+// SIGN_IN), and the answer declares "mcpatch/auth" {fetchHook: whether the transport takes a fetch
+// function}; without it the transport has none, as before.
 // Logs go to stderr only (control characters escaped). Exits when stdin closes, closing the client.
 // argv: <package-dir> <esm|cjs> <url> [<build-folder>]
 //   @modelcontextprotocol/sdk 1.x:    dist/esm/client/{index,streamableHttp}.js or dist/cjs/client/…
@@ -69,10 +79,72 @@ log(`loaded ${sdk.name} ${sdk.version} (${build}) from ${buildDir ?? pkgDir}`);
 const timeoutMs = Number(process.env.MCPATCH_SDK_HOST_TIMEOUT_MS) || undefined;
 const requestOptions = timeoutMs ? { timeout: timeoutMs } : undefined;
 const client = new sdk.Client({ name: "mcpatch-sdk-host", version: "1.0.0" }, { capabilities: {} });
-const transport = new sdk.StreamableHTTPClientTransport(new URL(url));
-client.onerror = (e) => log(`client error: ${e?.message ?? e}`);
+
+/** What `mcpatch/report` answers: answers to ids the Client never sent, and sign-ins asked. */
+const seen = { answersToUnsent: 0, examples: [], signIns: 0 };
+/** Ids of the requests the Client sent through its transport (bounded: the oldest go first). */
+const sentIds = new Set();
+const UNKNOWN_ID = /^Received a response for an unknown message ID: (.*)$/s;
+client.onerror = (e) => {
+  const message = String(e?.message ?? e);
+  log(`client error: ${message}`);
+  const unknown = UNKNOWN_ID.exec(message);
+  if (!unknown) return; // a lost session, a GET stream's end, ...: the SDK's own reports of what it met
+  let id;
+  try {
+    id = JSON.parse(unknown[1])?.id;
+  } catch {
+    // Not the SDK's JSON: counted, as the id cannot be shown to be one the Client sent.
+  }
+  if (id !== undefined && sentIds.has(id)) return; // a late answer to a call that gave up
+  seen.answersToUnsent++;
+  if (seen.examples.length < 5) seen.examples.push(clean(message).slice(0, 300));
+};
+
+/** The sign-in an OAuth authProvider is asked for ends here: verify has no user to sign in. */
+const SIGN_IN = "mcpatch-sdk-host: the SDK's auth flow asked to sign in; verify has no user to sign in";
+const signIn = () => {
+  seen.signIns++;
+  log("the SDK's auth flow asked the authProvider to sign in");
+  throw new Error(SIGN_IN);
+};
+/** A minimal authProvider of the install's kind: client 2.x takes {token, onUnauthorized}; sdk 1.x an
+ *  OAuthClientProvider, whose flow asks discoveryState (newer releases) or clientInformation first. */
+const authProvider = () =>
+  sdk.name === "@modelcontextprotocol/client"
+    ? { token: async () => "mcpatch-verify-token", onUnauthorized: async () => signIn() }
+    : {
+        get redirectUrl() {
+          return "http://127.0.0.1/mcpatch-verify-callback";
+        },
+        get clientMetadata() {
+          return { client_name: "mcpatch-sdk-host", redirect_uris: ["http://127.0.0.1/mcpatch-verify-callback"] };
+        },
+        discoveryState: () => signIn(),
+        clientInformation: () => signIn(),
+        tokens: () => ({ access_token: "mcpatch-verify-token", token_type: "Bearer" }),
+        saveTokens: () => {},
+        redirectToAuthorization: () => signIn(),
+        saveCodeVerifier: () => {},
+        codeVerifier: () => signIn(),
+      };
+
+let transport;
 let connected;
-const connect = () => (connected ??= client.connect(transport).then(() => log(`connected to ${url}`)));
+const connect = (withAuth) => {
+  if (connected) return connected;
+  transport = new sdk.StreamableHTTPClientTransport(new URL(url), withAuth ? { authProvider: authProvider() } : undefined);
+  const send = transport.send;
+  transport.send = function (message, options) {
+    if (message !== null && typeof message === "object" && "method" in message && message.id !== undefined) {
+      if (sentIds.size >= 10000) sentIds.delete(sentIds.values().next().value);
+      sentIds.add(message.id);
+    }
+    return send.apply(this, arguments);
+  };
+  connected = client.connect(transport).then(() => log(`connected to ${url}${withAuth ? " with an authProvider" : ""}`));
+  return connected;
+};
 
 let out = Promise.resolve();
 const write = (msg) => {
@@ -109,19 +181,30 @@ async function handle(msg) {
   try {
     let result;
     if (method === "initialize") {
-      await connect();
+      const withAuth = params?.capabilities?.experimental?.["mcpatch/auth"] !== undefined;
+      await connect(withAuth);
       result = {
         protocolVersion: typeof params?.protocolVersion === "string" ? params.protocolVersion : "2025-06-18",
         // Every release hands a call's signal and timeout to its Protocol, which sends notifications/cancelled.
-        capabilities: { tools: {}, experimental: { "mcpatch/within": {} } },
+        capabilities: {
+          tools: {},
+          // fetchHook: whether the transport takes a fetch function (sdk 1.15 and later, client 2.x), the only
+          // place a patch can read a 401's body before the SDK's auth flow takes it.
+          experimental: {
+            "mcpatch/within": {},
+            "mcpatch/report": {},
+            ...(withAuth ? { "mcpatch/auth": { fetchHook: "_fetch" in transport } } : {}),
+          },
+        },
         serverInfo: { name: "mcpatch-sdk-host", version: `${sdk.name} ${sdk.version} ${build}` },
       };
     } else if (method === "ping") result = {};
+    else if (method === "mcpatch/report") result = { ...seen, examples: [...seen.examples] };
     else if (method === "tools/list") {
-      await connect();
+      await connect(false);
       result = await client.listTools(params, requestOptions);
     } else if (method === "tools/call") {
-      await connect();
+      await connect(false);
       const request = { name: params?.name, arguments: params?.arguments ?? {} };
       const options = optionsOf(params);
       // sdk 1.x: callTool(params, resultSchema, options); client 2.x: callTool(params, options).
@@ -158,7 +241,7 @@ process.stdin.on("data", (chunk) => {
 });
 process.stdin.on("end", async () => {
   log("stdin closed; closing the client");
-  await Promise.race([client.close().catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
+  await Promise.race([(connected ? client.close() : Promise.resolve()).catch(() => {}), new Promise((r) => setTimeout(r, 2000))]);
   await out;
   process.exit(0);
 });

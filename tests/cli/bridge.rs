@@ -231,6 +231,8 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
             "deadline-resend",
             "long-backoff",
             "gave-up",
+            "auth-session-401",
+            "auth-token-401",
             "expired-404 (default policy)"
         ]
     );

@@ -445,6 +445,7 @@ mod refusals;
 mod reload;
 mod running;
 mod sdk_explore;
+mod sdk_oauth;
 mod sdk_scenarios;
 mod seamless;
 mod security;

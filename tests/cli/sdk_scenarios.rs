@@ -14,7 +14,7 @@ use super::*;
 
 /// `verify --strict --json --target TARGET --scenario S...` of `project`:
 /// the exit code, each run as (build, scenario, verdict), and each run's note.
-fn strict_runs(
+pub(super) fn strict_runs(
     sb: &Sandbox,
     target: &str,
     project: &Path,
@@ -77,7 +77,11 @@ fn numbers_as_n(text: &str) -> String {
 }
 
 /// Each of `builds` on each of `scenarios`, each run `verdict`.
-fn all_runs(builds: &[&str], scenarios: &[&str], verdict: &str) -> Vec<(String, String, String)> {
+pub(super) fn all_runs(
+    builds: &[&str],
+    scenarios: &[&str],
+    verdict: &str,
+) -> Vec<(String, String, String)> {
     builds
         .iter()
         .flat_map(|b| {

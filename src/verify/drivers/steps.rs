@@ -203,6 +203,16 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             c.until_recovered().await
         }
         Plan::Reload => reload(server, c).await,
+        Plan::TokenRefused => {
+            c.echo("before").await?;
+            c.call(
+                "fail",
+                json!({"kind": "http401token"}),
+                crate::verify::scenario::auth::TOKEN_REFUSED_CALL,
+            )
+            .await?;
+            c.echo("after").await.map(|_| ())
+        }
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => {
             let (tool, args, within, held_back) = probe(plan);
             c.echo("before").await?;

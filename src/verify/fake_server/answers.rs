@@ -32,6 +32,8 @@ pub(super) struct Answer {
     pub(super) executed: Option<bool>,
     pub(super) call_ok: Option<bool>,
     pub(super) allow: Option<&'static str>,
+    /// A `WWW-Authenticate` header, as a bearer-token server sends with a 401.
+    pub(super) www_authenticate: Option<&'static str>,
     /// For initialize: its params, as the witness records them.
     pub(super) initialize: Option<InitializeParams>,
 }
@@ -48,6 +50,7 @@ impl Answer {
             executed: None,
             call_ok: None,
             allow: None,
+            www_authenticate: None,
             initialize: None,
         }
     }
@@ -177,6 +180,12 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         if let Ok(v) = HeaderValue::from_str(id) {
             response.headers_mut().insert(SESSION_HEADER, v);
         }
+    }
+    if let Some(challenge) = answer.www_authenticate {
+        response.headers_mut().insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
     }
     if let Some(allow) = answer.allow {
         response
@@ -606,7 +615,7 @@ pub(super) fn tool_list() -> Value {
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "call_id": call_id}, "required": ["text"]}},
         {"name": "add", "description": "Adds two numbers.",
          "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}, "call_id": call_id}, "required": ["a", "b"]}},
-        {"name": "fail", "description": "Fails the way its kind says: http500, http400, jsonrpc, tool.",
+        {"name": "fail", "description": "Fails the way its kind says: http500, http400, jsonrpc, tool, http401token.",
          "inputSchema": {"type": "object", "properties": {"kind": {"type": "string"}, "call_id": call_id}, "required": ["kind"]}},
         {"name": "slow", "description": "Returns its text after ms milliseconds (at most 10000).",
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "number"}, "call_id": call_id}, "required": ["ms"]}}
@@ -620,6 +629,12 @@ pub(super) const REFUSED_TEXT: &str = "Service Unavailable: the server is shutti
 /// The body of the 503 that refuses the first new session after a loss.
 const REFUSED_ONCE_TEXT: &str =
     "Service Unavailable: session store unavailable, cannot open a session now";
+
+/// The body and the `WWW-Authenticate` header of the 401 that refuses a
+/// call's bearer token (`fail` kind `http401token`): words naming no session.
+pub const TOKEN_REFUSED_WORDS: &str = "Unauthorized: invalid token";
+pub const TOKEN_REFUSED_CHALLENGE: &str =
+    "Bearer error=\"invalid_token\", error_description=\"The access token is invalid\"";
 
 /// Words of a 400 that mention a session without meaning the session is lost.
 pub const HARMLESS_SESSION_WORDS: &str = "Invalid params: unknown sessionName argument";
@@ -650,7 +665,13 @@ pub(super) async fn call_tool(
             a
         }
         Some(HeldFate::RanBeforeLoss) | None => {
-            shared.count_call(call_id.as_deref(), true);
+            // A refused token is refused before the tool runs.
+            let refused = params.get("name").and_then(Value::as_str) == Some("fail")
+                && params.pointer("/arguments/kind").and_then(Value::as_str)
+                    == Some("http401token");
+            if !refused {
+                shared.count_call(call_id.as_deref(), true);
+            }
             let a = run_tool(shared, id, params, call_id.as_deref()).await;
             if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
                 tokio::time::sleep(RAN_BEFORE_LOSS_DELAY).await;
@@ -780,6 +801,12 @@ pub(super) async fn run_tool(
                 StatusCode::OK,
                 rpc_error(id, -32603, "SSL SYSCALL error: EOF detected"),
             )),
+            // A bearer-token server refusing the token (RFC 6750), the session kept.
+            "http401token" => failed(Answer {
+                www_authenticate: Some(TOKEN_REFUSED_CHALLENGE),
+                executed: Some(false),
+                ..Answer::text(StatusCode::UNAUTHORIZED, TOKEN_REFUSED_WORDS)
+            }),
             "tool" => failed(Answer::json(
                 StatusCode::OK,
                 json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "database connection lost"}], "isError": true}}),

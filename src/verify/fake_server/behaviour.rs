@@ -65,6 +65,10 @@ pub struct ServerBehaviour {
     /// Once the plan starts it (`/control/reload`), forget every session again
     /// and again, as a server restarted on every save (reload.rs).
     pub reload: Option<ReloadCycle>,
+    /// The server stands for an OAuth-protected one: the client under test is
+    /// made with an `authProvider` (only drivers whose client can take one run
+    /// such a scenario). The server itself checks no token.
+    pub oauth: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -82,6 +86,7 @@ impl Default for ServerBehaviour {
             refuse_reinit: false,
             refuse_first_reinit: false,
             reload: None,
+            oauth: false,
         }
     }
 }

@@ -211,7 +211,9 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/control/ready", get(control_ready))
         .route("/control/refuse", post(control_refuse))
         .route("/control/witness", get(control_witness))
-        .layer(middleware::from_fn_with_state(
+        // Only on these routes: any other path is a plain 404, as a real
+        // server's (an OAuth client's discovery of /.well-known/* included).
+        .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             with_control_token,
         ));

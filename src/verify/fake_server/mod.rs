@@ -17,7 +17,9 @@ mod listen;
 pub mod reload;
 mod sessions;
 
-pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, UNANSWERED_NOTE};
+pub use answers::{
+    HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, TOKEN_REFUSED_WORDS, UNANSWERED_NOTE,
+};
 pub use behaviour::{
     CallCount, InitializeParams, LostSessionAnswer, ServerBehaviour, ServerLimits, WitnessEntry,
     REFUSED_ONCE_WORDS, REFUSED_WORDS,

@@ -85,6 +85,7 @@ pub fn judge_with(
         Expectation::Timely => judge_timely(scenario, ev, base),
         Expectation::FailFast => judge_fail_fast(scenario, ev, base),
         Expectation::Reloaded => crate::verify::scenario::reload::judge(scenario, ev, base),
+        Expectation::AuthKept => super::auth::judge(ev, base),
     };
     j.ok = match expect {
         Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),

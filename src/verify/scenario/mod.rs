@@ -3,7 +3,9 @@
 //! with, and the judges that turn a run's evidence — the server's witness log
 //! and per-call counts, the caller's view of each call — into a verdict.
 
+pub mod auth;
 pub mod evidence;
+pub mod host_report;
 pub mod invariants;
 pub mod judges;
 pub mod policy;

@@ -82,6 +82,12 @@ pub enum ScenarioName {
     #[value(name = "reload-5s")]
     #[serde(rename = "reload-5s")]
     Reload5s,
+    #[value(name = "auth-session-401")]
+    #[serde(rename = "auth-session-401")]
+    AuthSession401,
+    #[value(name = "auth-token-401")]
+    #[serde(rename = "auth-token-401")]
+    AuthToken401,
 }
 
 impl ScenarioName {
@@ -110,6 +116,8 @@ impl ScenarioName {
             ScenarioName::RefusedOnce => "refused-once",
             ScenarioName::Reload => "reload",
             ScenarioName::Reload5s => "reload-5s",
+            ScenarioName::AuthSession401 => "auth-session-401",
+            ScenarioName::AuthToken401 => "auth-token-401",
         }
     }
 }
@@ -163,6 +171,9 @@ pub enum Plan {
     /// Call, start the server forgetting every session again and again
     /// (reload.rs), and call once after each time.
     Reload,
+    /// Call, make one call the server refuses with a 401 that names no
+    /// session (a bad token, auth.rs), call again.
+    TokenRefused,
 }
 
 impl Plan {
@@ -185,6 +196,7 @@ impl Plan {
             Plan::GiveUp => "give-up",
             Plan::RefusedOnce => "refused-once",
             Plan::Reload => "reload",
+            Plan::TokenRefused => "token-refused",
         }
     }
 
@@ -223,6 +235,9 @@ pub enum Expectation {
     /// Against a server that forgets every session every few seconds: every
     /// call after each restart answered at once (RELOADED).
     Reloaded,
+    /// A 401 that names no session goes to the client's own auth flow: no new
+    /// session, the call not sent again, the session kept (AUTH-KEPT, auth.rs).
+    AuthKept,
 }
 
 impl Expectation {
@@ -237,6 +252,7 @@ impl Expectation {
             Expectation::Timely => "TIMELY",
             Expectation::FailFast => "FAILED-FAST",
             Expectation::Reloaded => "RELOADED",
+            Expectation::AuthKept => "AUTH-KEPT",
         }
     }
 }
@@ -253,6 +269,12 @@ pub struct Scenario {
 }
 
 impl Scenario {
+    /// Whether the client must be made with an OAuth `authProvider` for this
+    /// scenario: only a driver whose client can take one runs it.
+    pub fn needs_auth_provider(&self) -> bool {
+        self.behaviour.oauth
+    }
+
     /// The expectation for a client that carries the current patch revision
     /// (`seamless`) or not. In `refused-once` the call that meets the loss may
     /// fail even for the current revision (the server refuses its new session),
@@ -522,6 +544,27 @@ pub fn all() -> Vec<Scenario> {
         },
         reload_scenario(ScenarioName::Reload, RELOAD, &base),
         reload_scenario(ScenarioName::Reload5s, RELOAD_5S, &base),
+        Scenario {
+            name: ScenarioName::AuthSession401,
+            what: "an OAuth-protected server (the client has an authProvider) drops the session; answers 401 \"Unauthorized: Session not found\"",
+            behaviour: ServerBehaviour {
+                lost_session: LostSessionAnswer::UnauthorizedText,
+                oauth: true,
+                ..base.clone()
+            },
+            plan: Plan::Invalidate,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::AuthToken401,
+            what: "an OAuth-protected server (the client has an authProvider) answers one call on a live session with 401 \"Unauthorized: invalid token\" and a WWW-Authenticate header",
+            behaviour: ServerBehaviour {
+                oauth: true,
+                ..base.clone()
+            },
+            plan: Plan::TokenRefused,
+            expect: Expectation::AuthKept,
+        },
     ]
 }
 

@@ -127,6 +127,7 @@ async fn verify_install(
         own_handshake: false,
         // Its stdio carries no caller's timeout or abort signal.
         caller_bounds: false,
+        auth_provider: false,
     };
     let (runs, overall, mut left_out) =
         stdio_host::run_launch(&bridge_opts, &launch, progress).await?;

@@ -60,6 +60,10 @@ const IDLE_MARGIN: Duration = Duration::from_millis(100);
 /// Why a scenario does not run against gemini-cli, if it does not.
 pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which gemini-cli does not share";
+    const NO_AUTH: &str = "its server is OAuth-protected: verify drives gemini-cli through its CLI, and cannot give its MCP client an authProvider that ends the sign-in";
+    if s.needs_auth_provider() {
+        return Some(NO_AUTH);
+    }
     if s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short {
         return Some(POLICY);
     }
@@ -79,6 +83,7 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
         Plan::GiveUp => Some(POLICY),
+        Plan::TokenRefused => Some(NO_AUTH),
         Plan::RefusedOnce => Some("the patched gemini-cli recovers after a refused new session, but the failed call carries the lost session's words, not the refusal's (MUTE): its patch does not pass the refusal on yet"),
     }
 }

@@ -258,6 +258,12 @@ async function runOne(r) {
       await call("echo", { text: "refused" }, "refused");
       await pollUntilRecovered();
       break;
+    // Not run by the plugin driver (it makes the client with no authProvider); kept so every plan has a case.
+    case "token-refused":
+      await call("echo", { text: "before" });
+      await call("fail", { kind: "http401token" }, "token-refused");
+      await call("echo", { text: "after" });
+      break;
     case "forgetful":
       for (let i = 0; i < r.forgetfulCalls; i++) await call("echo", { text: `again ${i}` });
       break;

@@ -147,6 +147,8 @@ async fn verify_install(
             own_handshake: true,
             // The host script gives each call the caller's timeout and abort signal it is sent.
             caller_bounds: true,
+            // The host script makes its transport with a minimal authProvider when asked (mcpatch/auth).
+            auth_provider: true,
         };
         if explore_runs > 0 {
             let runner = super::stdio_host::HostPlans {

@@ -18,7 +18,8 @@ use crate::verify::explore::plan::{
 };
 use crate::verify::fake_server::FakeServer;
 use crate::verify::process::GroupChild;
-use crate::verify::scenario::{HarnessCall, Scenario};
+use crate::verify::scenario::host_report::HostReport;
+use crate::verify::scenario::{Expectation, HarnessCall, Scenario};
 
 /// How long a bridge may take to answer one call before it counts as hung:
 /// the DSH harness's call timeout, plus slack for a process in between.
@@ -38,9 +39,43 @@ pub struct Run {
     /// The tools the bridge listed at the start.
     pub tools: Vec<String>,
     /// Why the plan was not run after the handshake: it needs the caller's
-    /// bounds on a call, and the host did not say it passes them.
+    /// bounds on a call, or an authProvider, and the host did not say it can.
     pub left_out: Option<&'static str>,
+    /// What the host saw inside its client (`mcpatch/report`), when it
+    /// declared it can tell and the plan ran to its end; Err: why a host that
+    /// declared it gave no report.
+    pub report: Option<Result<HostReport, String>>,
 }
+
+/// What a host declares in its initialize answer's `capabilities.experimental`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HostCaps {
+    /// [`WITHIN_META`]: it passes a call's own bounds to its client.
+    pub bounds: bool,
+    /// [`REPORT_METHOD`]: it answers what it saw inside its client.
+    pub report: bool,
+    /// [`AUTH_CAPABILITY`]: its client was made with an authProvider, as asked.
+    pub auth: bool,
+    /// Its transport takes a fetch function (`{"fetchHook": false}` under
+    /// [`AUTH_CAPABILITY`] says not): the only place a patch can read a 401's
+    /// body before the SDK's auth flow takes it.
+    pub fetch_hook: bool,
+}
+
+/// The capability by which mcpatch asks a host, in its initialize request,
+/// to make its client with an OAuth authProvider, and the host says it did.
+pub const AUTH_CAPABILITY: &str = "mcpatch/auth";
+/// The request (and capability) by which a host reports what it saw inside
+/// its client: `{answersToUnsent, examples, signIns}` (host_report.rs).
+pub const REPORT_METHOD: &str = "mcpatch/report";
+
+/// Why a scenario that needs an authProvider is not run on a host that does
+/// not declare [`AUTH_CAPABILITY`] in its initialize answer.
+pub const NO_AUTH_PROVIDER: &str = "its server is OAuth-protected, and this client's host cannot make the client with an authProvider (it declares no mcpatch/auth)";
+
+/// Why a session-loss scenario behind OAuth is not run on a host whose
+/// transport takes no fetch function (`{"fetchHook": false}`).
+pub const NO_FETCH_HOOK: &str = "this client's transport takes no fetch function, so no patch can read a 401's body before the client's auth flow takes it: with an authProvider, a 401 naming the session goes to the auth flow, as unpatched";
 
 /// Why a plan that needs a caller's bounds is not run on a host that does not
 /// declare `capabilities.experimental["mcpatch/within"]` in its initialize answer.
@@ -140,21 +175,27 @@ impl steps::Caller for Caller {
     }
 }
 
-/// Start the bridge's MCP session: initialize (within `startup`),
-/// notifications/initialized, tools/list. Returns the tools listed, and
-/// whether the initialize answer declared that the host passes a call's
-/// bounds on (`capabilities.experimental["mcpatch/within"]`).
+/// Start the bridge's MCP session: initialize (within `startup`; `auth`
+/// asks for a client with an authProvider, [`AUTH_CAPABILITY`]),
+/// notifications/initialized, tools/list. Returns the tools listed, and what
+/// the initialize answer's `capabilities.experimental` declared ([`HostCaps`]).
 pub async fn handshake(
     host: &Host,
     startup: Duration,
     protocol_version: &str,
-) -> Result<(Vec<String>, bool), Stop> {
+    auth: bool,
+) -> Result<(Vec<String>, HostCaps), Stop> {
+    let capabilities = if auth {
+        json!({"experimental": {AUTH_CAPABILITY: {}}})
+    } else {
+        json!({})
+    };
     let init = host
         .request(
             "initialize",
             json!({
                 "protocolVersion": protocol_version,
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "mcpatch-verify", "version": env!("CARGO_PKG_VERSION")},
             }),
             startup,
@@ -174,10 +215,21 @@ pub async fn handshake(
             "the bridge answered initialize with an error: {error}"
         )));
     }
-    let bounds = init
-        .pointer("/result/capabilities/experimental")
-        .and_then(|x| x.get(WITHIN_META))
-        .is_some();
+    let declared = |name: &str| {
+        init.pointer("/result/capabilities/experimental")
+            .and_then(|x| x.get(name))
+            .is_some()
+    };
+    let caps = HostCaps {
+        bounds: declared(WITHIN_META),
+        report: declared(REPORT_METHOD),
+        auth: auth && declared(AUTH_CAPABILITY),
+        fetch_hook: init
+            .pointer("/result/capabilities/experimental")
+            .and_then(|x| x.get(AUTH_CAPABILITY))
+            .and_then(|a| a.get("fetchHook"))
+            != Some(&Value::Bool(false)),
+    };
     if !host.notify("notifications/initialized", json!({})).await {
         return Err(Stop::Closed(
             "the bridge closed its stdin after initialize".into(),
@@ -210,7 +262,7 @@ pub async fn handshake(
             crate::verify::render::clip(&list.to_string(), 300)
         )));
     }
-    Ok((tools, bounds))
+    Ok((tools, caps))
 }
 
 /// Run `scenario`'s plan through the bridge behind `host`.
@@ -222,28 +274,58 @@ pub async fn run(
     protocol_version: &str,
 ) -> Run {
     let mut run = Run::default();
-    match handshake(&host, startup, protocol_version).await {
-        Ok((tools, bounds)) => {
+    let auth = scenario.needs_auth_provider();
+    let caps = match handshake(&host, startup, protocol_version, auth).await {
+        Ok((tools, caps)) => {
             run.tools = tools;
-            if scenario.plan.needs_caller_bounds() && !bounds {
+            if scenario.plan.needs_caller_bounds() && !caps.bounds {
                 run.left_out = Some(NO_CALLER_BOUNDS);
                 return run;
             }
+            if auth && !caps.auth {
+                run.left_out = Some(NO_AUTH_PROVIDER);
+                return run;
+            }
+            if scenario.expect != Expectation::AuthKept && auth && !caps.fetch_hook {
+                run.left_out = Some(NO_FETCH_HOOK);
+                return run;
+            }
+            caps
         }
         Err(stop) => {
             run.stop = Some(stop);
             return run;
         }
-    }
+    };
     let caller = Caller {
-        host,
+        host: host.clone(),
         calls: Arc::default(),
         next: Arc::default(),
     };
     let result = steps::plan(scenario.plan, server, &caller).await;
     run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
     run.stop = result.err();
+    if run.stop.is_none() && caps.report {
+        run.report = Some(ask_report(&host).await);
+    }
     run
+}
+
+/// What the host saw inside its client ([`REPORT_METHOD`]), asked once a
+/// run's calls are done; Err: why a host that declared it gave no report.
+async fn ask_report(host: &Host) -> Result<HostReport, String> {
+    match host.request(REPORT_METHOD, json!({}), CALL_LIMIT).await {
+        Ok(answer) => match answer.get("result") {
+            Some(result) => Ok(HostReport::of(result)),
+            None => Err(format!(
+                "the host declared {REPORT_METHOD} but answered it with {}",
+                crate::verify::render::clip(&answer.to_string(), 200)
+            )),
+        },
+        Err(e) => Err(format!(
+            "the host declared {REPORT_METHOD} but did not answer it ({e:?})"
+        )),
+    }
 }
 
 /// Run an explored plan's steps (`verify --explore`) through the client
@@ -257,27 +339,31 @@ pub async fn run_explored(
     protocol_version: &str,
 ) -> Run {
     let mut run = Run::default();
-    match handshake(&host, startup, protocol_version).await {
-        Ok((tools, bounds)) => {
+    let caps = match handshake(&host, startup, protocol_version, false).await {
+        Ok((tools, caps)) => {
             run.tools = tools;
-            if !bounds {
+            if !caps.bounds {
                 run.left_out = Some(NO_CALLER_BOUNDS);
                 return run;
             }
+            caps
         }
         Err(stop) => {
             run.stop = Some(stop);
             return run;
         }
-    }
+    };
     let caller = Caller {
-        host,
+        host: host.clone(),
         calls: Arc::default(),
         next: Arc::default(),
     };
     let result = explored_steps(plan, server, &caller).await;
     run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
     run.stop = result.err();
+    if run.stop.is_none() && caps.report {
+        run.report = Some(ask_report(&host).await);
+    }
     run
 }
 

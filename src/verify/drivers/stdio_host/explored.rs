@@ -21,6 +21,7 @@ use crate::verify::explore::plan::ExplorePlan;
 use crate::verify::explore::{self, PlanRunner};
 use crate::verify::fake_server::{FakeServer, PROTOCOL_VERSIONS};
 use crate::verify::process::{Environment, GroupChild};
+use crate::verify::scenario::host_report;
 use crate::verify::scenario::invariants::{self, Violation};
 
 /// Explored plans through a stdio host started by `launch`.
@@ -127,12 +128,20 @@ impl OneRun {
                 format!("the run stopped: {what}{said}"),
             ))));
         }
-        let broke = explore::judge(&self.plan, &server, &run.calls, &[], None).or_else(|| {
-            self.own_handshake
-                .then(|| invariants::used_before_initialized(&server.witness()))
-                .flatten()
-                .map(|note| Violation::new("initialized-first", "BROKEN", note))
-        });
+        let reported = match &run.report {
+            Some(Ok(report)) => host_report::answers_stay_in_transport(report)
+                .map(|v| Violation::new("answers-stay-in-transport", v.verdict, v.note)),
+            Some(Err(why)) => Some(Violation::new("host-reports", "BROKEN", why.clone())),
+            None => None,
+        };
+        let broke = explore::judge(&self.plan, &server, &run.calls, &[], None)
+            .or_else(|| {
+                self.own_handshake
+                    .then(|| invariants::used_before_initialized(&server.witness()))
+                    .flatten()
+                    .map(|note| Violation::new("initialized-first", "BROKEN", note))
+            })
+            .or(reported);
         Ok(Explored::Judged(broke))
     }
 }

@@ -31,7 +31,7 @@ use crate::verify::process::{self as child, orphans};
 use crate::verify::render::{overall_style, scenario_table, shown_verdict};
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
-    self, invariants, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
+    self, host_report, invariants, Evidence, Expectation, Judgement, Plan, Scenario, ScenarioName,
 };
 use crate::verify::signals::Interrupts;
 
@@ -65,6 +65,9 @@ pub struct BridgeOptions {
     /// (the SDK targets' host scripts read `_meta` [`drive::WITHIN_META`]), so
     /// the deadline and abort scenarios run; a bridge takes none.
     pub caller_bounds: bool,
+    /// The host can make its client with an OAuth authProvider when asked
+    /// (`mcpatch/auth`), so the OAuth scenarios run; a bridge cannot.
+    pub auth_provider: bool,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -153,9 +156,13 @@ struct BridgeReport {
 }
 
 /// Why a scenario does not run against a bridge, if it does not;
-/// `caller_bounds`: whether its host passes a call's timeout and abort signal.
-fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
+/// `caller_bounds`: whether its host passes a call's timeout and abort signal;
+/// `auth_provider`: whether it can make its client with an authProvider.
+fn left_out_why(s: &Scenario, caller_bounds: bool, auth_provider: bool) -> Option<&'static str> {
     const POLICY: &str = "its verdict measures the DSH plugin's reconnect policy (backoff and attempts per outage), which a bridge does not share";
+    if s.needs_auth_provider() && !auth_provider {
+        return Some(drive::NO_AUTH_PROVIDER);
+    }
     if s.plan != Plan::Reload && Policy::for_scenario(s.name) != Policy::Short {
         return Some(POLICY);
     }
@@ -170,7 +177,9 @@ fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
         | Plan::Reload
         // Judged per call: at most one new session per call that meets a loss.
         | Plan::Forgetful
-        | Plan::RefusedOnce => None,
+        | Plan::RefusedOnce
+        // Only with an authProvider (above).
+        | Plan::TokenRefused => None,
         p if p.needs_caller_bounds() && caller_bounds => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
         Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass"),
@@ -209,7 +218,7 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
             opts.scenarios.contains(&s.name)
         }
     }) {
-        match left_out_why(&s, opts.caller_bounds) {
+        match left_out_why(&s, opts.caller_bounds, opts.auth_provider) {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
                 why,
@@ -446,6 +455,22 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
             judgement.ok = false;
             judgement.note = note;
         }
+    }
+    // What the host saw inside its client: rules the witness cannot see.
+    match (&run.report, judgement.ok) {
+        (Some(Ok(report)), true) => {
+            if let Some(v) = host_report::check(s, report) {
+                judgement.verdict = v.verdict;
+                judgement.ok = false;
+                judgement.note = v.note;
+            }
+        }
+        (Some(Err(why)), true) => {
+            judgement.verdict = "BROKEN";
+            judgement.ok = false;
+            judgement.note = why.clone();
+        }
+        _ => {}
     }
     let checks = checks(s, &witness, &dropped_ids);
     Ok(BridgeScenario {
@@ -895,7 +920,7 @@ mod tests {
     fn only_the_dsh_plugin_api_scenarios_are_left_out_for_bridges() {
         let run: Vec<ScenarioName> = scenario::all()
             .iter()
-            .filter(|s| left_out_why(s, false).is_none())
+            .filter(|s| left_out_why(s, false, false).is_none())
             .map(|s| s.name)
             .collect();
         assert_eq!(
@@ -925,7 +950,7 @@ mod tests {
         let with = |bounds: bool| -> Vec<ScenarioName> {
             scenario::all()
                 .iter()
-                .filter(|s| left_out_why(s, bounds).is_none())
+                .filter(|s| left_out_why(s, bounds, false).is_none())
                 .map(|s| s.name)
                 .collect()
         };
@@ -943,8 +968,31 @@ mod tests {
             ]
         );
         assert_eq!(
-            left_out_why(&scenario::find(ScenarioName::AbortWaiting), false),
+            left_out_why(&scenario::find(ScenarioName::AbortWaiting), false, false),
             Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass")
+        );
+    }
+
+    #[test]
+    fn a_host_that_takes_an_authprovider_runs_the_oauth_scenarios_too() {
+        let with = |auth: bool| -> Vec<ScenarioName> {
+            scenario::all()
+                .iter()
+                .filter(|s| left_out_why(s, true, auth).is_none())
+                .map(|s| s.name)
+                .collect()
+        };
+        let added: Vec<ScenarioName> = with(true)
+            .into_iter()
+            .filter(|n| !with(false).contains(n))
+            .collect();
+        assert_eq!(
+            added,
+            [ScenarioName::AuthSession401, ScenarioName::AuthToken401]
+        );
+        assert_eq!(
+            left_out_why(&scenario::find(ScenarioName::AuthToken401), true, false),
+            Some("its server is OAuth-protected, and this client's host cannot make the client with an authProvider (it declares no mcpatch/auth)")
         );
     }
 

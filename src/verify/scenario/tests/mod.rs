@@ -1,6 +1,7 @@
 //! Unit tests of the scenario table and its judges, on hand-written witness
 //! logs and caller views.
 
+mod auth;
 mod bounded;
 mod hold;
 mod recovery;
