@@ -805,7 +805,8 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
         "{err}"
     );
     assert!(
-        err.contains("\n[12/12] cut-mid-call: NOT-RETRIED at "),
+        err.contains("\n[12/13] cut-mid-call: NOT-RETRIED at ")
+            && err.contains("\n[13/13] refused-once: RECOVERED at "),
         "{err}"
     );
     assert_eq!(
