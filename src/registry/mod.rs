@@ -1283,6 +1283,28 @@ mod tests {
     }
 
     #[test]
+    fn mcp_remote_revision_1_of_each_release_is_the_earlier_diff_its_outdated_revision_names() {
+        let remote = select(Some("mcp-remote")).unwrap()[0];
+        let outdated: Vec<&Revision> = remote
+            .revisions
+            .iter()
+            .filter(|r| r.kind == RevisionKind::Outdated)
+            .collect();
+        assert_eq!(outdated.len(), 56);
+        for r in outdated {
+            let sha = r.sha256.as_deref().unwrap();
+            let earlier = remote.earlier_with_hash(sha).unwrap();
+            assert_eq!(
+                (earlier.revision, Some(earlier.file.as_str())),
+                (1, r.patch.as_deref())
+            );
+            assert!(remote.is_original(r.original_sha256.as_deref().unwrap()));
+        }
+        // A hash no revision has is no earlier revision's.
+        assert!(remote.earlier_with_hash(&"0".repeat(64)).is_none());
+    }
+
+    #[test]
     fn manifest_without_the_patched_revision_of_an_original_is_rejected() {
         let diff = session_loss().unwrap().diff;
         let manifest = manifest_with(
