@@ -10,7 +10,11 @@
 # are, and it applies with no fuzz under both GNU patch and `git apply`, and the
 # result passes `node --check`. State: `affected` (kind `original`) with the
 # first patch that fits, and the patched file as kind `patched`; otherwise
-# `unsupported` with the reason.
+# `unsupported` with the reason. Each earlier revision of that patch
+# (`earlier_patches` entries whose `replaced_by` names it) is put on the release the
+# same way, and its result becomes an `outdated` revision naming that diff
+# (`apply` takes it out again to upgrade); an earlier revision that does not fit
+# a release the current one fits is an error.
 #
 # usage: scripts/mcp-remote-releases.sh [--write] [--last VERSION]
 #   prints the table, then the revisions as JSON; --write also replaces the
@@ -122,6 +126,22 @@ const run = (cmd, args, opts = {}) => {
   }
 };
 const find = manifest.files[0].find;
+// Puts one diff on a copy of a release's file: { sha256 } of the result, or { fails } saying why not.
+function put(version, pkg, file, name) {
+  const work = path.join(scratch, version, name);
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(path.join(work, "dist"), { recursive: true });
+  const target = path.join(work, "dist", "chunk.js");
+  copyFileSync(path.join(pkg, file), target);
+  const diff = path.join(dir, name);
+  const gitFails = run("git", ["apply", "--check", diff], { cwd: work });
+  const out = path.join(work, "patched.mjs");
+  const patchFails = run("patch", ["--fuzz=0", "--quiet", "--batch", "--forward", "-o", out, target, diff]);
+  if (gitFails || patchFails) return { fails: `${name} does not apply: ${gitFails || patchFails}` };
+  const syntax = run(process.execPath, ["--check", out]);
+  if (syntax) return { fails: `${name} applies but the result fails node --check: ${syntax}` };
+  return { sha256: sha(readFileSync(out)) };
+}
 const rows = [];
 for (const line of readFileSync(listPath, "utf8").trim().split("\n")) {
   const [version, pkg] = line.split(" ");
@@ -147,25 +167,21 @@ for (const line of readFileSync(listPath, "utf8").trim().split("\n")) {
       reasons.push(`${p.file}: ${missing.length ? `lacks ${JSON.stringify(missing[0])}` : `has ${JSON.stringify(present[0])}`}`);
       continue;
     }
-    const work = path.join(scratch, version, p.file);
-    rmSync(work, { recursive: true, force: true });
-    mkdirSync(path.join(work, "dist"), { recursive: true });
-    const target = path.join(work, "dist", "chunk.js");
-    copyFileSync(path.join(pkg, file), target);
-    const diff = path.join(dir, p.file);
-    const gitFails = run("git", ["apply", "--check", diff], { cwd: work });
-    const out = path.join(work, "patched.mjs");
-    const patchFails = run("patch", ["--fuzz=0", "--quiet", "--batch", "--forward", "-o", out, target, diff]);
-    if (gitFails || patchFails) {
-      reasons.push(`${p.file} does not apply: ${gitFails || patchFails}`);
+    const tried = put(version, pkg, file, p.file);
+    if (tried.fails) {
+      reasons.push(tried.fails);
       continue;
     }
-    const syntax = run(process.execPath, ["--check", out]);
-    if (syntax) {
-      reasons.push(`${p.file} applies but the result fails node --check: ${syntax}`);
-      continue;
+    const outdated = [];
+    for (const e of (manifest.earlier_patches ?? []).filter((e) => e.replaced_by === p.file)) {
+      const earlier = put(version, pkg, file, e.patch);
+      if (earlier.fails) {
+        console.error(`mcp-remote-releases.sh: ${version}: ${p.file} fits, but its earlier revision ${earlier.fails}`);
+        process.exit(1);
+      }
+      outdated.push({ patch: e.patch, revision: e.revision, sha256: earlier.sha256 });
     }
-    Object.assign(row, { state: "affected", patch: p.file, patched_sha256: sha(readFileSync(out)) });
+    Object.assign(row, { state: "affected", patch: p.file, patched_sha256: tried.sha256, outdated });
     break;
   }
   if (row.state !== "affected") {
@@ -199,12 +215,28 @@ for (const rev of [...revisions]) {
   if (rev.kind !== "original") continue;
   revisions.push({ sha256: rev.patched_sha256, versions: rev.versions, file: rev.file, kind: "patched", original_sha256: rev.sha256, patch: rev.patch });
 }
+// Each earlier revision's result, per original (one entry per distinct hash).
+const earlierNote = (e) => `patched by an earlier mcpatch revision (${e.revision}): ${e.falls_short}; run \`mcpatch apply\` to upgrade`;
+for (const r of rows) {
+  for (const o of r.outdated ?? []) {
+    let rev = byHash.get(o.sha256);
+    if (!rev) {
+      const e = manifest.earlier_patches.find((e) => e.patch === o.patch);
+      rev = { sha256: o.sha256, versions: [], file: r.file, kind: "outdated", patch: o.patch, original_sha256: r.sha256, note: earlierNote(e) };
+      byHash.set(o.sha256, rev);
+      revisions.push(rev);
+    }
+    rev.versions.push(r.version);
+  }
+}
 for (const rev of revisions) {
   if (rev.kind === "original") rev.note = `affected: ${rev.patch} fits`;
   if (rev.kind === "patched") rev.note = `patched by mcpatch (${rev.patch})`;
 }
 const fits = {};
 for (const r of rows) if (r.patch) (fits[r.patch] ??= []).push(r.version);
+const outdatedCount = revisions.filter((r) => r.kind === "outdated").length;
+if (outdatedCount) console.error(`outdated revisions (earlier patches on the releases their successor fits): ${outdatedCount}`);
 const counts = rows.reduce((c, r) => ((c[r.state] = (c[r.state] ?? 0) + 1), c), {});
 console.error(`releases: ${rows.length}; ${Object.entries(counts).map(([k, v]) => `${k} ${v}`).join(", ")}`);
 for (const [p, vs] of Object.entries(fits)) console.error(`${p} fits ${vs.length}: ${vs.join(" ")}`);

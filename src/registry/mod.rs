@@ -163,8 +163,12 @@ impl PatchFamily {
 #[derive(Debug, Clone)]
 pub struct EarlierPatch {
     pub revision: u32,
-    /// sha256 of its diff applied to the original.
-    pub sha256: String,
+    /// Its diff file's name (what an `outdated` revision's `patch` names).
+    pub file: String,
+    /// sha256 of its diff applied to the original, for a target with one
+    /// original (DSH); a target with many releases (mcp-remote) records each
+    /// result as an `outdated` revision naming this diff instead.
+    pub sha256: Option<String>,
     /// Its unified diff against the original.
     pub diff: String,
     /// What it does not do that the current revision does (`falls_short`),
@@ -319,7 +323,8 @@ struct TextsEntry {
 struct EarlierPatchFile {
     revision: u32,
     patch: String,
-    sha256: String,
+    #[serde(default)]
+    sha256: Option<String>,
     #[serde(default)]
     falls_short: Option<String>,
 }
@@ -369,6 +374,18 @@ const EMBEDDED: &[Folder] = &[
             (
                 "session-loss-unanswered.patch",
                 include_str!("../../patches/mcp-remote/session-loss-unanswered.patch"),
+            ),
+            (
+                "session-loss-reinit-r1.patch",
+                include_str!("../../patches/mcp-remote/session-loss-reinit-r1.patch"),
+            ),
+            (
+                "session-loss-forward-r1.patch",
+                include_str!("../../patches/mcp-remote/session-loss-forward-r1.patch"),
+            ),
+            (
+                "session-loss-unanswered-r1.patch",
+                include_str!("../../patches/mcp-remote/session-loss-unanswered-r1.patch"),
             ),
         ],
     ),
@@ -558,18 +575,28 @@ pub fn load(
             what: e.patch.clone(),
             detail: err.to_string(),
         })?;
-        let outdated = parsed
-            .revisions
-            .iter()
-            .any(|r| r.kind == RevisionKind::Outdated && r.sha256.as_deref() == Some(&e.sha256));
+        // Its result is known: by the sha256 it gives the one original, or
+        // by the outdated revisions that name it (one per release).
+        let outdated = parsed.revisions.iter().any(|r| {
+            r.kind == RevisionKind::Outdated
+                && match &e.sha256 {
+                    Some(h) => r.sha256.as_deref() == Some(h.as_str()),
+                    None => r.patch.as_deref() == Some(e.patch.as_str()),
+                }
+        });
         if !outdated {
             return Err(bad(format!(
-                "earlier patch {} (sha256 {}) has no outdated revision",
-                e.patch, e.sha256
+                "earlier patch {} ({}) has no outdated revision",
+                e.patch,
+                match &e.sha256 {
+                    Some(h) => format!("sha256 {h}"),
+                    None => "no revision names it as its patch".into(),
+                }
             )));
         }
         earlier.push(EarlierPatch {
             revision: e.revision,
+            file: e.patch.clone(),
             sha256: e.sha256.clone(),
             diff: text,
             falls_short: e.falls_short.clone(),
@@ -997,11 +1024,23 @@ impl PatchSpec {
             .find(|p| p.family_of(text) && diffy::apply(text, &p.parsed()).is_ok())
     }
 
-    /// The earlier patch revision whose result has this hash, if any.
+    /// The earlier patch revision whose result has this hash, if any: the
+    /// one whose own `sha256` it is, or the one the `outdated` revision of
+    /// this hash names as its `patch`.
     pub fn earlier_with_hash(&self, sha256: &str) -> Option<&EarlierPatch> {
-        self.earlier
-            .iter()
-            .find(|e| e.sha256.eq_ignore_ascii_case(sha256))
+        let own = self.earlier.iter().find(|e| {
+            e.sha256
+                .as_deref()
+                .is_some_and(|h| h.eq_ignore_ascii_case(sha256))
+        });
+        own.or_else(|| {
+            let named = self
+                .revision(sha256)
+                .filter(|r| r.kind == RevisionKind::Outdated)?
+                .patch
+                .as_deref()?;
+            self.earlier.iter().find(|e| e.file == named)
+        })
     }
 }
 
@@ -1241,6 +1280,28 @@ mod tests {
             "texts":{{"host":"h","reinstall":"r","unsupported_step":"u","restart":"s"}},
             "revisions":[{revisions}]}}"#
         )
+    }
+
+    #[test]
+    fn mcp_remote_revision_1_of_each_release_is_the_earlier_diff_its_outdated_revision_names() {
+        let remote = select(Some("mcp-remote")).unwrap()[0];
+        let outdated: Vec<&Revision> = remote
+            .revisions
+            .iter()
+            .filter(|r| r.kind == RevisionKind::Outdated)
+            .collect();
+        assert_eq!(outdated.len(), 56);
+        for r in outdated {
+            let sha = r.sha256.as_deref().unwrap();
+            let earlier = remote.earlier_with_hash(sha).unwrap();
+            assert_eq!(
+                (earlier.revision, Some(earlier.file.as_str())),
+                (1, r.patch.as_deref())
+            );
+            assert!(remote.is_original(r.original_sha256.as_deref().unwrap()));
+        }
+        // A hash no revision has is no earlier revision's.
+        assert!(remote.earlier_with_hash(&"0".repeat(64)).is_none());
     }
 
     #[test]

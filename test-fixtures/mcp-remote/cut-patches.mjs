@@ -139,6 +139,9 @@ ${recordsInitialize ? `    if (message?.method === "initialize") mcpatchInitiali
         const current = transportToServer.sessionId;
         if (mcpatchReinitInFlight() || current === sentWith || current === void 0) await mcpatchReinitialize();
       } catch (reinitError) {
+        // A refused new session leaves the transport with no session id: the lost one is put back, so the
+        // next request meets the loss again and tries a new session (revision 2).
+        if (transportToServer._sessionId === void 0) transportToServer._sessionId = sentWith;
         throw new Error(\`the remote server no longer recognises the session (\${words}) and starting a new one failed: \${reinitError?.message ?? String(reinitError)}\`);
       }
       try {

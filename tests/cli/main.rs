@@ -434,6 +434,7 @@ mod layout;
 mod locate;
 mod look;
 mod mcp_remote;
+mod mcp_remote_revisions;
 mod mcp_sdk;
 mod mcp_sdk_clients;
 mod next_steps;

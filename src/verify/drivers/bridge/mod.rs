@@ -12,18 +12,10 @@ use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::registry::PatchSpec;
 use crate::verify::drivers::mirror;
-use crate::verify::drivers::LeftOut;
 use crate::verify::drivers::{ClientDriver, Job, Verifying};
 use crate::verify::report::{InstallResult, ScenarioResult};
-use crate::verify::scenario::{Scenario, ScenarioName};
+use crate::verify::scenario::Scenario;
 use crate::verify::target::{Target, COPY_PREFIX};
-
-/// Why `refused-once` is left out for an installed bridge (unless named alone).
-/// Every patched mcp-remote release is STUCK there: when the new initialize is
-/// refused, the release's own re-initialize leaves the transport without a
-/// session id, so the next call is no longer seen as a lost session. Left out
-/// until the patch keeps the lost id; `--scenario refused-once` shows it.
-const REFUSED_ONCE_LEFT_OUT: &str = "the mcp-remote patch does not yet try a new session again after one was refused (STUCK); `--scenario refused-once` runs it";
 
 /// An installed stdio bridge (mcp-remote), run as its manifest's `verify.command` says.
 pub(crate) struct InstalledBridge;
@@ -111,10 +103,6 @@ async fn verify_install(
             spec.target
         );
     }
-    // Left out while other scenarios run; named alone, it runs.
-    let (held_back, scenarios): (Vec<&Scenario>, Vec<&Scenario>) = scenarios
-        .iter()
-        .partition(|s| s.name == ScenarioName::RefusedOnce && scenarios.len() > 1);
     let bridge_opts = BridgeOptions {
         command: String::new(),
         scenarios: scenarios.iter().map(|s| s.name).collect(),
@@ -129,12 +117,7 @@ async fn verify_install(
         caller_bounds: false,
         auth_provider: false,
     };
-    let (runs, overall, mut left_out) =
-        stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
-    left_out.extend(held_back.iter().map(|s| LeftOut {
-        name: s.name.to_string(),
-        why: REFUSED_ONCE_LEFT_OUT,
-    }));
+    let (runs, overall, left_out) = stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
     let scenarios = runs
         .into_iter()
         .map(|r| ScenarioResult {
