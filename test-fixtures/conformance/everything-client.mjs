@@ -46,7 +46,12 @@ async function sdkExports() {
         const m = await load('@modelcontextprotocol/client');
         return { ...m, ELICIT: 'elicitation/create' };
     }
-    const sub = name => load(`@modelcontextprotocol/sdk/${name}`);
+    const sub = name =>
+        load(`@modelcontextprotocol/sdk/${name}`).catch(error => {
+            throw new Error(
+                `the installed @modelcontextprotocol/sdk (${build}) has no ${name} (${error.code ?? error.message}): this client needs a release that has it (1.24.0 has it, 1.17.0 does not)`
+            );
+        });
     const [index, http, ext, authMod, types] = await Promise.all([
         sub('client/index.js'),
         sub('client/streamableHttp.js'),
@@ -57,6 +62,10 @@ async function sdkExports() {
     return { ...index, ...http, ...ext, ...authMod, ELICIT: types.ElicitRequestSchema };
 }
 
+const loaded = await sdkExports().catch(error => {
+    console.error(`everything-client: ${error.message}`);
+    process.exit(1);
+});
 const {
     Client,
     StreamableHTTPClientTransport,
@@ -66,7 +75,7 @@ const {
     extractWWWAuthenticateParams,
     UnauthorizedError,
     ELICIT
-} = await sdkExports();
+} = loaded;
 for (const [name, value] of Object.entries({
     Client,
     StreamableHTTPClientTransport,
@@ -77,7 +86,12 @@ for (const [name, value] of Object.entries({
     UnauthorizedError,
     ELICIT
 })) {
-    if (!value) throw new Error(`the installed ${v2 ? '@modelcontextprotocol/client' : '@modelcontextprotocol/sdk'} (${build}) exports no ${name}`);
+    if (!value) {
+        console.error(
+            `everything-client: the installed ${v2 ? '@modelcontextprotocol/client' : '@modelcontextprotocol/sdk'} (${build}) exports no ${name}`
+        );
+        process.exit(1);
+    }
 }
 
 const logger = {
