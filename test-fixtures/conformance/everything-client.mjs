@@ -74,7 +74,10 @@ const {
     auth,
     extractWWWAuthenticateParams,
     UnauthorizedError,
-    ELICIT
+    ELICIT,
+    // 2.x only (cross-app access through the SDK's own provider).
+    CrossAppAccessProvider,
+    requestJwtAuthorizationGrant
 } = loaded;
 for (const [name, value] of Object.entries({
     Client,
@@ -84,7 +87,8 @@ for (const [name, value] of Object.entries({
     auth,
     extractWWWAuthenticateParams,
     UnauthorizedError,
-    ELICIT
+    ELICIT,
+    ...(v2 ? { CrossAppAccessProvider, requestJwtAuthorizationGrant } : {})
 })) {
     if (!value) {
         console.error(
@@ -404,7 +408,48 @@ async function runCrossAppAccessCompleteFlow(serverUrl) {
     logger.debug('Complete cross-app access flow completed successfully');
 }
 
-registerScenario('auth/cross-app-access-complete-flow', runCrossAppAccessCompleteFlow);
+/**
+ * Cross-app access on 2.x, as the SDK's own 2.x conformance client does it (main branch): the SDK's
+ * `CrossAppAccessProvider` as the transport's `authProvider`, the ID-JAG from the identity provider by
+ * the SDK's `requestJwtAuthorizationGrant`. So the patch's `authProvider` wrapper meets one more flow.
+ */
+async function runCrossAppAccessWithProvider(serverUrl) {
+    const ctx = parseContext('auth/cross-app-access-complete-flow', [
+        'client_id',
+        'client_secret',
+        'idp_client_id',
+        'idp_id_token',
+        'idp_token_endpoint'
+    ]);
+    const provider = new CrossAppAccessProvider({
+        clientId: ctx.client_id,
+        clientSecret: ctx.client_secret,
+        assertion: async authCtx => {
+            const result = await requestJwtAuthorizationGrant({
+                tokenEndpoint: ctx.idp_token_endpoint,
+                audience: authCtx.authorizationServerUrl,
+                resource: authCtx.resourceUrl,
+                idToken: ctx.idp_id_token,
+                clientId: ctx.idp_client_id,
+                fetchFn: authCtx.fetchFn
+            });
+            return result.jwtAuthGrant;
+        }
+    });
+    const client = new Client({ name: 'conformance-cross-app-access', version: '1.0.0' }, { capabilities: {} });
+    const transport = new StreamableHTTPClientTransport(new URL(serverUrl), { authProvider: provider });
+    await client.connect(transport);
+    logger.debug('Successfully connected with cross-app-access auth');
+    await client.listTools();
+    logger.debug('Successfully listed tools');
+    await transport.close();
+    logger.debug('Connection closed successfully');
+}
+
+registerScenario(
+    'auth/cross-app-access-complete-flow',
+    v2 ? runCrossAppAccessWithProvider : runCrossAppAccessCompleteFlow
+);
 
 async function runElicitationDefaultsClient(serverUrl) {
     const client = new Client(
