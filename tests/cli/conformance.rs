@@ -183,8 +183,9 @@ fn client_command(project: &Path, release: &Release, build: Build) -> String {
 }
 
 /// Every client scenario of `build`, as the suite judges it: all at once with
-/// `--suite all` (the suite's own parallel run); a scenario failing there is
-/// run again alone, twice at most, and its verdict is the last run's. (A
+/// `--suite all` (the suite's own parallel run); a scenario failing there, or
+/// whose client did not finish where it should, is run again alone, twice at
+/// most, and its verdict is the last run's. (A
 /// loaded machine fails sse-retry's wall-clock check, a reconnect within
 /// 1,000 ms of a 500 ms `retry`, when 26 clients start together.) The
 /// release's known failures before `apply` are not run again: they fail alone too.
