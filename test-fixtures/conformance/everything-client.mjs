@@ -3,8 +3,9 @@
 //! (@modelcontextprotocol/conformance, test-fixtures/conformance/fetch.sh) starts a test server per
 //! client scenario and runs this file with the server's URL as the last argument and the scenario
 //! in MCP_CONFORMANCE_SCENARIO. It drives the `Client` + `StreamableHTTPClientTransport` of the
-//! `@modelcontextprotocol/sdk` installed in the project this file is copied into: the very files
-//! `mcpatch apply` patches, so the suite judges the SDK as installed, then as patched.
+//! `@modelcontextprotocol/sdk` 1.x (or, with `--v2`, the `@modelcontextprotocol/client` 2.x) installed in
+//! the project this file is copied into: the very files `mcpatch apply` patches, so the suite judges
+//! the SDK as installed, then as patched.
 //!
 //! A JavaScript port of the SDK's own conformance client for 1.x
 //! (modelcontextprotocol/typescript-sdk, branch v1.x, test/conformance/src/everythingClient.ts and
@@ -14,26 +15,88 @@
 //! own example does (modelcontextprotocol/conformance v0.1.16,
 //! examples/clients/typescript/everything-client.ts; MIT licence).
 //!
-//! Usage: node everything-client.mjs [--cjs] <server-url>
-//!   --cjs   load the SDK's CommonJS build (dist/cjs, through require) instead of its ESM build
+//! The 2.x package `@modelcontextprotocol/client` exports the same names from one module (its one
+//! bundle, dist/index.mjs and dist/index.cjs, is what mcpatch patches there), so `--v2` only changes
+//! where they are loaded from and how the elicitation handler is registered (by method name, as 2.x
+//! wants, instead of by the 1.x request schema). The SDK's own 2.x conformance client (main branch)
+//! has moved on to APIs newer than the releases users have (2.0.0 to 2.4.0); this one stays with the
+//! calls both major versions share.
+//!
+//! Usage: node everything-client.mjs [--v2] [--cjs] <server-url>
+//!   --v2    drive `@modelcontextprotocol/client` 2.x instead of `@modelcontextprotocol/sdk` 1.x
+//!   --cjs   load the SDK's CommonJS build (1.x: dist/cjs; 2.x: dist/index.cjs; through require)
+//!           instead of its ESM build (1.x: dist/esm; 2.x: dist/index.mjs)
 
 import { createRequire } from 'node:module';
 
+const FLAGS = ['--cjs', '--v2'];
 const args = process.argv.slice(2);
 const build = args.includes('--cjs') ? 'cjs' : 'esm';
+const v2 = args.includes('--v2');
 const require = createRequire(import.meta.url);
 
 /** One module of the installed SDK, from the build asked for. */
-async function sdk(sub) {
-    const spec = `@modelcontextprotocol/sdk/${sub}`;
+async function load(spec) {
     return build === 'cjs' ? require(spec) : await import(spec);
 }
 
-const { Client } = await sdk('client/index.js');
-const { StreamableHTTPClientTransport } = await sdk('client/streamableHttp.js');
-const { ClientCredentialsProvider, PrivateKeyJwtProvider } = await sdk('client/auth-extensions.js');
-const { auth, extractWWWAuthenticateParams, UnauthorizedError } = await sdk('client/auth.js');
-const { ElicitRequestSchema } = await sdk('types.js');
+/** The names this client uses, from the package and build asked for. */
+async function sdkExports() {
+    if (v2) {
+        const m = await load('@modelcontextprotocol/client');
+        return { ...m, ELICIT: 'elicitation/create' };
+    }
+    const sub = name =>
+        load(`@modelcontextprotocol/sdk/${name}`).catch(error => {
+            throw new Error(
+                `the installed @modelcontextprotocol/sdk (${build}) has no ${name} (${error.code ?? error.message}): this client needs a release that has it (1.24.0 has it, 1.17.0 does not)`
+            );
+        });
+    const [index, http, ext, authMod, types] = await Promise.all([
+        sub('client/index.js'),
+        sub('client/streamableHttp.js'),
+        sub('client/auth-extensions.js'),
+        sub('client/auth.js'),
+        sub('types.js')
+    ]);
+    return { ...index, ...http, ...ext, ...authMod, ELICIT: types.ElicitRequestSchema };
+}
+
+const loaded = await sdkExports().catch(error => {
+    console.error(`everything-client: ${error.message}`);
+    process.exit(1);
+});
+const {
+    Client,
+    StreamableHTTPClientTransport,
+    ClientCredentialsProvider,
+    PrivateKeyJwtProvider,
+    auth,
+    extractWWWAuthenticateParams,
+    UnauthorizedError,
+    ELICIT,
+    // 2.x only (cross-app access through the SDK's own provider).
+    CrossAppAccessProvider,
+    requestJwtAuthorizationGrant
+} = loaded;
+for (const [name, value] of Object.entries({
+    Client,
+    StreamableHTTPClientTransport,
+    ClientCredentialsProvider,
+    PrivateKeyJwtProvider,
+    auth,
+    extractWWWAuthenticateParams,
+    UnauthorizedError,
+    ELICIT,
+    ...(v2 ? { CrossAppAccessProvider, requestJwtAuthorizationGrant } : {})
+})) {
+    if (!value) {
+        console.error(
+            `everything-client: the installed ${v2 ? '@modelcontextprotocol/client' : '@modelcontextprotocol/sdk'} (${build}) exports no ${name}`
+        );
+        process.exit(1);
+    }
+}
 
 const logger = {
     debug: (...a) => console.log(...a),
@@ -345,7 +408,48 @@ async function runCrossAppAccessCompleteFlow(serverUrl) {
     logger.debug('Complete cross-app access flow completed successfully');
 }
 
-registerScenario('auth/cross-app-access-complete-flow', runCrossAppAccessCompleteFlow);
+/**
+ * Cross-app access on 2.x, as the SDK's own 2.x conformance client does it (main branch): the SDK's
+ * `CrossAppAccessProvider` as the transport's `authProvider`, the ID-JAG from the identity provider by
+ * the SDK's `requestJwtAuthorizationGrant`. So the patch's `authProvider` wrapper meets one more flow.
+ */
+async function runCrossAppAccessWithProvider(serverUrl) {
+    const ctx = parseContext('auth/cross-app-access-complete-flow', [
+        'client_id',
+        'client_secret',
+        'idp_client_id',
+        'idp_id_token',
+        'idp_token_endpoint'
+    ]);
+    const provider = new CrossAppAccessProvider({
+        clientId: ctx.client_id,
+        clientSecret: ctx.client_secret,
+        assertion: async authCtx => {
+            const result = await requestJwtAuthorizationGrant({
+                tokenEndpoint: ctx.idp_token_endpoint,
+                audience: authCtx.authorizationServerUrl,
+                resource: authCtx.resourceUrl,
+                idToken: ctx.idp_id_token,
+                clientId: ctx.idp_client_id,
+                fetchFn: authCtx.fetchFn
+            });
+            return result.jwtAuthGrant;
+        }
+    });
+    const client = new Client({ name: 'conformance-cross-app-access', version: '1.0.0' }, { capabilities: {} });
+    const transport = new StreamableHTTPClientTransport(new URL(serverUrl), { authProvider: provider });
+    await client.connect(transport);
+    logger.debug('Successfully connected with cross-app-access auth');
+    await client.listTools();
+    logger.debug('Successfully listed tools');
+    await transport.close();
+    logger.debug('Connection closed successfully');
+}
+
+registerScenario(
+    'auth/cross-app-access-complete-flow',
+    v2 ? runCrossAppAccessWithProvider : runCrossAppAccessCompleteFlow
+);
 
 async function runElicitationDefaultsClient(serverUrl) {
     const client = new Client(
@@ -353,7 +457,7 @@ async function runElicitationDefaultsClient(serverUrl) {
         { capabilities: { elicitation: { form: { applyDefaults: true } } } }
     );
     // Accept with empty content: the SDK fills in the defaults of omitted fields.
-    client.setRequestHandler(ElicitRequestSchema, async request => {
+    client.setRequestHandler(ELICIT, async request => {
         logger.debug('Received elicitation request:', JSON.stringify(request.params, null, 2));
         return { action: 'accept', content: {} };
     });
@@ -394,12 +498,12 @@ registerScenario('sse-retry', runSSERetryClient);
 // ---------------------------------------------------------------------------
 
 const scenarioName = process.env.MCP_CONFORMANCE_SCENARIO;
-const serverUrl = args.filter(a => a !== '--cjs').at(-1);
+const serverUrl = args.filter(a => !FLAGS.includes(a)).at(-1);
 const handler = scenarioName && scenarioHandlers[scenarioName];
 if (!scenarioName || !serverUrl || !handler) {
     logger.error(
         !scenarioName || !serverUrl
-            ? 'Usage: MCP_CONFORMANCE_SCENARIO=<scenario> node everything-client.mjs [--cjs] <server-url>'
+            ? 'Usage: MCP_CONFORMANCE_SCENARIO=<scenario> node everything-client.mjs [--v2] [--cjs] <server-url>'
             : `Unknown scenario: ${scenarioName}`
     );
     logger.error('Available scenarios:');
@@ -407,7 +511,7 @@ if (!scenarioName || !serverUrl || !handler) {
     process.exit(1);
 }
 try {
-    logger.debug(`scenario ${scenarioName}, SDK build ${build}`);
+    logger.debug(`scenario ${scenarioName}, ${v2 ? 'client 2.x' : 'SDK 1.x'} build ${build}`);
     await handler(serverUrl);
     // tests/cli/conformance.rs compares this line before and after apply (the suite's parallel
     // mode judges checks only, not whether the client finished).

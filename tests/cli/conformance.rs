@@ -3,11 +3,13 @@
 //! `mcpatch apply`: the patch must change nothing but what happens after a
 //! session-loss answer (issue 27, "Done when"). The suite starts a test server
 //! per client scenario (auth ones included) and runs a conformance client built
-//! on the installed `@modelcontextprotocol/sdk` of a copy of a real project
+//! on the installed SDK of a copy of a real project
 //! (test-fixtures/conformance/everything-client.mjs, through its ESM build and
 //! then its CJS build: the two files mcpatch patches). Every scenario passing
 //! before must pass after, none may change the other way, and every client that
-//! ran to its end before must do so after (docs/conformance.md).
+//! ran to its end before must do so after (docs/conformance.md). One test per
+//! release: `@modelcontextprotocol/sdk` 1.32.2 and 1.24.0, and
+//! `@modelcontextprotocol/client` 2.4.0.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -17,11 +19,7 @@ use super::*;
 /// The suite's release test-fixtures/conformance/fetch.sh pins.
 const SUITE_VERSION: &str = "0.1.16";
 
-/// The SDK release the project copy installs (test-fixtures/mcp-sdk/fetch.sh's `sdk-1.32.2`).
-const PROJECT: &str = "sdk-1.32.2";
-
-/// Every client scenario `conformance list --client` names in 0.1.16; the
-/// conformance client passes each of them on SDK 1.32.2 as installed, both builds.
+/// Every client scenario `conformance list --client` names in 0.1.16.
 const SCENARIOS: &[&str] = &[
     "initialize",
     "tools_call",
@@ -56,6 +54,9 @@ const SCENARIOS: &[&str] = &[
 /// refuse; the server refuses every token, and a client must stop retrying.
 const CLIENT_REFUSES: &[&str] = &["auth/resource-mismatch", "auth/scope-retry-limit"];
 
+/// The 2025-03-26 authorization scenario whose metadata 2.x refuses.
+const BACKCOMPAT: &str = "auth/2025-03-26-oauth-metadata-backcompat";
+
 /// The line the conformance client prints when its scenario ran to the end.
 const FINISHED: &str = "everything-client: scenario finished";
 
@@ -75,6 +76,23 @@ fn suite_cli() -> PathBuf {
     cli
 }
 
+/// One SDK release the suite judges before and after `apply`, and what it
+/// must show before `apply` (so a broken client or suite cannot make the
+/// comparison empty).
+struct Release {
+    /// The real npm project (test-fixtures/mcp-sdk/fetch.sh's `projects/<name>`).
+    project: &'static str,
+    /// The release, as messages name it.
+    label: &'static str,
+    /// `@modelcontextprotocol/client` 2.x (the client's `--v2`) rather than
+    /// `@modelcontextprotocol/sdk` 1.x.
+    v2: bool,
+    /// The scenarios that fail before `apply` on both builds (every other one passes).
+    fail_before: &'static [&'static str],
+    /// The scenarios whose client does not run to its end before `apply`.
+    unfinished_before: &'static [&'static str],
+}
+
 /// The SDK build the conformance client loads.
 #[derive(Clone, Copy, Debug)]
 enum Build {
@@ -83,10 +101,12 @@ enum Build {
 }
 
 impl Build {
-    fn name(self) -> &'static str {
-        match self {
-            Build::Esm => "ESM build (dist/esm)",
-            Build::Cjs => "CJS build (dist/cjs)",
+    fn name(self, release: &Release) -> &'static str {
+        match (self, release.v2) {
+            (Build::Esm, false) => "ESM build (dist/esm)",
+            (Build::Cjs, false) => "CJS build (dist/cjs)",
+            (Build::Esm, true) => "ESM build (dist/index.mjs)",
+            (Build::Cjs, true) => "CJS build (dist/index.cjs)",
         }
     }
 
@@ -115,8 +135,8 @@ type Verdicts = BTreeMap<String, Verdict>;
 /// A copy of the real project (hard links: `apply` replaces a file by renaming
 /// a new one over it, so the cache keeps its bytes) with the conformance client
 /// beside its node_modules, where it resolves the project's own SDK.
-fn project_with_client(sb: &Sandbox) -> PathBuf {
-    let dest = super::mcp_sdk_clients::project_copy(sb, PROJECT);
+fn project_with_client(sb: &Sandbox, release: &Release) -> PathBuf {
+    let dest = super::mcp_sdk_clients::project_copy(sb, release.project);
     let client = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("test-fixtures/conformance/everything-client.mjs");
     std::fs::copy(&client, dest.join("everything-client.mjs")).unwrap();
@@ -148,26 +168,35 @@ fn suite(cwd: &Path, args: &[&str]) -> Output {
 }
 
 /// The client command the suite runs, the server's URL appended by the suite.
-fn client_command(project: &Path, build: Build) -> String {
+fn client_command(project: &Path, release: &Release, build: Build) -> String {
     let node = node22_dir().join("node");
-    let flag = match build {
+    let v2 = if release.v2 { " --v2" } else { "" };
+    let cjs = match build {
         Build::Esm => "",
         Build::Cjs => " --cjs",
     };
     format!(
-        "{} {}{flag}",
+        "{} {}{v2}{cjs}",
         node.display(),
         project.join("everything-client.mjs").display()
     )
 }
 
 /// Every client scenario of `build`, as the suite judges it: all at once with
-/// `--suite all` (the suite's own parallel run); a scenario failing there is
-/// run again alone, twice at most, and its verdict is the last run's. (A
+/// `--suite all` (the suite's own parallel run); a scenario failing there, or
+/// whose client did not finish where it should, is run again alone, twice at
+/// most, and its verdict is the last run's. (A
 /// loaded machine fails sse-retry's wall-clock check, a reconnect within
-/// 1,000 ms of a 500 ms `retry`, when 26 clients start together.)
-fn run_scenarios(project: &Path, build: Build, phase: &str, results: &Path) -> Verdicts {
-    let command = client_command(project, build);
+/// 1,000 ms of a 500 ms `retry`, when 26 clients start together.) The
+/// release's known failures before `apply` are not run again: they fail alone too.
+fn run_scenarios(
+    project: &Path,
+    release: &Release,
+    build: Build,
+    phase: &str,
+    results: &Path,
+) -> Verdicts {
+    let command = client_command(project, release, build);
     let out = results.join(format!("{}-{}", phase.replace(' ', "-"), build.slug()));
     let out_arg = out.to_str().unwrap();
     let o = suite(
@@ -191,7 +220,7 @@ fn run_scenarios(project: &Path, build: Build, phase: &str, results: &Path) -> V
         !checks.is_empty(),
         "the suite printed no summary (exit {}) for the {}:\n{summary}\n{}",
         code(&o),
-        build.name(),
+        build.name(release),
         stderr(&o)
     );
     let mut verdicts: Verdicts = checks
@@ -206,12 +235,16 @@ fn run_scenarios(project: &Path, build: Build, phase: &str, results: &Path) -> V
             (scenario, v)
         })
         .collect();
-    let failed: Vec<String> = verdicts
+    // As before `apply`: its checks pass, and its client ends as it should.
+    let as_expected = |scenario: &str, v: &Verdict| {
+        v.checks.is_ok() && (v.finished || release.unfinished_before.contains(&scenario))
+    };
+    let again: Vec<String> = verdicts
         .iter()
-        .filter(|(_, v)| v.checks.is_err())
+        .filter(|(s, v)| !release.fail_before.contains(&s.as_str()) && !as_expected(s, v))
         .map(|(s, _)| s.clone())
         .collect();
-    for scenario in failed {
+    for scenario in again {
         for _ in 0..2 {
             let o = suite(
                 project,
@@ -232,23 +265,29 @@ fn run_scenarios(project: &Path, build: Build, phase: &str, results: &Path) -> V
             } else {
                 Err(single_run_failure(&o))
             };
-            let passed = checks.is_ok();
+            let (finished, client_stderr) = client_end(&out, &scenario);
             eprintln!(
-                "conformance, {phase}, {}: {scenario} failed in the parallel run; alone: {}",
-                build.name(),
+                "conformance, {}, {phase}, {}: {scenario} failed or its client did not finish in the parallel run; alone: {}, client {}",
+                release.label,
+                build.name(release),
                 match &checks {
                     Ok(()) => "pass".to_string(),
                     Err(why) => format!("FAIL ({why})"),
+                },
+                if finished {
+                    "finished".to_string()
+                } else {
+                    format!("did not finish ({client_stderr})")
                 }
             );
-            let (finished, client_stderr) = client_end(&out, &scenario);
             let verdict = Verdict {
                 checks,
                 finished,
                 client_stderr,
             };
+            let done = as_expected(&scenario, &verdict);
             verdicts.insert(scenario.clone(), verdict);
-            if passed {
+            if done {
                 break;
             }
         }
@@ -292,9 +331,21 @@ fn client_end(out: &Path, scenario: &str) -> (bool, String) {
         .map(str::trim)
         .filter(|l| !l.is_empty())
         .collect();
-    // The client's own error (`Error: …`), else the end of its stderr.
-    let said = match lines.iter().find(|l| l.starts_with("Error:")) {
-        Some(line) => line.to_string(),
+    // The client's own error (`Error: …`) with the code of its cause (undici's
+    // `fetch failed` says why only there), else the end of its stderr.
+    let said = match lines.iter().position(|l| l.starts_with("Error:")) {
+        Some(at) => {
+            let codes: Vec<&str> = lines[at..]
+                .iter()
+                .filter(|l| l.starts_with("code:") || l.starts_with("[cause]:"))
+                .copied()
+                .collect();
+            if codes.is_empty() {
+                lines[at].to_string()
+            } else {
+                format!("{} ({})", lines[at], codes.join(", "))
+            }
+        }
         None if lines.is_empty() => "nothing".to_string(),
         None => lines[lines.len().saturating_sub(3)..].join(" | "),
     };
@@ -403,11 +454,11 @@ fn passed(v: &Verdicts) -> Vec<&str> {
         .collect()
 }
 
-#[test]
-fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_apply() {
+/// The suite on `release` before and after `apply`, both builds.
+fn before_and_after_apply(release: &Release) {
     let started = Instant::now();
     let sb = Sandbox::new();
-    let project = project_with_client(&sb);
+    let project = project_with_client(&sb, release);
     let p = project.to_str().unwrap();
     let results = sb.root().join("conformance-results");
 
@@ -431,17 +482,24 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
     let builds = [Build::Esm, Build::Cjs];
     let before: Vec<Verdicts> = builds
         .iter()
-        .map(|&b| run_scenarios(&project, b, "before apply", &results))
+        .map(|&b| run_scenarios(&project, release, b, "before apply", &results))
         .collect();
+    let must_pass: Vec<&str> = known
+        .iter()
+        .map(String::as_str)
+        .filter(|s| !release.fail_before.contains(s))
+        .collect();
+    let mut must_not_finish = release.unfinished_before.to_vec();
+    must_not_finish.sort();
     for (build, v) in builds.iter().zip(&before) {
         assert_eq!(
             (passed(v), unfinished(v)),
-            (
-                known.iter().map(String::as_str).collect::<Vec<_>>(),
-                CLIENT_REFUSES.to_vec()
-            ),
-            "SDK 1.32.2 as installed, {}: every scenario of conformance {SUITE_VERSION} should pass before apply, and every client finish but where it must give up:\n{}",
-            build.name(),
+            (must_pass.clone(), must_not_finish.clone()),
+            "{} as installed, {}: every scenario of conformance {SUITE_VERSION} but {:?} should pass before apply, and every client finish but in {:?}:\n{}",
+            release.label,
+            build.name(release),
+            release.fail_before,
+            release.unfinished_before,
             listing(v)
         );
     }
@@ -467,7 +525,7 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
 
     let after: Vec<Verdicts> = builds
         .iter()
-        .map(|&b| run_scenarios(&project, b, "after apply", &results))
+        .map(|&b| run_scenarios(&project, release, b, "after apply", &results))
         .collect();
     let mut changed = Vec::new();
     for ((build, b), a) in builds.iter().zip(&before).zip(&after) {
@@ -475,7 +533,7 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
             let Some(now) = a.get(scenario) else {
                 changed.push(format!(
                     "{}: {scenario} did not run after apply",
-                    build.name()
+                    build.name(release)
                 ));
                 continue;
             };
@@ -483,17 +541,17 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
                 (Ok(()), Ok(())) | (Err(_), Err(_)) => {}
                 (Ok(()), Err(why)) => changed.push(format!(
                     "{}: {scenario} passed before apply and fails after: {why}",
-                    build.name()
+                    build.name(release)
                 )),
                 (Err(_), Ok(())) => changed.push(format!(
                     "{}: {scenario} failed before apply and passes after",
-                    build.name()
+                    build.name(release)
                 )),
             }
             if was.finished != now.finished {
                 changed.push(format!(
                     "{}: {scenario}: the client {} before apply and {} after (its stderr: {})",
-                    build.name(),
+                    build.name(release),
                     if was.finished {
                         "finished"
                     } else {
@@ -507,14 +565,56 @@ fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_app
     }
     assert!(
         changed.is_empty(),
-        "mcpatch apply changed what the conformance suite sees:\n{}\n\nafter apply, ESM:\n{}\n\nafter apply, CJS:\n{}",
+        "mcpatch apply changed what the conformance suite sees on {}:\n{}\n\nafter apply, ESM:\n{}\n\nafter apply, CJS:\n{}",
+        release.label,
         changed.join("\n"),
         listing(&after[0]),
         listing(&after[1])
     );
     eprintln!(
-        "conformance {SUITE_VERSION}: {} client scenarios x 2 builds, before and after apply, in {:.1?}",
+        "conformance {SUITE_VERSION} on {}: {} client scenarios x 2 builds, before and after apply, in {:.1?}",
+        release.label,
         known.len(),
         started.elapsed()
     );
+}
+
+#[test]
+fn every_conformance_scenario_the_installed_sdk_passes_it_still_passes_after_apply() {
+    before_and_after_apply(&Release {
+        project: "sdk-1.32.2",
+        label: "SDK 1.32.2",
+        v2: false,
+        fail_before: &[],
+        unfinished_before: CLIENT_REFUSES,
+    });
+}
+
+#[test]
+fn every_conformance_scenario_client_2_4_0_passes_it_still_passes_after_apply() {
+    before_and_after_apply(&Release {
+        project: "client-2.4.0",
+        label: "@modelcontextprotocol/client 2.4.0",
+        v2: true,
+        // 2.x checks the authorization server metadata's `issuer` (RFC 8414
+        // section 3.3): the suite's legacy server serves its metadata under
+        // /oauth with that path in `issuer`, and the client stops there.
+        fail_before: &[BACKCOMPAT],
+        unfinished_before: &[
+            BACKCOMPAT,
+            "auth/resource-mismatch",
+            "auth/scope-retry-limit",
+        ],
+    });
+}
+
+#[test]
+fn every_conformance_scenario_sdk_1_24_0_passes_it_still_passes_after_apply() {
+    before_and_after_apply(&Release {
+        project: "sdk-1.24.0",
+        label: "SDK 1.24.0",
+        v2: false,
+        fail_before: &[],
+        unfinished_before: CLIENT_REFUSES,
+    });
 }
