@@ -65,6 +65,11 @@ pub struct ServerBehaviour {
     /// Once the plan starts it (`/control/reload`), forget every session again
     /// and again, as a server restarted on every save (reload.rs).
     pub reload: Option<ReloadCycle>,
+    /// Once some session was lost, answer a request sent without a session id
+    /// 400 "No valid session ID provided" (as the TypeScript SDK's examples do)
+    /// only after the new session is up (renewal.rs): a call a client sent
+    /// while its new session started gets its refusal late.
+    pub late_sessionless_refusal: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -82,6 +87,7 @@ impl Default for ServerBehaviour {
             refuse_reinit: false,
             refuse_first_reinit: false,
             reload: None,
+            late_sessionless_refusal: false,
         }
     }
 }

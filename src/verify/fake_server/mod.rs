@@ -15,6 +15,7 @@ mod behaviour;
 mod control;
 mod listen;
 pub mod reload;
+mod renewal;
 mod sessions;
 
 pub use answers::{HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, UNANSWERED_NOTE};
@@ -23,6 +24,7 @@ pub use behaviour::{
     REFUSED_ONCE_WORDS,
 };
 pub use control::CONTROL_HEADER;
+pub use renewal::SESSIONLESS_WORDS;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
