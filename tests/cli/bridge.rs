@@ -184,6 +184,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         ("sse-404", "HELD"),
         ("strict-reinit", "SEAMLESS"),
         ("concurrent-loss", "SEAMLESS"),
+        ("call-during-renewal", "SEAMLESS"),
         ("forgetful", "BOUNDED"),
         ("cut-mid-call", "NOT-RETRIED"),
         ("refused-once", "RECOVERED"),

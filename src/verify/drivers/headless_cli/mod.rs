@@ -504,6 +504,7 @@ mod tests {
                 "sse-404",
                 "strict-reinit",
                 "concurrent-loss",
+                "call-during-renewal",
                 "forgetful",
                 "cut-mid-call",
                 "slow-timeout",
