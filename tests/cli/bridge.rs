@@ -200,6 +200,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         "restart",
         "strict-reinit",
         "concurrent-loss",
+        "call-during-renewal",
     ] {
         assert_eq!(
             checks(&v, name),
