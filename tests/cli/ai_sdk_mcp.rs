@@ -270,6 +270,18 @@ fn after_apply_the_whole_default_verify_passes_and_a_get_stream_answered_404_kee
         (&sse["verdict"], &sse["initialize_count"]),
         (&Value::from("HELD"), &Value::from(1))
     );
+    // The calls its transport sends without an id while the new session starts
+    // are refused only once it is up, and each is sent once more on it.
+    let renewal = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "call-during-renewal")
+        .unwrap_or_else(|| panic!("call-during-renewal did not run: {v:#}"));
+    assert_eq!(
+        (&renewal["verdict"], &renewal["initialize_count"]),
+        (&Value::from("SEAMLESS"), &Value::from(2))
+    );
 }
 
 #[test]

@@ -94,8 +94,8 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
         verdicts(&v),
         rows([
             "STUCK", "STUCK", "STUCK", "STUCK", "STUCK", "HELD", "HELD", "HELD", "STUCK", "STUCK",
-            "STUCK", "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK", "STUCK",
-            "BROKEN", "STUCK", "STUCK"
+            "STUCK", "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK",
+            "STUCK", "BROKEN", "STUCK", "STUCK"
         ])
     );
     for s in v["installs"][0]["scenarios"].as_array().unwrap() {

@@ -24,7 +24,6 @@ pub use behaviour::{
     REFUSED_ONCE_WORDS,
 };
 pub use control::CONTROL_HEADER;
-pub use renewal::SESSIONLESS_WORDS;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -16,7 +16,7 @@ use super::answers::{rpc_error, Answer};
 use super::sessions::{lock, Shared};
 
 /// The words of the refusal (the TypeScript SDK examples' own).
-pub const SESSIONLESS_WORDS: &str = "Bad Request: No valid session ID provided";
+pub(super) const SESSIONLESS_WORDS: &str = "Bad Request: No valid session ID provided";
 /// Longest a refusal waits for a new session: a client that never starts one
 /// (unhealed) gets it then, well within a call's timeout.
 pub(super) const HOLD_LIMIT: Duration = Duration::from_millis(1500);
@@ -199,7 +199,10 @@ mod tests {
         let start = Instant::now();
         let (status, _, body) = post(&server.url(), None, call("never")).await;
         let waited = start.elapsed();
-        assert_eq!((status, &body["error"]["message"]), (400, &json!(SESSIONLESS_WORDS)));
+        assert_eq!(
+            (status, &body["error"]["message"]),
+            (400, &json!(SESSIONLESS_WORDS))
+        );
         assert!(
             waited >= HOLD_LIMIT && waited < HOLD_LIMIT + Duration::from_secs(2),
             "{waited:?}"
