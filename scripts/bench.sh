@@ -289,7 +289,8 @@ row("mcpatch revert", f"{statistics.median(reverts):.0f} ms", f"median of {len(r
 
 # 4. verify as typed, unpatched then patched, next to its slowest single scenario.
 scenarios = ["expired-404", "expired-400", "expired-401", "idle-timeout", "restart", "restart-persisted",
-             "ordinary-errors", "sse-404", "strict-reinit", "concurrent-loss", "forgetful", "cut-mid-call"]
+             "ordinary-errors", "sse-404", "strict-reinit", "concurrent-loss", "call-during-renewal",
+             "forgetful", "cut-mid-call"]
 def verify_rows(label, ok):
     full = statistics.median(timed([mcpatch, "verify"], ok=ok)[0] for _ in range(3))
     singles = {s: statistics.median(timed([mcpatch, "verify", "--scenario", s], ok=(0, 1))[0] for _ in range(3)) for s in scenarios}

@@ -270,6 +270,18 @@ fn after_apply_the_whole_default_verify_passes_and_a_get_stream_answered_404_kee
         (&sse["verdict"], &sse["initialize_count"]),
         (&Value::from("HELD"), &Value::from(1))
     );
+    // The calls its transport sends without an id while the new session starts
+    // are refused only once it is up, and each is sent once more on it.
+    let renewal = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "call-during-renewal")
+        .unwrap_or_else(|| panic!("call-during-renewal did not run: {v:#}"));
+    assert_eq!(
+        (&renewal["verdict"], &renewal["initialize_count"]),
+        (&Value::from("SEAMLESS"), &Value::from(2))
+    );
 }
 
 #[test]
@@ -395,6 +407,35 @@ fn strict_verify_breaks_a_create_mcp_client_that_sends_a_call_a_third_time_when_
                 "REPEATED".to_string(),
                 "call c1 was sent 3 times: more than the one repeat a lost session allows"
                     .to_string(),
+            )]
+        )
+    );
+}
+
+#[test]
+fn strict_verify_catches_a_create_mcp_client_that_drops_a_call_whose_refusal_comes_after_the_new_session(
+) {
+    use super::mcp_sdk::{mutate_builds, strict_scenario};
+    let sb = Sandbox::new();
+    let project = patched_2_0_99(&sb);
+    mutate_builds(
+        &project.join(PKG),
+        &["dist/index.js"],
+        "ai-sdk-mcp",
+        "21-late-refusal-during-renewal",
+    );
+    // c1 before the loss, c2 to c9 the batch that meets it, c10 to c13 sent
+    // without an id while the new session starts: their refusals, held until it
+    // is up, are not recovered by the mutant.
+    let (rc, runs) = strict_scenario(&sb, "ai-sdk-mcp", &project, "call-during-renewal");
+    assert_eq!(
+        (rc, runs),
+        (
+            1,
+            vec![(
+                "esm".to_string(),
+                "RECOVERED".to_string(),
+                format!("one fresh initialize without the dead id, calls succeeded; 4 call(s) failed, the first c10 (echo): MCP HTTP Transport Error: POSTing to endpoint (HTTP 400): {}", r#"{"error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null,"jsonrpc":"2.0"}"#),
             )]
         )
     );

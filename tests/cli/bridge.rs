@@ -184,6 +184,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         ("sse-404", "HELD"),
         ("strict-reinit", "SEAMLESS"),
         ("concurrent-loss", "SEAMLESS"),
+        ("call-during-renewal", "SEAMLESS"),
         ("forgetful", "BOUNDED"),
         ("cut-mid-call", "NOT-RETRIED"),
         ("refused-once", "RECOVERED"),
@@ -199,6 +200,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
         "restart",
         "strict-reinit",
         "concurrent-loss",
+        "call-during-renewal",
     ] {
         assert_eq!(
             checks(&v, name),

@@ -20,7 +20,7 @@ pub(super) fn heavy() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The scenarios gemini-cli runs (the others measure the DSH plugin's own API).
-const GEMINI_SCENARIOS: [&str; 14] = [
+const GEMINI_SCENARIOS: [&str; 15] = [
     "expired-404",
     "expired-400",
     "expired-401",
@@ -31,6 +31,7 @@ const GEMINI_SCENARIOS: [&str; 14] = [
     "sse-404",
     "strict-reinit",
     "concurrent-loss",
+    "call-during-renewal",
     "forgetful",
     "cut-mid-call",
     "slow-timeout",
@@ -107,6 +108,7 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
                 "restart",
                 "strict-reinit",
                 "concurrent-loss",
+                "call-during-renewal",
                 "slow-relist",
             ]
             .contains(&n)

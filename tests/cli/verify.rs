@@ -36,7 +36,7 @@ fn verdicts(v: &serde_json::Value) -> Vec<(String, String, String)> {
 }
 
 /// Every scenario run, in report order, with `verdicts[i]` for run i.
-fn rows(verdicts: [&str; 22]) -> Vec<(String, String, String)> {
+fn rows(verdicts: [&str; 23]) -> Vec<(String, String, String)> {
     let names = [
         ("expired-404", "short"),
         ("expired-400", "short"),
@@ -48,6 +48,7 @@ fn rows(verdicts: [&str; 22]) -> Vec<(String, String, String)> {
         ("sse-404", "short"),
         ("strict-reinit", "short"),
         ("concurrent-loss", "short"),
+        ("call-during-renewal", "short"),
         ("forgetful", "short"),
         ("cut-mid-call", "short"),
         ("expired-404-sdk2", "short"),
@@ -93,8 +94,8 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
         verdicts(&v),
         rows([
             "STUCK", "STUCK", "STUCK", "STUCK", "STUCK", "HELD", "HELD", "HELD", "STUCK", "STUCK",
-            "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK", "STUCK",
-            "BROKEN", "STUCK", "STUCK"
+            "STUCK", "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK",
+            "STUCK", "BROKEN", "STUCK", "STUCK"
         ])
     );
     for s in v["installs"][0]["scenarios"].as_array().unwrap() {
@@ -133,6 +134,7 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
             "HELD",
             "HELD",
             "HELD",
+            "SEAMLESS",
             "SEAMLESS",
             "SEAMLESS",
             "BOUNDED",
@@ -409,7 +411,7 @@ fn an_unknown_scenario_is_an_error_listing_the_known_ones() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up, refused-once, reload, reload-5s, auth-session-401, auth-token-401]\n\nFor more information, try '--help'.\n"
+        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, call-during-renewal, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up, refused-once, reload, reload-5s, auth-session-401, auth-token-401]\n\nFor more information, try '--help'.\n"
     );
 }
 

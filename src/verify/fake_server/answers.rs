@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use super::behaviour::{InitializeParams, LostSessionAnswer, WitnessEntry};
+use super::renewal;
 use super::sessions::{lock, HeldFate, Session, Shared};
 use super::{
     GET_HOLD_LIMIT, HOLD_LIMIT, MAX_BODY_BYTES, MAX_SLOW_MS, PROTOCOL_HEADER, PROTOCOL_VERSIONS,
@@ -84,6 +85,8 @@ pub(super) fn rpc_error(id: &Value, code: i64, message: &str) -> Value {
 pub(super) enum Dispatch {
     /// Answered already.
     Done(Answer),
+    /// Refused, but only once the new session is up (renewal.rs).
+    Late(Answer),
     /// A tools/call on a live session: run it (it may be held, slow or cut).
     Call {
         id: Value,
@@ -122,6 +125,10 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
                             if let (true, Some(delay)) = (relist, shared.behaviour.relist_delay) {
                                 tokio::time::sleep(delay).await;
                             }
+                            a
+                        }
+                        Dispatch::Late(a) => {
+                            renewal::until_renewed(&shared).await;
                             a
                         }
                         Dispatch::Call {
@@ -426,6 +433,9 @@ pub(super) fn handle_post(
     };
     // Everything else needs a live session.
     let Some(session) = session else {
+        if renewal::applies(shared) {
+            return Dispatch::Late(with_call(renewal::refusal()));
+        }
         return done(with_call(Answer::json(
             StatusCode::BAD_REQUEST,
             rpc_error(

@@ -69,6 +69,11 @@ pub struct ServerBehaviour {
     /// made with an `authProvider` (only drivers whose client can take one run
     /// such a scenario). The server itself checks no token.
     pub oauth: bool,
+    /// Once some session was lost, answer a request sent without a session id
+    /// 400 "No valid session ID provided" (as the TypeScript SDK's examples do)
+    /// only after the new session is up (renewal.rs): a call a client sent
+    /// while its new session started gets its refusal late.
+    pub late_sessionless_refusal: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -87,6 +92,7 @@ impl Default for ServerBehaviour {
             refuse_first_reinit: false,
             reload: None,
             oauth: false,
+            late_sessionless_refusal: false,
         }
     }
 }

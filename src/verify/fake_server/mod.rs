@@ -15,6 +15,7 @@ mod behaviour;
 mod control;
 mod listen;
 pub mod reload;
+mod renewal;
 mod sessions;
 
 pub use answers::{

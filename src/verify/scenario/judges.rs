@@ -106,6 +106,19 @@ pub fn judge_with(
             j.failed_calls.saturating_sub(1)
         ));
     }
+    // SEAMLESS allows no failed call: name the first made (c1, c2, ...), so the note says why.
+    if !j.ok && expect == Expectation::Seamless && j.verdict == "RECOVERED" {
+        let failed = ev.calls.iter().filter(|c| !c.ok);
+        if let Some(c) = failed.min_by_key(|c| (c.call_id.len(), c.call_id.as_str())) {
+            j.note.push_str(&format!(
+                "; {} call(s) failed, the first {} ({}): {}",
+                j.failed_calls,
+                c.call_id,
+                c.name,
+                c.error.as_deref().unwrap_or("no error")
+            ));
+        }
+    }
     if j.ok && expect == Expectation::Recover && j.verdict == "RECOVERED" {
         j.note.push_str(&format!(
             "; {} call(s) failed before it recovered",

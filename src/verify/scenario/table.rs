@@ -43,6 +43,9 @@ pub enum ScenarioName {
     #[value(name = "concurrent-loss")]
     #[serde(rename = "concurrent-loss")]
     ConcurrentLoss,
+    #[value(name = "call-during-renewal")]
+    #[serde(rename = "call-during-renewal")]
+    CallDuringRenewal,
     #[value(name = "forgetful")]
     #[serde(rename = "forgetful")]
     Forgetful,
@@ -103,6 +106,7 @@ impl ScenarioName {
             ScenarioName::Sse404 => "sse-404",
             ScenarioName::StrictReinit => "strict-reinit",
             ScenarioName::ConcurrentLoss => "concurrent-loss",
+            ScenarioName::CallDuringRenewal => "call-during-renewal",
             ScenarioName::Forgetful => "forgetful",
             ScenarioName::CutMidCall => "cut-mid-call",
             ScenarioName::Expired404Sdk2 => "expired-404-sdk2",
@@ -435,6 +439,17 @@ pub fn all() -> Vec<Scenario> {
             what: "drops the session under 8 calls in flight (2 ran first and answer late, 6 get 404); 4 more calls come while the new session starts",
             behaviour: ServerBehaviour {
                 reinit_delay: Some(REINIT_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::Concurrent,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::CallDuringRenewal,
+            what: "as concurrent-loss; a call sent without a session id while the new session starts is answered 400 \"No valid session ID provided\" only once the new session is up",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(REINIT_DELAY),
+                late_sessionless_refusal: true,
                 ..base.clone()
             },
             plan: Plan::Concurrent,

@@ -509,6 +509,7 @@ mod tests {
                 "sse-404",
                 "strict-reinit",
                 "concurrent-loss",
+                "call-during-renewal",
                 "forgetful",
                 "cut-mid-call",
                 "slow-timeout",

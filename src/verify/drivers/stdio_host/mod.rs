@@ -936,6 +936,7 @@ mod tests {
                 ScenarioName::Sse404,
                 ScenarioName::StrictReinit,
                 ScenarioName::ConcurrentLoss,
+                ScenarioName::CallDuringRenewal,
                 ScenarioName::Forgetful,
                 ScenarioName::CutMidCall,
                 ScenarioName::RefusedOnce,

@@ -65,7 +65,7 @@ fn a_failed_call_makes_it_recovered_which_passes_recover_but_not_seamless() {
     assert_eq!((j.verdict, j.ok), ("RECOVERED", false));
     assert_eq!(
         j.note,
-        "one fresh initialize without the dead id, tools re-listed, calls succeeded"
+        "one fresh initialize without the dead id, tools re-listed, calls succeeded; 1 call(s) failed, the first c2 (echo): Session not found"
     );
 }
 
