@@ -408,6 +408,7 @@ mod server_robustness {
 /// its patched copy passes verify with the current revision's expectations.
 mod unknown_revisions {
     use super::*;
+    use crate::harden::reached_step;
 
     const DIR: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client";
 
@@ -504,7 +505,6 @@ mod unknown_revisions {
 
     #[test]
     fn after_the_gate_apply_still_stops_on_sigterm() {
-        use std::io::BufRead;
         let sb = Sandbox::new();
         let client = sb.client_install("0.1.0-rc.8", "g");
         let file = client.join("lib/index.js");
@@ -533,10 +533,7 @@ mod unknown_revisions {
             .spawn()
             .unwrap();
         // The gate passed (it runs before the backup), and the run waits at the backup.
-        let mut line = String::new();
-        std::io::BufReader::new(reached)
-            .read_line(&mut line)
-            .unwrap();
+        let line = reached_step(&reached, &mut child, std::time::Duration::from_secs(300));
         assert_eq!(line, "backed-up\n");
         unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGTERM) };
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);

@@ -62,6 +62,52 @@ fn mkfifo(path: &Path) {
     );
 }
 
+/// The step a paused run says it reached on its `reached` FIFO (opened
+/// read-write, so never at end of file). A run that ends before it pauses
+/// fails the test with its stderr, as does one that neither pauses nor ends
+/// within `limit`, instead of leaving the test waiting for ever.
+pub(crate) fn reached_step(
+    reached: &File,
+    child: &mut std::process::Child,
+    limit: std::time::Duration,
+) -> String {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    let fd = reached.as_raw_fd();
+    // SAFETY: fcntl(2) on a descriptor this test owns.
+    unsafe {
+        libc::fcntl(
+            fd,
+            libc::F_SETFL,
+            libc::fcntl(fd, libc::F_GETFL) | libc::O_NONBLOCK,
+        )
+    };
+    let started = std::time::Instant::now();
+    let mut got = Vec::new();
+    loop {
+        let mut buf = [0u8; 256];
+        if let Ok(n) = (&*reached).read(&mut buf) {
+            got.extend_from_slice(&buf[..n]);
+            if got.ends_with(b"\n") {
+                return String::from_utf8_lossy(&got).into_owned();
+            }
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("the run ended ({status}) before it paused at its step: {err}");
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the run neither paused at its step nor ended within {limit:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// An mcpatch run that pauses at a named step (MCPATCH_TEST_PAUSE_AT) until
 /// the test resumes it, talking through two FIFOs; no sleeps.
 pub(crate) struct Paused {

@@ -7,7 +7,7 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 
-use super::harden::{backup_ids, litter, Paused, BACKUPS};
+use super::harden::{backup_ids, litter, reached_step, Paused, BACKUPS};
 use super::*;
 
 const FAULT: &str = "help: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests\n";
@@ -456,7 +456,7 @@ fn a_signal_during_applys_syntax_check_leaves_no_stage_folder() {
             .write(true)
             .open(pause.join("reached"))
             .unwrap();
-        let child = sb
+        let mut child = sb
             .command(&["apply", "--path", client.to_str().unwrap()])
             .env("TMPDIR", &tmp)
             .env("MCPATCH_TEST_PAUSE_AT", "syntax-check")
@@ -466,8 +466,7 @@ fn a_signal_during_applys_syntax_check_leaves_no_stage_folder() {
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut std::io::BufReader::new(&reached), &mut line).unwrap();
+        let line = reached_step(&reached, &mut child, std::time::Duration::from_secs(120));
         assert_eq!(line, "syntax-check\n");
         assert_eq!(
             named_in(&tmp, "mcpatch-stage-").len(),

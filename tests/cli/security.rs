@@ -4,6 +4,7 @@
 //! the user says so.
 
 use super::gemini_verify::{heavy, leftovers};
+use super::harden::reached_step;
 use super::*;
 
 /// A pause folder with the FIFOs `reached` and `resume` (src/kill_point.rs),
@@ -39,7 +40,7 @@ fn a_copy_of_the_bundle_swapped_for_a_symlink_while_built_fills_nothing_and_runs
     std::fs::create_dir(&private).unwrap();
     std::fs::set_permissions(&private, std::fs::Permissions::from_mode(0o700)).unwrap();
     let (pause, reached) = pause_dir(&sb);
-    let child = sb
+    let mut child = sb
         .command(&[
             "verify",
             "--backup",
@@ -55,8 +56,7 @@ fn a_copy_of_the_bundle_swapped_for_a_symlink_while_built_fills_nothing_and_runs
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(&reached), &mut line).unwrap();
+    let line = reached_step(&reached, &mut child, std::time::Duration::from_secs(120));
     assert_eq!(line, "mirror-made\n");
     // The other user moves the new copy away and leaves a symlink in its place.
     let copy = std::fs::read_dir(&pkg)
