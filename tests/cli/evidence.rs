@@ -408,7 +408,7 @@ mod server_robustness {
 /// its patched copy passes verify with the current revision's expectations.
 mod unknown_revisions {
     use super::*;
-    use crate::harden::reached_step;
+    use crate::pause::reached_step;
 
     const DIR: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client";
 

@@ -438,6 +438,7 @@ mod mcp_remote_revisions;
 mod mcp_sdk;
 mod mcp_sdk_clients;
 mod next_steps;
+mod pause;
 mod probe;
 mod reach_budget;
 mod readme;

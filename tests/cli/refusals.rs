@@ -7,7 +7,8 @@ use std::io::Write;
 use std::os::unix::fs::FileExt;
 use std::os::unix::process::ExitStatusExt;
 
-use super::harden::{backup_ids, litter, reached_step, Paused, BACKUPS};
+use super::harden::{backup_ids, litter, BACKUPS};
+use super::pause::{reached_step, Paused};
 use super::*;
 
 const FAULT: &str = "help: unset MCPATCH_TEST_FAIL_AT; it is for mcpatch's own tests\n";

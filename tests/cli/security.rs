@@ -4,7 +4,7 @@
 //! the user says so.
 
 use super::gemini_verify::{heavy, leftovers};
-use super::harden::reached_step;
+use super::pause::reached_step;
 use super::*;
 
 /// A pause folder with the FIFOs `reached` and `resume` (src/kill_point.rs),

@@ -434,7 +434,7 @@ pub(super) fn handle_post(
     // Everything else needs a live session.
     let Some(session) = session else {
         if renewal::applies(shared) {
-            return Dispatch::Late(with_call(renewal::refusal()));
+            return Dispatch::Late(with_call(sessionless_refusal()));
         }
         return done(with_call(Answer::json(
             StatusCode::BAD_REQUEST,
@@ -630,6 +630,15 @@ pub(super) fn tool_list() -> Value {
         {"name": "slow", "description": "Returns its text after ms milliseconds (at most 10000).",
          "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}, "ms": {"type": "number"}, "call_id": call_id}, "required": ["ms"]}}
     ])
+}
+
+/// The late refusal of a request sent without a session id (renewal.rs),
+/// with a JSON-RPC body like the real server's.
+fn sessionless_refusal() -> Answer {
+    Answer::json(
+        StatusCode::BAD_REQUEST,
+        rpc_error(&Value::Null, -32000, renewal::SESSIONLESS_WORDS),
+    )
 }
 
 /// The body of the 503 that refuses the initializes armed by `refuse_next`

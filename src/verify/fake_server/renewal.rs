@@ -9,10 +9,6 @@
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
-use serde_json::Value;
-
-use super::answers::{rpc_error, Answer};
 use super::sessions::{lock, Shared};
 
 /// The words of the refusal (the TypeScript SDK examples' own).
@@ -29,14 +25,6 @@ const POLL: Duration = Duration::from_millis(10);
 /// Whether a request without a session id gets the late refusal now.
 pub(super) fn applies(shared: &Shared) -> bool {
     shared.behaviour.late_sessionless_refusal && !lock(&shared.dropped).order.is_empty()
-}
-
-/// The refusal, with a JSON-RPC body like the real server's.
-pub(super) fn refusal() -> Answer {
-    Answer::json(
-        StatusCode::BAD_REQUEST,
-        rpc_error(&Value::Null, -32000, SESSIONLESS_WORDS),
-    )
 }
 
 /// Wait until the session opened after the latest loss is up (see
@@ -80,7 +68,7 @@ pub(super) fn renewed(shared: &Shared) -> bool {
 mod tests {
     use std::time::Instant;
 
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     use super::*;
     use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
