@@ -4,6 +4,7 @@
 //! and per-call counts, the caller's view of each call — into a verdict.
 
 pub mod evidence;
+pub mod get_stream;
 pub mod invariants;
 pub mod judges;
 pub mod policy;

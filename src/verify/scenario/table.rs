@@ -82,6 +82,9 @@ pub enum ScenarioName {
     #[value(name = "reload-5s")]
     #[serde(rename = "reload-5s")]
     Reload5s,
+    #[value(name = "get-stream-loss")]
+    #[serde(rename = "get-stream-loss")]
+    GetStreamLoss,
 }
 
 impl ScenarioName {
@@ -110,6 +113,7 @@ impl ScenarioName {
             ScenarioName::RefusedOnce => "refused-once",
             ScenarioName::Reload => "reload",
             ScenarioName::Reload5s => "reload-5s",
+            ScenarioName::GetStreamLoss => "get-stream-loss",
         }
     }
 }
@@ -163,6 +167,10 @@ pub enum Plan {
     /// Call, start the server forgetting every session again and again
     /// (reload.rs), and call once after each time.
     Reload,
+    /// Call, wait until the client's GET stream is open, have the server drop
+    /// the session and cut the stream, wait (no call) until a GET opens on a
+    /// new session, then call (get_stream.rs).
+    StreamLoss,
 }
 
 impl Plan {
@@ -185,6 +193,7 @@ impl Plan {
             Plan::GiveUp => "give-up",
             Plan::RefusedOnce => "refused-once",
             Plan::Reload => "reload",
+            Plan::StreamLoss => "stream-loss",
         }
     }
 
@@ -518,6 +527,16 @@ pub fn all() -> Vec<Scenario> {
                 ..base.clone()
             },
             plan: Plan::RefusedOnce,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::GetStreamLoss,
+            what: "keeps the client's GET stream open, drops the session while no call is made and cuts the stream; its reconnect is answered 404 + JSON-RPC -32001",
+            behaviour: ServerBehaviour {
+                get_stream: true,
+                ..base.clone()
+            },
+            plan: Plan::StreamLoss,
             expect: Expectation::Recover,
         },
         reload_scenario(ScenarioName::Reload, RELOAD, &base),

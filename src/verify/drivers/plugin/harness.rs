@@ -17,6 +17,7 @@ use crate::verify::fake_server::reload::ReloadCycle;
 use crate::verify::fake_server::RAN_BEFORE_LOSS_DELAY;
 use crate::verify::scenario::policy::CALL_TIMEOUT;
 use crate::verify::scenario::reload;
+use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::{
     HarnessCall, Plan, Policy, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
@@ -71,6 +72,7 @@ fn plan_knobs(plan: Plan) -> Value {
             "attempts": Policy::Brief.max_attempts(),
         }),
         Plan::Sdk2 => json!({"sdk2": true}),
+        Plan::StreamLoss => json!({"reopenWaitMs": ms(GET_REOPEN_WAIT)}),
         _ => json!({}),
     }
 }

@@ -166,6 +166,8 @@ fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
         | Plan::Cut
         | Plan::Reload
         // Judged per call: at most one new session per call that meets a loss.
+        // Judged on the server's witness log: the GET stream reopened on a new session.
+        | Plan::StreamLoss
         | Plan::Forgetful
         | Plan::RefusedOnce => None,
         p if p.needs_caller_bounds() && caller_bounds => None,
