@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::anchors::{AnchorEntry, Anchors};
 use crate::error::{Error, Result};
+use crate::verify::scenario::ScenarioName;
 
 mod driver;
 pub use driver::Driver;
@@ -57,6 +58,10 @@ pub struct PatchSpec {
     /// For the sdk-client driver: the host script (`verify.host_script`, a
     /// file of the target's folder) verify runs from a private scratch folder.
     pub verify_host_script: Option<String>,
+    /// Scenarios verify does not run for this target, each with why
+    /// (`verify.left_out`: a rule its patch does not keep yet, named here
+    /// rather than judged as a failure of every run).
+    pub verify_left_out: Vec<(ScenarioName, &'static str)>,
     /// The target's words in messages.
     pub texts: Texts,
     /// Content anchors (see [`crate::anchors`]): when given, they patch the
@@ -303,6 +308,8 @@ struct VerifyEntry {
     env: BTreeMap<String, String>,
     #[serde(default)]
     host_script: Option<String>,
+    #[serde(default)]
+    left_out: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -509,6 +516,18 @@ pub fn load(
                 .ok_or_else(|| bad(format!("verify.host_script {name} is missing")))?,
         ),
     };
+    let mut verify_left_out = Vec::new();
+    for (name, why) in &parsed.verify.left_out {
+        let scenario = <ScenarioName as clap::ValueEnum>::from_str(name, false).map_err(|_| {
+            bad(format!(
+                "verify.left_out names {name:?}, which is no scenario"
+            ))
+        })?;
+        if why.trim().is_empty() {
+            return Err(bad(format!("verify.left_out {name:?} gives no reason")));
+        }
+        verify_left_out.push((scenario, forever(why.clone())));
+    }
     let mut patches = Vec::new();
     for p in &parsed.patches {
         let diff = diff_name_to_text(&p.file)
@@ -679,6 +698,7 @@ pub fn load(
         verify_command: parsed.verify.command,
         verify_env: parsed.verify.env,
         verify_host_script,
+        verify_left_out,
         texts,
         anchors,
         role: None,

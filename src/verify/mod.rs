@@ -372,15 +372,41 @@ async fn check_install(
     opts: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
-    drivers::of(spec.driver)
+    // The scenarios the target's manifest leaves out (`verify.left_out`), with its reasons.
+    let (out, kept): (Vec<&Scenario>, Vec<&Scenario>) = scenarios
+        .iter()
+        .partition(|s| spec.verify_left_out.iter().any(|(n, _)| *n == s.name));
+    let left_out: Vec<drivers::LeftOut> = out
+        .iter()
+        .filter_map(|s| {
+            let (_, why) = spec.verify_left_out.iter().find(|(n, _)| *n == s.name)?;
+            Some(drivers::LeftOut {
+                name: s.name.to_string(),
+                why,
+            })
+        })
+        .collect();
+    if kept.is_empty() && !left_out.is_empty() {
+        return Err(Error::NothingToRunFor {
+            target: spec.target,
+            left_out: left_out
+                .iter()
+                .map(|l| format!("{}: {}", l.name, l.why))
+                .collect(),
+        });
+    }
+    let kept: Vec<Scenario> = kept.into_iter().cloned().collect();
+    let mut result = drivers::of(spec.driver)
         .verify(drivers::Job {
             spec,
             node,
             install,
             target,
-            scenarios,
+            scenarios: &kept,
             opts,
             progress,
         })
-        .await
+        .await?;
+    result.left_out.extend(left_out);
+    Ok(result)
 }

@@ -308,7 +308,8 @@ async fn witnessed_entry(
 /// making no call, until a GET stream opens after the drop (only a new
 /// session's can: a GET on the dropped one is answered as lost), bounded.
 async fn stream_loss(server: &FakeServer) {
-    let opened = |e: &crate::verify::fake_server::WitnessEntry| e.http_method == "GET" && e.status == 200;
+    let opened =
+        |e: &crate::verify::fake_server::WitnessEntry| e.http_method == "GET" && e.status == 200;
     witnessed_entry(server, |w| w.iter().any(opened)).await;
     server.invalidate();
     let until = Instant::now() + GET_REOPEN_WAIT;

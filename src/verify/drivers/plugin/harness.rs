@@ -15,9 +15,9 @@ use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::verify::fake_server::reload::ReloadCycle;
 use crate::verify::fake_server::RAN_BEFORE_LOSS_DELAY;
+use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::policy::CALL_TIMEOUT;
 use crate::verify::scenario::reload;
-use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::{
     HarnessCall, Plan, Policy, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS,
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,

@@ -2,6 +2,7 @@
 //! logs and caller views.
 
 mod bounded;
+mod get_stream;
 mod hold;
 mod recovery;
 mod refused;
