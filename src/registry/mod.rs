@@ -1264,6 +1264,39 @@ mod tests {
     }
 
     #[test]
+    fn verify_left_out_names_scenarios_with_their_reasons_and_rejects_an_unknown_name() {
+        let diff = session_loss().unwrap().diff;
+        let with = |left_out: &str| {
+            manifest_with(concat!(
+                r#"{"sha256":"b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56","versions":["1"],"kind":"original","note":"","patch":"d","patched_sha256":"cc17424de1501ac8b21f18d16147887b71b9d7e6b19e2e5089c15e92cc718b19"},"#,
+                r#"{"sha256":"cc17424de1501ac8b21f18d16147887b71b9d7e6b19e2e5089c15e92cc718b19","versions":["1"],"kind":"patched","note":""}"#
+            ))
+            .replace(
+                r#""verify":{"driver":"plugin-api"}"#,
+                &format!(r#""verify":{{"driver":"plugin-api","left_out":{left_out}}}"#),
+            )
+        };
+        let spec = load(&with(r#"{"get-stream-loss":"why not"}"#), |_| {
+            Some(diff.clone())
+        })
+        .unwrap();
+        assert_eq!(
+            spec.verify_left_out,
+            [(ScenarioName::GetStreamLoss, "why not")]
+        );
+        let err = load(&with(r#"{"get-stream":"why not"}"#), |_| Some(diff.clone())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the embedded patch registry is invalid (x): verify.left_out names \"get-stream\", which is no scenario\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout"
+        );
+        let err = load(&with(r#"{"get-stream-loss":" "}"#), |_| Some(diff.clone())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the embedded patch registry is invalid (x): verify.left_out \"get-stream-loss\" gives no reason\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout"
+        );
+    }
+
+    #[test]
     fn manifest_without_the_patched_revision_of_an_original_is_rejected() {
         let diff = session_loss().unwrap().diff;
         let manifest = manifest_with(

@@ -231,6 +231,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
             "deadline-resend",
             "long-backoff",
             "gave-up",
+            "get-stream-loss",
             "expired-404 (default policy)"
         ]
     );

@@ -439,7 +439,7 @@ mod unknown_revisions {
         let file = client.join("lib/index.js");
         let edited = edit_file(&file, |t| t + "\n// local edit\n");
         let verified = format!(
-            "  verified first (a revision mcpatch does not know): all 22 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\n",
+            "  verified first (a revision mcpatch does not know): all 23 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\n",
             node22_version()
         );
 

@@ -529,6 +529,8 @@ pub fn all() -> Vec<Scenario> {
             plan: Plan::RefusedOnce,
             expect: Expectation::Recover,
         },
+        reload_scenario(ScenarioName::Reload, RELOAD, &base),
+        reload_scenario(ScenarioName::Reload5s, RELOAD_5S, &base),
         Scenario {
             name: ScenarioName::GetStreamLoss,
             what: "keeps the client's GET stream open, drops the session while no call is made and cuts the stream; its reconnect is answered 404 + JSON-RPC -32001",
@@ -539,8 +541,6 @@ pub fn all() -> Vec<Scenario> {
             plan: Plan::StreamLoss,
             expect: Expectation::Recover,
         },
-        reload_scenario(ScenarioName::Reload, RELOAD, &base),
-        reload_scenario(ScenarioName::Reload5s, RELOAD_5S, &base),
     ]
 }
 

@@ -127,6 +127,8 @@ async fn verify_install(
         own_handshake: false,
         // Its stdio carries no caller's timeout or abort signal.
         caller_bounds: false,
+        // mcp-remote's bundled SDK client opens its GET stream once connected.
+        get_stream: true,
     };
     let (runs, overall, mut left_out) =
         stdio_host::run_launch(&bridge_opts, &launch, progress).await?;

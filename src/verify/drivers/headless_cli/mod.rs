@@ -512,6 +512,7 @@ mod tests {
                 "slow-relist",
                 "reload",
                 "reload-5s",
+                "get-stream-loss",
             ]
         );
         // The per-request limit is the slow scenario's own only there.

@@ -127,6 +127,8 @@ async fn verify_install(
             own_handshake: true,
             // The host script gives each call the caller's timeout and abort signal it is sent.
             caller_bounds: true,
+            // The SDK's client opens its GET stream once connected.
+            get_stream: true,
         };
         let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
         // Every scenario asked for needs what this install's host cannot do.

@@ -62,6 +62,10 @@ pub struct BridgeOptions {
     /// (the SDK targets' host scripts read `_meta` [`drive::WITHIN_META`]), so
     /// the deadline and abort scenarios run; a bridge takes none.
     pub caller_bounds: bool,
+    /// The client is known to keep a GET stream (the SDK's own client,
+    /// mcp-remote), so `get-stream-loss` runs by default; for a bridge named
+    /// by `--command` it runs only when named.
+    pub get_stream: bool,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -178,6 +182,9 @@ fn left_out_why(s: &Scenario, caller_bounds: bool) -> Option<&'static str> {
     }
 }
 
+/// Why `get-stream-loss` does not run by default against a bridge named by `--command`.
+const UNKNOWN_GET_STREAM: &str = "a bridge named by --command may keep no GET stream (it is optional), and then has nothing to reopen; `--scenario get-stream-loss` runs it";
+
 /// What the DSH plugin's runs have that a bridge's do not.
 const DEFAULT_POLICY_LEFT_OUT: &str = "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario";
 
@@ -208,7 +215,10 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
             opts.scenarios.contains(&s.name)
         }
     }) {
-        match left_out_why(&s, opts.caller_bounds) {
+        let unknown_stream =
+            s.plan == Plan::StreamLoss && !opts.get_stream && opts.scenarios.is_empty();
+        match left_out_why(&s, opts.caller_bounds).or(unknown_stream.then_some(UNKNOWN_GET_STREAM))
+        {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
                 why,
@@ -915,7 +925,41 @@ mod tests {
                 ScenarioName::RefusedOnce,
                 ScenarioName::Reload,
                 ScenarioName::Reload5s,
+                ScenarioName::GetStreamLoss,
             ]
+        );
+    }
+
+    #[test]
+    fn get_stream_loss_runs_by_default_only_for_a_client_known_to_keep_a_get_stream() {
+        let opts = |get_stream: bool, scenarios: Vec<ScenarioName>| BridgeOptions {
+            command: String::new(),
+            scenarios,
+            json: true,
+            startup: DEFAULT_STARTUP,
+            verbose: false,
+            environment: crate::verify::process::Environment::Inherited,
+            own_handshake: false,
+            caller_bounds: false,
+            get_stream,
+        };
+        let runs = |o: &BridgeOptions| {
+            let (chosen, out) = choose(o).unwrap();
+            (
+                chosen.iter().any(|s| s.name == ScenarioName::GetStreamLoss),
+                out.iter()
+                    .find(|l| l.name == "get-stream-loss")
+                    .map(|l| l.why),
+            )
+        };
+        assert_eq!(runs(&opts(true, vec![])), (true, None));
+        assert_eq!(
+            runs(&opts(false, vec![])),
+            (false, Some("a bridge named by --command may keep no GET stream (it is optional), and then has nothing to reopen; `--scenario get-stream-loss` runs it"))
+        );
+        assert_eq!(
+            runs(&opts(false, vec![ScenarioName::GetStreamLoss])),
+            (true, None)
         );
     }
 
