@@ -147,7 +147,7 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         Method::GET if shared.behaviour.get_stream => {
             match super::get_stream::open(&shared, arrived, session_sent.as_deref()) {
                 Ok(stream) => return stream,
-                Err(refused) => refused,
+                Err(refused) => *refused,
             }
         }
         Method::GET if shared.behaviour.get_not_found => {

@@ -37,15 +37,15 @@ pub(super) fn open(
     shared: &std::sync::Arc<Shared>,
     arrived: u64,
     session: Option<&str>,
-) -> Result<Response, Answer> {
+) -> Result<Response, Box<Answer>> {
     let Some(id) = session else {
-        return Err(Answer::text(
+        return Err(Box::new(Answer::text(
             StatusCode::BAD_REQUEST,
             "Bad Request: Mcp-Session-Id header is required",
-        ));
+        )));
     };
     if !lock(&shared.sessions).contains_key(id) {
-        return Err(lost_session(shared, &serde_json::Value::Null));
+        return Err(Box::new(lost_session(shared, &serde_json::Value::Null)));
     }
     shared.log(WitnessEntry {
         seq: 0,
