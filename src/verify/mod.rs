@@ -373,19 +373,17 @@ async fn check_install(
     progress: bool,
 ) -> Result<InstallResult> {
     // The scenarios the target's manifest leaves out (`verify.left_out`), with its reasons.
-    let (out, kept): (Vec<&Scenario>, Vec<&Scenario>) = scenarios
-        .iter()
-        .partition(|s| spec.verify_left_out.iter().any(|(n, _)| *n == s.name));
-    let left_out: Vec<drivers::LeftOut> = out
-        .iter()
-        .filter_map(|s| {
-            let (_, why) = spec.verify_left_out.iter().find(|(n, _)| *n == s.name)?;
-            Some(drivers::LeftOut {
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for s in scenarios {
+        match spec.verify_left_out.iter().find(|(n, _)| *n == s.name) {
+            Some((_, why)) => left_out.push(drivers::LeftOut {
                 name: s.name.to_string(),
                 why,
-            })
-        })
-        .collect();
+            }),
+            None => kept.push(s.clone()),
+        }
+    }
     if kept.is_empty() && !left_out.is_empty() {
         return Err(Error::NothingToRunFor {
             target: spec.target,
@@ -395,7 +393,6 @@ async fn check_install(
                 .collect(),
         });
     }
-    let kept: Vec<Scenario> = kept.into_iter().cloned().collect();
     let mut result = drivers::of(spec.driver)
         .verify(drivers::Job {
             spec,
