@@ -193,6 +193,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 // A bridge's stdio carries no caller's timeout or abort signal.
                 caller_bounds: false,
                 auth_provider: false,
+                // Whether a bridge named by --command keeps a GET stream is not known.
+                get_stream: false,
             })
         }
         Command::Verify {

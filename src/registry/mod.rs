@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::anchors::{AnchorEntry, Anchors};
 use crate::error::{Error, Result};
+use crate::verify::scenario::ScenarioName;
 
 mod driver;
 pub use driver::Driver;
@@ -57,6 +58,10 @@ pub struct PatchSpec {
     /// For the sdk-client driver: the host script (`verify.host_script`, a
     /// file of the target's folder) verify runs from a private scratch folder.
     pub verify_host_script: Option<String>,
+    /// Scenarios verify does not run for this target, each with why
+    /// (`verify.left_out`: a rule its patch does not keep yet, named here
+    /// rather than judged as a failure of every run).
+    pub verify_left_out: Vec<(ScenarioName, &'static str)>,
     /// The target's words in messages.
     pub texts: Texts,
     /// Content anchors (see [`crate::anchors`]): when given, they patch the
@@ -307,6 +312,8 @@ struct VerifyEntry {
     env: BTreeMap<String, String>,
     #[serde(default)]
     host_script: Option<String>,
+    #[serde(default)]
+    left_out: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -526,6 +533,18 @@ pub fn load(
                 .ok_or_else(|| bad(format!("verify.host_script {name} is missing")))?,
         ),
     };
+    let mut verify_left_out = Vec::new();
+    for (name, why) in &parsed.verify.left_out {
+        let scenario = <ScenarioName as clap::ValueEnum>::from_str(name, false).map_err(|_| {
+            bad(format!(
+                "verify.left_out names {name:?}, which is no scenario"
+            ))
+        })?;
+        if why.trim().is_empty() {
+            return Err(bad(format!("verify.left_out {name:?} gives no reason")));
+        }
+        verify_left_out.push((scenario, forever(why.clone())));
+    }
     let mut patches = Vec::new();
     for p in &parsed.patches {
         let diff = diff_name_to_text(&p.file)
@@ -706,6 +725,7 @@ pub fn load(
         verify_command: parsed.verify.command,
         verify_env: parsed.verify.env,
         verify_host_script,
+        verify_left_out,
         texts,
         anchors,
         role: None,
@@ -1302,6 +1322,39 @@ mod tests {
         }
         // A hash no revision has is no earlier revision's.
         assert!(remote.earlier_with_hash(&"0".repeat(64)).is_none());
+    }
+
+    #[test]
+    fn verify_left_out_names_scenarios_with_their_reasons_and_rejects_an_unknown_name() {
+        let diff = session_loss().unwrap().diff;
+        let with = |left_out: &str| {
+            manifest_with(concat!(
+                r#"{"sha256":"b126dcec8a0425a33199c5ddcd8638269a560c0b7328cd6306858c1969887d56","versions":["1"],"kind":"original","note":"","patch":"d","patched_sha256":"cc17424de1501ac8b21f18d16147887b71b9d7e6b19e2e5089c15e92cc718b19"},"#,
+                r#"{"sha256":"cc17424de1501ac8b21f18d16147887b71b9d7e6b19e2e5089c15e92cc718b19","versions":["1"],"kind":"patched","note":""}"#
+            ))
+            .replace(
+                r#""verify":{"driver":"plugin-api"}"#,
+                &format!(r#""verify":{{"driver":"plugin-api","left_out":{left_out}}}"#),
+            )
+        };
+        let spec = load(&with(r#"{"get-stream-loss":"why not"}"#), |_| {
+            Some(diff.clone())
+        })
+        .unwrap();
+        assert_eq!(
+            spec.verify_left_out,
+            [(ScenarioName::GetStreamLoss, "why not")]
+        );
+        let err = load(&with(r#"{"get-stream":"why not"}"#), |_| Some(diff.clone())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the embedded patch registry is invalid (x): verify.left_out names \"get-stream\", which is no scenario\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout"
+        );
+        let err = load(&with(r#"{"get-stream-loss":" "}"#), |_| Some(diff.clone())).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the embedded patch registry is invalid (x): verify.left_out \"get-stream-loss\" gives no reason\nhelp: this is a bug in this mcpatch build; rebuild it from a clean checkout"
+        );
     }
 
     #[test]

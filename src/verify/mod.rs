@@ -385,15 +385,38 @@ async fn check_install(
     opts: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
-    drivers::of(spec.driver)
+    // The scenarios the target's manifest leaves out (`verify.left_out`), with its reasons.
+    let mut kept = Vec::new();
+    let mut left_out = Vec::new();
+    for s in scenarios {
+        match spec.verify_left_out.iter().find(|(n, _)| *n == s.name) {
+            Some((_, why)) => left_out.push(drivers::LeftOut {
+                name: s.name.to_string(),
+                why,
+            }),
+            None => kept.push(s.clone()),
+        }
+    }
+    if kept.is_empty() && !left_out.is_empty() {
+        return Err(Error::NothingToRunFor {
+            target: spec.target,
+            left_out: left_out
+                .iter()
+                .map(|l| format!("{}: {}", l.name, l.why))
+                .collect(),
+        });
+    }
+    let mut result = drivers::of(spec.driver)
         .verify(drivers::Job {
             spec,
             node,
             install,
             target,
-            scenarios,
+            scenarios: &kept,
             opts,
             progress,
         })
-        .await
+        .await?;
+    result.left_out.extend(left_out);
+    Ok(result)
 }

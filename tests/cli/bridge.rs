@@ -235,6 +235,7 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
             "gave-up",
             "auth-session-401",
             "auth-token-401",
+            "get-stream-loss",
             "expired-404 (default policy)"
         ]
     );

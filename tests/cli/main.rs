@@ -425,6 +425,7 @@ mod gemini;
 mod gemini_classify;
 mod gemini_run;
 mod gemini_verify;
+mod get_stream;
 mod hand_client;
 mod harden;
 mod harden_output;

@@ -59,7 +59,7 @@ fn requests_as_n(text: &str) -> String {
 }
 
 /// `text` with each run of digits written N.
-fn numbers_as_n(text: &str) -> String {
+pub(super) fn numbers_as_n(text: &str) -> String {
     let mut out = String::new();
     let mut in_number = false;
     for c in text.chars() {

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY, UNANSWERED_NOTE};
+use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
     Plan, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
@@ -213,6 +214,11 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             .await?;
             c.echo("after").await.map(|_| ())
         }
+        Plan::StreamLoss => {
+            c.echo("before").await?;
+            stream_loss(server).await;
+            c.until_recovered().await
+        }
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => {
             let (tool, args, within, held_back) = probe(plan);
             c.echo("before").await?;
@@ -304,6 +310,28 @@ async fn witnessed_entry(
             return;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The `get-stream-loss` plan between its calls: wait until the client's GET
+/// stream is open, drop the session (the server cuts the stream), and wait,
+/// making no call, until a GET stream opens after the drop (only a new
+/// session's can: a GET on the dropped one is answered as lost), bounded.
+async fn stream_loss(server: &FakeServer) {
+    let opened =
+        |e: &crate::verify::fake_server::WitnessEntry| e.http_method == "GET" && e.status == 200;
+    witnessed_entry(server, |w| w.iter().any(opened)).await;
+    server.invalidate();
+    let until = Instant::now() + GET_REOPEN_WAIT;
+    while Instant::now() < until {
+        let w = server.witness();
+        let dropped = w.iter().rposition(|e| {
+            e.http_method == "CONTROL" && e.note.as_deref().is_some_and(|n| n.contains("dropped"))
+        });
+        if dropped.is_some_and(|d| w[d..].iter().any(opened)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
 

@@ -154,6 +154,12 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
             }
         }
         Method::DELETE => handle_delete(&shared, session_sent.as_deref()),
+        Method::GET if shared.behaviour.get_stream => {
+            match super::get_stream::open(&shared, arrived, session_sent.as_deref()) {
+                Ok(stream) => return stream,
+                Err(refused) => *refused,
+            }
+        }
         Method::GET if shared.behaviour.get_not_found => {
             wait_until_called(&shared, session_sent.as_deref()).await;
             Answer::text(StatusCode::NOT_FOUND, "Not Found")

@@ -42,6 +42,9 @@ pub struct ServerBehaviour {
     /// route; the answer waits until the session has sent a tool call, so it reaches a
     /// client that is already connected.
     pub get_not_found: bool,
+    /// Keep a GET stream open for each live session and cut it once the
+    /// session is gone, so a client's reconnect meets the loss (get_stream.rs).
+    pub get_stream: bool,
     /// Lose every session at its first use: right after answering its tool
     /// list, or, for a session never listed (a client that renews its session
     /// in its transport and sends the refused call again at once), at its
@@ -84,6 +87,7 @@ impl Default for ServerBehaviour {
             persist_sessions: false,
             strict_initialize: false,
             get_not_found: false,
+            get_stream: false,
             forget_after_list: false,
             restart_during_slow_call: false,
             reinit_delay: None,

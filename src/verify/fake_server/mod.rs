@@ -13,6 +13,7 @@
 mod answers;
 mod behaviour;
 mod control;
+mod get_stream;
 mod listen;
 pub mod reload;
 mod renewal;
@@ -26,6 +27,7 @@ pub use behaviour::{
     REFUSED_ONCE_WORDS, REFUSED_WORDS,
 };
 pub use control::CONTROL_HEADER;
+pub use get_stream::STREAM_CUT_NOTE;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

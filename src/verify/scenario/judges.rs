@@ -78,6 +78,9 @@ pub fn judge_with(
         Expectation::Recover if scenario.plan == Plan::RefusedOnce => {
             super::refused::judge(ev, judge_recovery(ev, base, relist_tools))
         }
+        Expectation::Recover if scenario.plan == Plan::StreamLoss => {
+            super::get_stream::judge(ev, base)
+        }
         Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base, relist_tools),
         Expectation::Hold => judge_hold(scenario, ev, base),
         Expectation::Bounded => judge_bounded(ev, base),

@@ -91,6 +91,9 @@ pub enum ScenarioName {
     #[value(name = "auth-token-401")]
     #[serde(rename = "auth-token-401")]
     AuthToken401,
+    #[value(name = "get-stream-loss")]
+    #[serde(rename = "get-stream-loss")]
+    GetStreamLoss,
 }
 
 impl ScenarioName {
@@ -122,6 +125,7 @@ impl ScenarioName {
             ScenarioName::Reload5s => "reload-5s",
             ScenarioName::AuthSession401 => "auth-session-401",
             ScenarioName::AuthToken401 => "auth-token-401",
+            ScenarioName::GetStreamLoss => "get-stream-loss",
         }
     }
 }
@@ -178,6 +182,10 @@ pub enum Plan {
     /// Call, make one call the server refuses with a 401 that names no
     /// session (a bad token, auth.rs), call again.
     TokenRefused,
+    /// Call, wait until the client's GET stream is open, have the server drop
+    /// the session and cut the stream, wait (no call) until a GET opens on a
+    /// new session, then call (get_stream.rs).
+    StreamLoss,
 }
 
 impl Plan {
@@ -201,6 +209,7 @@ impl Plan {
             Plan::RefusedOnce => "refused-once",
             Plan::Reload => "reload",
             Plan::TokenRefused => "token-refused",
+            Plan::StreamLoss => "stream-loss",
         }
     }
 
@@ -579,6 +588,16 @@ pub fn all() -> Vec<Scenario> {
             },
             plan: Plan::TokenRefused,
             expect: Expectation::AuthKept,
+        },
+        Scenario {
+            name: ScenarioName::GetStreamLoss,
+            what: "keeps the client's GET stream open, drops the session while no call is made and cuts the stream; its reconnect is answered 404 + JSON-RPC -32001",
+            behaviour: ServerBehaviour {
+                get_stream: true,
+                ..base.clone()
+            },
+            plan: Plan::StreamLoss,
+            expect: Expectation::Recover,
         },
     ]
 }

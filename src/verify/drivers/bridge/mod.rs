@@ -116,6 +116,8 @@ async fn verify_install(
         // Its stdio carries no caller's timeout or abort signal.
         caller_bounds: false,
         auth_provider: false,
+        // mcp-remote's bundled SDK client opens its GET stream once connected.
+        get_stream: true,
     };
     let (runs, overall, left_out) = stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
     let scenarios = runs

@@ -78,6 +78,8 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Timeout
         | Plan::Relist
         // Judged per call: at most one new session per call that meets a loss.
+        // Judged on the server's witness log: the GET stream reopened on a new session.
+        | Plan::StreamLoss
         | Plan::Forgetful
         | Plan::Reload => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
@@ -516,6 +518,7 @@ mod tests {
                 "slow-relist",
                 "reload",
                 "reload-5s",
+                "get-stream-loss",
             ]
         );
         // The per-request limit is the slow scenario's own only there.

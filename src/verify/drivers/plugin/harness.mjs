@@ -180,8 +180,8 @@ async function runOne(r) {
     emit(r.id, "log", { level: "error", msg: `the fake server did not listen again as generation ${g}` });
   }
   // Wait until the server's witness log shows what `match` looks for (an event, not a guess), bounded.
-  async function witnessed(match) {
-    const until = Date.now() + 5000;
+  async function witnessed(match, waitMs = 5000) {
+    const until = Date.now() + waitMs;
     while (Date.now() < until) {
       const w = await fetch(`${r.controlBase}/control/witness`, { headers: controlAuth }).then((x) => x.json()).catch(() => []);
       if (match(w)) return true;
@@ -339,6 +339,19 @@ async function runOne(r) {
       await call("add", { a: 2, b: 3 });
       await call("echo", { text: "after" });
       break;
+    case "stream-loss": {
+      await call("echo", { text: "before" });
+      const opened = (e) => e.http_method === "GET" && e.status === 200;
+      await witnessed((w) => w.some(opened));
+      await control("invalidate");
+      // No call until a GET stream opens after the drop (only a new session's can), bounded.
+      await witnessed((w) => {
+        const d = w.findLastIndex((e) => e.http_method === "CONTROL" && e.note?.includes("dropped"));
+        return d >= 0 && w.slice(d).some(opened);
+      }, knobs.reopenWaitMs);
+      await pollUntilRecovered();
+      break;
+    }
     case "settle": {
       await call("echo", { text: "before" });
       // Wait for the server's GET 404 to reach the connected client, then watch.

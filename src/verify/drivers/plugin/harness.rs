@@ -15,6 +15,7 @@ use crate::error::{Error, Result};
 use crate::node::Node;
 use crate::verify::fake_server::reload::ReloadCycle;
 use crate::verify::fake_server::RAN_BEFORE_LOSS_DELAY;
+use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::policy::CALL_TIMEOUT;
 use crate::verify::scenario::reload;
 use crate::verify::scenario::{
@@ -71,6 +72,7 @@ fn plan_knobs(plan: Plan) -> Value {
             "attempts": Policy::Brief.max_attempts(),
         }),
         Plan::Sdk2 => json!({"sdk2": true}),
+        Plan::StreamLoss => json!({"reopenWaitMs": ms(GET_REOPEN_WAIT)}),
         _ => json!({}),
     }
 }

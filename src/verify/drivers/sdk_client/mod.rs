@@ -149,6 +149,8 @@ async fn verify_install(
             caller_bounds: true,
             // The host script makes its transport with a minimal authProvider when asked (mcpatch/auth).
             auth_provider: true,
+            // The SDK's client opens its GET stream once connected.
+            get_stream: true,
         };
         if explore_runs > 0 {
             let runner = super::stdio_host::HostPlans {

@@ -68,6 +68,10 @@ pub struct BridgeOptions {
     /// The host can make its client with an OAuth authProvider when asked
     /// (`mcpatch/auth`), so the OAuth scenarios run; a bridge cannot.
     pub auth_provider: bool,
+    /// The client is known to keep a GET stream (the SDK's own client,
+    /// mcp-remote), so `get-stream-loss` runs by default; for a bridge named
+    /// by `--command` it runs only when named.
+    pub get_stream: bool,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -176,6 +180,8 @@ fn left_out_why(s: &Scenario, caller_bounds: bool, auth_provider: bool) -> Optio
         | Plan::Cut
         | Plan::Reload
         // Judged per call: at most one new session per call that meets a loss.
+        // Judged on the server's witness log: the GET stream reopened on a new session.
+        | Plan::StreamLoss
         | Plan::Forgetful
         | Plan::RefusedOnce
         // Only with an authProvider (above).
@@ -187,6 +193,9 @@ fn left_out_why(s: &Scenario, caller_bounds: bool, auth_provider: bool) -> Optio
         Plan::GiveUp => Some(POLICY),
     }
 }
+
+/// Why `get-stream-loss` does not run by default against a bridge named by `--command`.
+const UNKNOWN_GET_STREAM: &str = "a bridge named by --command may keep no GET stream (it is optional), and then has nothing to reopen; `--scenario get-stream-loss` runs it";
 
 /// What the DSH plugin's runs have that a bridge's do not.
 const DEFAULT_POLICY_LEFT_OUT: &str = "the second expired-404 run under the DSH plugin's default reconnect policy has no counterpart: a bridge has one behaviour, checked against the same deadline as every scenario";
@@ -218,7 +227,11 @@ fn choose(opts: &BridgeOptions) -> Result<(Vec<Scenario>, Vec<LeftOut>)> {
             opts.scenarios.contains(&s.name)
         }
     }) {
-        match left_out_why(&s, opts.caller_bounds, opts.auth_provider) {
+        let unknown_stream =
+            s.plan == Plan::StreamLoss && !opts.get_stream && opts.scenarios.is_empty();
+        match left_out_why(&s, opts.caller_bounds, opts.auth_provider)
+            .or(unknown_stream.then_some(UNKNOWN_GET_STREAM))
+        {
             Some(why) => left_out.push(LeftOut {
                 name: s.name.to_string(),
                 why,
@@ -942,7 +955,42 @@ mod tests {
                 ScenarioName::RefusedOnce,
                 ScenarioName::Reload,
                 ScenarioName::Reload5s,
+                ScenarioName::GetStreamLoss,
             ]
+        );
+    }
+
+    #[test]
+    fn get_stream_loss_runs_by_default_only_for_a_client_known_to_keep_a_get_stream() {
+        let opts = |get_stream: bool, scenarios: Vec<ScenarioName>| BridgeOptions {
+            command: String::new(),
+            scenarios,
+            json: true,
+            startup: DEFAULT_STARTUP,
+            verbose: false,
+            environment: crate::verify::process::Environment::Inherited,
+            own_handshake: false,
+            caller_bounds: false,
+            auth_provider: false,
+            get_stream,
+        };
+        let runs = |o: &BridgeOptions| {
+            let (chosen, out) = choose(o).unwrap();
+            (
+                chosen.iter().any(|s| s.name == ScenarioName::GetStreamLoss),
+                out.iter()
+                    .find(|l| l.name == "get-stream-loss")
+                    .map(|l| l.why),
+            )
+        };
+        assert_eq!(runs(&opts(true, vec![])), (true, None));
+        assert_eq!(
+            runs(&opts(false, vec![])),
+            (false, Some("a bridge named by --command may keep no GET stream (it is optional), and then has nothing to reopen; `--scenario get-stream-loss` runs it"))
+        );
+        assert_eq!(
+            runs(&opts(false, vec![ScenarioName::GetStreamLoss])),
+            (true, None)
         );
     }
 

@@ -3,6 +3,7 @@
 
 mod auth;
 mod bounded;
+mod get_stream;
 mod hold;
 mod recovery;
 mod refused;
