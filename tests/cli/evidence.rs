@@ -467,7 +467,7 @@ mod unknown_revisions {
         let gate = &v["installs"][0]["verify"];
         assert_eq!(gate["passed"], true, "{v:#}");
         assert_eq!(gate["overall"], "SEAMLESS");
-        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 23);
+        assert_eq!(gate["scenarios"].as_array().unwrap().len(), 24);
         assert!(gate["scenarios"]
             .as_array()
             .unwrap()

@@ -156,8 +156,13 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         Method::DELETE => handle_delete(&shared, session_sent.as_deref()),
         Method::GET if shared.behaviour.get_stream => {
             match super::get_stream::open(&shared, arrived, session_sent.as_deref()) {
-                Ok(stream) => return stream,
-                Err(refused) => *refused,
+                Some(stream) => return stream,
+                // No session id, or one the server does not hold: refused as a POST would be.
+                None if session_sent.is_none() => Answer::text(
+                    StatusCode::BAD_REQUEST,
+                    "Bad Request: Mcp-Session-Id header is required",
+                ),
+                None => lost_session(&shared, &Value::Null),
             }
         }
         Method::GET if shared.behaviour.get_not_found => {

@@ -17,7 +17,6 @@ use axum::response::{IntoResponse, Response};
 use http_body::Frame;
 use tokio::sync::mpsc;
 
-use super::answers::{lost_session, Answer};
 use super::behaviour::WitnessEntry;
 use super::sessions::{lock, Shared};
 use super::SESSION_HEADER;
@@ -30,22 +29,17 @@ pub const STREAM_CUT_NOTE: &str = "get stream cut: its session is gone";
 /// log notification every client ignores unless it asked for logs.
 const OPENING_EVENT: &str = "id: open-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{\"level\":\"info\",\"data\":\"stream open\"}}\n\n";
 
-/// Answer a GET on `/mcp` that arrived at `arrived` ms carrying `session`:
-/// `Ok` a held stream (logged here), or `Err` the answer for a GET without a
-/// session id or with one the server does not hold (the caller logs it).
+/// Answer a GET on `/mcp` that arrived at `arrived` ms carrying `session`: a
+/// held stream (logged here), or `None` for a GET without a session id or
+/// with one the server does not hold (the caller answers and logs it).
 pub(super) fn open(
     shared: &std::sync::Arc<Shared>,
     arrived: u64,
     session: Option<&str>,
-) -> Result<Response, Box<Answer>> {
-    let Some(id) = session else {
-        return Err(Box::new(Answer::text(
-            StatusCode::BAD_REQUEST,
-            "Bad Request: Mcp-Session-Id header is required",
-        )));
-    };
+) -> Option<Response> {
+    let id = session?;
     if !lock(&shared.sessions).contains_key(id) {
-        return Err(Box::new(lost_session(shared, &serde_json::Value::Null)));
+        return None;
     }
     shared.log(WitnessEntry {
         seq: 0,
@@ -95,7 +89,7 @@ pub(super) fn open(
     if let Ok(v) = HeaderValue::from_str(session.unwrap_or_default()) {
         headers.insert(SESSION_HEADER, v);
     }
-    Ok(response)
+    Some(response)
 }
 
 /// The body of a held stream: what the watcher sends; an error ends the
