@@ -157,6 +157,7 @@ fn verify_strict_passes_every_scenario_on_a_patched_release_of_each_family() {
         ("sse-404", "HELD", 0),
         ("strict-reinit", "SEAMLESS", 0),
         ("concurrent-loss", "SEAMLESS", 0),
+        ("call-during-renewal", "SEAMLESS", 0),
         ("forgetful", "BOUNDED", 8),
         ("cut-mid-call", "NOT-RETRIED", 1),
         ("refused-once", "RECOVERED", 1),
