@@ -477,16 +477,25 @@ fn reconnect_kept(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
                 )
             })
         }
-        Reconnect::Policy {
-            max_attempts,
-            max_delay_ms,
-        } => {
-            if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
+        Reconnect::Policy { .. } | Reconnect::PerCall => {
+            if may_give_up(ev, x) {
                 return None;
             }
             repeat_after_loss(ev, x).or_else(|| last_call_works(ev, x))
         }
-        Reconnect::PerCall => repeat_after_loss(ev, x).or_else(|| last_call_works(ev, x)),
+    }
+}
+
+/// Whether the client had a right to stop trying: its policy's attempts were
+/// used up in one outage ([`gave_up_rightly`]). A client without a policy
+/// tries again at every call.
+fn may_give_up(ev: &Evidence<'_>, x: &Expected<'_>) -> bool {
+    match x.reconnect {
+        Reconnect::Policy {
+            max_attempts,
+            max_delay_ms,
+        } => gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms),
+        Reconnect::Disabled | Reconnect::PerCall => false,
     }
 }
 
@@ -522,17 +531,8 @@ fn last_call_works(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
 /// (or fails by its own deadline): it does not fail at once.
 fn repeat_after_loss(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
-    match x.reconnect {
-        Reconnect::Disabled => return None,
-        Reconnect::Policy {
-            max_attempts,
-            max_delay_ms,
-        } => {
-            if gave_up_rightly(ev.witness, ev.dropped, max_attempts, max_delay_ms) {
-                return None;
-            }
-        }
-        Reconnect::PerCall => {}
+    if x.reconnect == Reconnect::Disabled || may_give_up(ev, x) {
+        return None;
     }
     ev.calls
         .iter()

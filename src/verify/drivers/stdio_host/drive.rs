@@ -297,12 +297,27 @@ pub async fn run(
             return run;
         }
     };
+    let plan = scenario.plan;
+    make_calls(run, host, caps, |c| async move {
+        steps::plan(plan, server, &c).await
+    })
+    .await
+}
+
+/// Make the calls `steps` makes through a fresh caller, then record them, why
+/// the run stopped, and what the host saw (when it declared a report and the
+/// run went to its end).
+async fn make_calls<Steps, Made>(mut run: Run, host: Arc<Host>, caps: HostCaps, steps: Steps) -> Run
+where
+    Steps: FnOnce(Caller) -> Made,
+    Made: std::future::Future<Output = Result<(), Stop>>,
+{
     let caller = Caller {
         host: host.clone(),
         calls: Arc::default(),
         next: Arc::default(),
     };
-    let result = steps::plan(scenario.plan, server, &caller).await;
+    let result = steps(caller.clone()).await;
     run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
     run.stop = result.err();
     if run.stop.is_none() && caps.report {
@@ -353,18 +368,10 @@ pub async fn run_explored(
             return run;
         }
     };
-    let caller = Caller {
-        host: host.clone(),
-        calls: Arc::default(),
-        next: Arc::default(),
-    };
-    let result = explored_steps(plan, server, &caller).await;
-    run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
-    run.stop = result.err();
-    if run.stop.is_none() && caps.report {
-        run.report = Some(ask_report(&host).await);
-    }
-    run
+    make_calls(run, host, caps, |c| async move {
+        explored_steps(plan, server, &c).await
+    })
+    .await
 }
 
 /// The steps in order, as the plugin harness runs them: a call that does not
