@@ -994,21 +994,20 @@ mod tests {
         );
     }
 
+    /// The scenarios a host runs with a capability and not without it, in
+    /// table order; `runs(s, on)`: whether `s` runs with it on or off.
+    fn added_by(runs: impl Fn(&Scenario, bool) -> bool) -> Vec<ScenarioName> {
+        scenario::all()
+            .iter()
+            .filter(|s| runs(s, true) && !runs(s, false))
+            .map(|s| s.name)
+            .collect()
+    }
+
     #[test]
     fn a_host_that_passes_the_callers_bounds_runs_the_deadline_and_abort_scenarios_too() {
-        let with = |bounds: bool| -> Vec<ScenarioName> {
-            scenario::all()
-                .iter()
-                .filter(|s| left_out_why(s, bounds, false).is_none())
-                .map(|s| s.name)
-                .collect()
-        };
-        let added: Vec<ScenarioName> = with(true)
-            .into_iter()
-            .filter(|n| !with(false).contains(n))
-            .collect();
         assert_eq!(
-            added,
+            added_by(|s, bounds| left_out_why(s, bounds, false).is_none()),
             [
                 ScenarioName::SlowTimeout,
                 ScenarioName::AbortWaiting,
@@ -1024,19 +1023,8 @@ mod tests {
 
     #[test]
     fn a_host_that_takes_an_authprovider_runs_the_oauth_scenarios_too() {
-        let with = |auth: bool| -> Vec<ScenarioName> {
-            scenario::all()
-                .iter()
-                .filter(|s| left_out_why(s, true, auth).is_none())
-                .map(|s| s.name)
-                .collect()
-        };
-        let added: Vec<ScenarioName> = with(true)
-            .into_iter()
-            .filter(|n| !with(false).contains(n))
-            .collect();
         assert_eq!(
-            added,
+            added_by(|s, auth| left_out_why(s, true, auth).is_none()),
             [ScenarioName::AuthSession401, ScenarioName::AuthToken401]
         );
         assert_eq!(
