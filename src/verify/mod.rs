@@ -371,6 +371,7 @@ pub fn verify_staged_strict(
         overall: result.overall,
         node_version: result.node_version,
         scenarios: result.scenarios,
+        exploration: result.exploration.map(Box::new),
     })
 }
 

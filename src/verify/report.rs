@@ -150,12 +150,17 @@ pub(crate) fn not_checked(
 /// ([`crate::verify::verify_staged_strict`]).
 #[derive(Debug, Clone, Serialize)]
 pub struct GateReport {
-    /// Whether every scenario met the current patch revision's expectations.
+    /// Whether every scenario met the current patch revision's expectations
+    /// and every explored run kept the rules.
     pub passed: bool,
     /// As `verify` reports it: SEAMLESS when it passed, else STUCK or FAILED.
     pub overall: &'static str,
     pub node_version: String,
     pub scenarios: Vec<ScenarioResult>,
+    /// The short exploration that goes with the whole table; absent where the
+    /// driver runs no plans.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exploration: Option<Box<crate::verify::explore::Exploration>>,
 }
 
 /// What a scenario's name says of the run's policy, when it is not the
@@ -172,21 +177,30 @@ pub(crate) fn policy_label(policy: &str) -> &'static str {
 impl GateReport {
     /// One line per scenario that did not meet its expectation.
     pub fn failing_lines(&self) -> Vec<String> {
-        self.scenarios
-            .iter()
-            .filter(|x| !x.judgement.ok)
-            .map(|x| {
-                let policy = policy_label(x.policy);
-                let j = &x.judgement;
-                format!(
-                    "{}{policy}: {} (expected {}): {}",
-                    x.name,
-                    j.verdict,
-                    x.expected.verdict(),
-                    j.note
-                )
-            })
-            .collect()
+        let scenarios = self.scenarios.iter().filter(|x| !x.judgement.ok).map(|x| {
+            let policy = policy_label(x.policy);
+            let j = &x.judgement;
+            format!(
+                "{}{policy}: {} (expected {}): {}",
+                x.name,
+                j.verdict,
+                x.expected.verdict(),
+                j.note
+            )
+        });
+        let explored = self.exploration.iter().flat_map(|e| &e.failures).map(|f| {
+            format!(
+                "explored run, seed {}{}: {} (expected every rule kept): {}",
+                f.seed,
+                f.build
+                    .as_deref()
+                    .map(|b| format!(", {b} build"))
+                    .unwrap_or_default(),
+                f.verdict,
+                f.note
+            )
+        });
+        scenarios.chain(explored).collect()
     }
 }
 
@@ -265,6 +279,16 @@ pub(crate) fn overall(results: &[ScenarioResult]) -> &'static str {
     }
 }
 
+/// The overall word once the exploration has run: a failed exploration
+/// fails an install whose scenarios passed, but never hides a STUCK one (STUCK
+/// says more: the client kept the dead session).
+pub(crate) fn with_exploration(overall: &'static str, explored_ok: bool) -> &'static str {
+    match (explored_ok, overall) {
+        (true, word) | (false, word @ ("STUCK" | "FAILED")) => word,
+        (false, _) => "FAILED",
+    }
+}
+
 pub(crate) fn install_note(
     target: &Target,
     overall: &str,
@@ -303,4 +327,52 @@ pub(crate) fn install_note(
 pub struct LeftOut {
     pub name: String,
     pub why: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failed_exploration_fails_a_passing_install_but_keeps_stuck_and_failed() {
+        for passing in ["SEAMLESS", "RECOVERED", "HELD"] {
+            assert_eq!(with_exploration(passing, true), passing);
+            assert_eq!(with_exploration(passing, false), "FAILED", "{passing}");
+        }
+        assert_eq!(with_exploration("STUCK", false), "STUCK");
+        assert_eq!(with_exploration("STUCK", true), "STUCK");
+        assert_eq!(with_exploration("FAILED", false), "FAILED");
+    }
+
+    #[test]
+    fn a_gate_refused_by_exploration_says_which_run_broke_which_rule() {
+        let failure = crate::verify::explore::ExploreFailure {
+            seed: 7,
+            build: Some("cjs".into()),
+            verdict: "STUCK",
+            invariant: "one-initialize",
+            note: "2 new initializes for one loss".into(),
+            plan: Vec::new(),
+            shrunk: Vec::new(),
+            shrunk_note: String::new(),
+        };
+        let gate = GateReport {
+            passed: false,
+            overall: "FAILED",
+            node_version: "v22.0.0".into(),
+            scenarios: Vec::new(),
+            exploration: Some(Box::new(crate::verify::explore::Exploration {
+                seed: 1,
+                runs: 3,
+                builds: vec!["esm".into(), "cjs".into()],
+                left_out: None,
+                ok: false,
+                failures: vec![failure],
+            })),
+        };
+        assert_eq!(
+            gate.failing_lines(),
+            ["explored run, seed 7, cjs build: STUCK (expected every rule kept): 2 new initializes for one loss"]
+        );
+    }
 }

@@ -17,7 +17,9 @@ use crate::node::Node;
 use crate::verify::explore;
 use crate::verify::fake_server::FakeServer;
 use crate::verify::render::shown_verdict;
-use crate::verify::report::{broken, install_note, Expectations, InstallResult, ScenarioResult};
+use crate::verify::report::{
+    broken, install_note, with_exploration, Expectations, InstallResult, ScenarioResult,
+};
 use crate::verify::scenario::{self, Evidence, Judgement, Policy, Scenario, ScenarioName};
 use crate::verify::target::Target;
 use crate::verify::VerifyOptions;
@@ -201,9 +203,8 @@ async fn verify_install(
             jobs: jobs.unwrap_or(explore_runs as usize).max(1),
         };
         let found = explore::explore(&runner, explore_runs, seed, progress).await?;
-        if !found.ok {
-            result.overall = "FAILED";
-        } else if opts.explore_only {
+        result.overall = with_exploration(result.overall, found.ok);
+        if found.ok && opts.explore_only {
             // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
             result.overall = "EXPLORED";
         }

@@ -20,7 +20,7 @@ use crate::node::Node;
 use crate::registry::PatchSpec;
 use crate::verify::explore::{self, Exploration};
 use crate::verify::report::Expectations;
-use crate::verify::report::{InstallResult, ScenarioResult};
+use crate::verify::report::{with_exploration, InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
 use crate::verify::target::{Target, COPY_PREFIX};
 use crate::verify::VerifyOptions;
@@ -205,9 +205,8 @@ async fn verify_install(
         "the saved original, run as the control: it is expected to be STUCK",
     );
     if let Some(found) = explored {
-        if !found.ok {
-            result.overall = "FAILED";
-        } else if verify.explore_only {
+        result.overall = with_exploration(result.overall, found.ok);
+        if found.ok && verify.explore_only {
             if let Some(why) = &found.left_out {
                 return Err(Error::NothingToRunFor {
                     target: spec.target,
