@@ -468,6 +468,8 @@ mod unknown_revisions {
         assert_eq!(gate["passed"], true, "{v:#}");
         assert_eq!(gate["overall"], "SEAMLESS");
         assert_eq!(gate["scenarios"].as_array().unwrap().len(), 24);
+        assert_eq!(gate["exploration"]["runs"], 3, "{v:#}");
+        assert_eq!(gate["exploration"]["ok"], true, "{v:#}");
         assert!(gate["scenarios"]
             .as_array()
             .unwrap()

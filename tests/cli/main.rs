@@ -142,6 +142,27 @@ fn edit_file(file: &Path, edit: impl FnOnce(String) -> String) -> String {
 /// A temp folder per test with its own HOME, DSH_HOME and PATH.
 struct Sandbox {
     dir: tempfile::TempDir,
+    started: std::time::Instant,
+}
+
+/// With `MCPATCH_TEST_TIMES=FILE`, each sandbox appends its test's name and
+/// how long it lived to FILE (`scripts/test-times.sh` sums them up): which
+/// tests the test command's minutes go to.
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        let Some(file) = std::env::var_os("MCPATCH_TEST_TIMES") else {
+            return;
+        };
+        let name = std::thread::current().name().unwrap_or("?").to_string();
+        let line = format!("{:.1} {name}\n", self.started.elapsed().as_secs_f64());
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&file)
+        {
+            let _ = std::io::Write::write_all(&mut f, line.as_bytes());
+        }
+    }
 }
 
 impl Sandbox {
@@ -152,7 +173,10 @@ impl Sandbox {
             .unwrap();
         std::fs::create_dir_all(dir.path().join("home/.dsh")).unwrap();
         std::fs::create_dir_all(dir.path().join("bin")).unwrap();
-        Sandbox { dir }
+        Sandbox {
+            dir,
+            started: std::time::Instant::now(),
+        }
     }
 
     fn root(&self) -> &Path {
