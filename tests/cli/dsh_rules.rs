@@ -17,7 +17,9 @@ use super::*;
 /// One rule, the mutant that breaks it, and where it is caught.
 struct Rule {
     mutant: &'static str,
-    /// A seed whose first explored run breaks the rule on the mutant.
+    /// A seed whose first explored run breaks the rule on the mutant: a run
+    /// seed of an exploration from 2026 whose generated plan is already small
+    /// (two to four steps), so the run and its shrinking take seconds.
     seed: &'static str,
     invariant: &'static str,
     verdict: &'static str,
@@ -27,42 +29,42 @@ struct Rule {
 
 const HARMLESS_400: Rule = Rule {
     mutant: "predicate-counts-any-session-mention",
-    seed: "2026",
+    seed: "4255232747",
     invariant: "tool-runs-once",
     verdict: "REPEATED",
     table: Some(("ordinary-errors", "REPEATED")),
 };
 const COUNTER_RESETS: Rule = Rule {
     mutant: "outage-counter-never-resets",
-    seed: "636856993",
+    seed: "3518992170",
     invariant: "repeat-after-loss",
     verdict: "STUCK",
     table: None,
 };
 const DISABLED_FAILS_AT_ONCE: Rule = Rule {
     mutant: "disabled-reconnect-waits",
-    seed: "3273638831",
+    seed: "2962111760",
     invariant: "fail-at-once",
     verdict: "BROKEN",
     table: None,
 };
 const CLOSED_AFTER_LAST_ANSWER: Rule = Rule {
     mutant: "lost-session-closed-under-calls",
-    seed: "2026",
+    seed: "807390595",
     invariant: "closed-after-last-answer",
     verdict: "BROKEN",
     table: Some(("concurrent-loss", "RECOVERED")),
 };
 const REASON_DOES_NOT_STICK: Rule = Rule {
     mutant: "loss-reason-sticks",
-    seed: "1358230992",
+    seed: "2943653841",
     invariant: "logs-tell-the-truth",
     verdict: "BROKEN",
     table: Some(("refused-once", "BROKEN")),
 };
 const NEW_SESSIONS_TOOLS: Rule = Rule {
     mutant: "relist-keeps-old-definitions",
-    seed: "2026",
+    seed: "2771855489",
     invariant: "tools-from-new-session",
     verdict: "BROKEN",
     table: Some(("expired-404", "BROKEN")),
