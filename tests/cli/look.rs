@@ -484,7 +484,7 @@ fn verify_colours_the_state_and_each_verdict() {
             "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client ({E}[32mpatched{E}[0m)
   sha256 {}, node {}
 SCENARIO  VERDICT  FAILED CALLS  RECOVERY MS  HANDSHAKES  NOTE
-ordinary-errors  {held}  4  -  1  each error reached the caller once; 7 calls on one session, no new initialize
+ordinary-errors  {held}  5  -  1  each error reached the caller once; 8 calls on one session, no new initialize
 {held}
 ",
             short(&patched_hash()),

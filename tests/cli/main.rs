@@ -441,6 +441,7 @@ mod bridge_limits;
 mod conformance;
 mod control_secret;
 mod dropped;
+mod dsh_rules;
 mod evidence;
 mod explore;
 mod first_use;

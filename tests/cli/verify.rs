@@ -369,7 +369,7 @@ fn verify_prints_a_table_and_a_last_line_per_install() {
             "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client (patched)",
             &format!("  sha256 {}, node {}", short(&patched_hash()), node22_version()),
             "SCENARIO  VERDICT  FAILED CALLS  RECOVERY MS  HANDSHAKES  NOTE",
-            "ordinary-errors  HELD  4  -  1  each error reached the caller once; 7 calls on one session, no new initialize",
+            "ordinary-errors  HELD  5  -  1  each error reached the caller once; 8 calls on one session, no new initialize",
             "HELD",
         ]
     );

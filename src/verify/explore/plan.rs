@@ -179,8 +179,19 @@ pub struct ExplorePlan {
     pub sdk2: bool,
     /// Whether the server answers the optional GET stream 404 (no such route).
     pub get_not_found: bool,
+    /// Whether the call of each of [`Step::Outages`] is one the server fails
+    /// with HTTP 500 ([`OUTAGE_FAIL`]) instead of an echo: sent again on the
+    /// new session, it fails there, so that session serves nothing and only
+    /// its staying healthy can end the outage for the client.
+    pub outage_fails: bool,
+    /// Whether the server refuses the first new session after a loss with 503
+    /// (once), so an ordinary outage follows a lost session.
+    pub refuse_first_reinit: bool,
     pub steps: Vec<Step>,
 }
+
+/// The ordinary failure of an outage's call when [`ExplorePlan::outage_fails`].
+pub const OUTAGE_FAIL: &str = "http500";
 
 impl ExplorePlan {
     /// The plan seed `seed` gives.
@@ -198,6 +209,10 @@ impl ExplorePlan {
         let relist_delay_ms = (rng.below(4) == 0).then(|| 200 + 100 * rng.below(4));
         let sdk2 = rng.below(5) == 0;
         let get_not_found = rng.below(5) == 0;
+        // Drawn apart from the steps, so the steps of a seed stay what they were.
+        let mut apart = Rng::new(seed ^ 0x6f75_7461_6765_2121);
+        let outage_fails = apart.below(2) == 0;
+        let refuse_first_reinit = apart.below(4) == 0;
         let count = 2 + rng.below(8);
         let mut steps = Vec::with_capacity(count as usize);
         for _ in 0..count {
@@ -230,6 +245,8 @@ impl ExplorePlan {
             relist_delay_ms,
             sdk2,
             get_not_found,
+            outage_fails,
+            refuse_first_reinit,
             steps,
         }
     }
@@ -241,6 +258,7 @@ impl ExplorePlan {
             reinit_delay: self.reinit_delay_ms.map(std::time::Duration::from_millis),
             relist_delay: self.relist_delay_ms.map(std::time::Duration::from_millis),
             get_not_found: self.get_not_found,
+            refuse_first_reinit: self.refuse_first_reinit,
             ..ServerBehaviour::default()
         }
     }
@@ -252,6 +270,10 @@ impl ExplorePlan {
         ExplorePlan {
             policy: ExplorePolicy::PerCall,
             sdk2: false,
+            // Their host makes each outage's call an echo.
+            outage_fails: false,
+            // Their rules excuse only the refusals of `Step::Refuse`, by its words.
+            refuse_first_reinit: false,
             ..self
         }
     }
@@ -291,8 +313,15 @@ impl ExplorePlan {
                            "wait": wait, "signalMs": signal_ms})
                 }
                 Step::Invalidate => json!({"op": "invalidate"}),
-                Step::Outages(n) => json!({"op": "outages", "n": n, "healthyMs": HEALTHY_MS,
-                                           "label": format!("{}:outage", i + 1)}),
+                Step::Outages(n) => {
+                    let (tool, args) = if self.outage_fails {
+                        ("fail", json!({"kind": OUTAGE_FAIL}))
+                    } else {
+                        ("echo", json!({}))
+                    };
+                    json!({"op": "outages", "n": n, "healthyMs": HEALTHY_MS,
+                           "label": format!("{}:outage", i + 1), "tool": tool, "args": args})
+                }
                 Step::Refuse(n) => json!({"op": "refuse", "n": n}),
                 Step::Sleep(ms) => json!({"op": "sleep", "ms": ms}),
             })
@@ -336,24 +365,33 @@ impl ExplorePlan {
 
     /// The words each ordinary failure must carry, by the call's label.
     pub fn words(&self) -> HashMap<String, &'static str> {
-        self.steps
+        let outage_words = ORDINARY_ERROR_WORDS
             .iter()
-            .enumerate()
-            .filter_map(|(i, s)| match *s {
-                Step::Call {
-                    tool: tool @ Tool::Fail(kind),
-                    ..
-                } => {
-                    let words = if kind == "http400session" {
-                        HARMLESS_SESSION_WORDS
-                    } else {
-                        ORDINARY_ERROR_WORDS.iter().find(|(k, _)| *k == kind)?.1
-                    };
-                    Some((Self::label(i, tool), words))
-                }
-                _ => None,
-            })
-            .collect()
+            .find(|(k, _)| *k == OUTAGE_FAIL)
+            .map(|(_, w)| *w)
+            .filter(|_| self.outage_fails);
+        let outages = self.steps.iter().enumerate().flat_map(|(i, s)| {
+            let n = match *s {
+                Step::Outages(n) => n,
+                _ => 0,
+            };
+            (1..=n).filter_map(move |k| Some((format!("{}:outage{k}", i + 1), outage_words?)))
+        });
+        let calls = self.steps.iter().enumerate().filter_map(|(i, s)| match *s {
+            Step::Call {
+                tool: tool @ Tool::Fail(kind),
+                ..
+            } => {
+                let words = if kind == "http400session" {
+                    HARMLESS_SESSION_WORDS
+                } else {
+                    ORDINARY_ERROR_WORDS.iter().find(|(k, _)| *k == kind)?.1
+                };
+                Some((Self::label(i, tool), words))
+            }
+            _ => None,
+        });
+        calls.chain(outages).collect()
     }
 
     /// Smaller plans that may fail the same way: each with one step fewer,
@@ -386,6 +424,12 @@ impl ExplorePlan {
         if self.get_not_found {
             out.push(ExplorePlan {
                 get_not_found: false,
+                ..self.clone()
+            });
+        }
+        if self.refuse_first_reinit {
+            out.push(ExplorePlan {
+                refuse_first_reinit: false,
                 ..self.clone()
             });
         }
@@ -425,6 +469,12 @@ impl fmt::Display for ExplorePlan {
         if let Some(ms) = self.relist_delay_ms {
             writeln!(f, "server holds a new session's tools/list {ms} ms")?;
         }
+        if self.refuse_first_reinit {
+            writeln!(
+                f,
+                "server refuses the first new session after a loss with 503, once"
+            )?;
+        }
         for (i, s) in self.steps.iter().enumerate() {
             let n = i + 1;
             match *s {
@@ -449,7 +499,12 @@ impl fmt::Display for ExplorePlan {
                 Step::Sleep(ms) => writeln!(f, "{n}. pause {ms} ms")?,
                 Step::Outages(k) => writeln!(
                     f,
-                    "{n}. {k} times: server drops every session, call echo and wait for it, pause {HEALTHY_MS} ms"
+                    "{n}. {k} times: server drops every session, call {} and wait for it, pause {HEALTHY_MS} ms",
+                    if self.outage_fails {
+                        format!("fail ({OUTAGE_FAIL})")
+                    } else {
+                        "echo".to_string()
+                    }
                 )?,
             }
         }
@@ -486,6 +541,8 @@ mod tests {
             relist_delay_ms: None,
             sdk2: false,
             get_not_found: false,
+            outage_fails: false,
+            refuse_first_reinit: false,
             steps: vec![Step::Invalidate, Step::Sleep(50)],
         };
         let smaller = plan.smaller();

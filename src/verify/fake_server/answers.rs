@@ -505,9 +505,13 @@ pub(super) fn handle_post(
             json!({"jsonrpc": "2.0", "id": id, "result": {}}),
         ),
         "tools/list" => {
+            let mut tools = tool_list();
+            if shared.behaviour.tools_name_session {
+                super::tool_defs::name_session(&mut tools, session);
+            }
             let answer = Answer::json(
                 StatusCode::OK,
-                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}),
             );
             if shared.behaviour.forget_after_list {
                 shared.drop_session(session, "forgetful: lost the session after its tool list");

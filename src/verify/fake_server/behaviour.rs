@@ -77,6 +77,10 @@ pub struct ServerBehaviour {
     /// only after the new session is up (renewal.rs): a call a client sent
     /// while its new session started gets its refusal late.
     pub late_sessionless_refusal: bool,
+    /// Every tool's description names the session it was listed on
+    /// (tool_defs.rs), so a host's registered tools show which session's
+    /// definitions they are.
+    pub tools_name_session: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -97,6 +101,7 @@ impl Default for ServerBehaviour {
             reload: None,
             oauth: false,
             late_sessionless_refusal: false,
+            tools_name_session: false,
         }
     }
 }

@@ -18,6 +18,7 @@ mod listen;
 pub mod reload;
 mod renewal;
 mod sessions;
+mod tool_defs;
 
 pub use answers::{
     HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, TOKEN_REFUSED_WORDS, UNANSWERED_NOTE,
@@ -28,6 +29,7 @@ pub use behaviour::{
 };
 pub use control::CONTROL_HEADER;
 pub use get_stream::STREAM_CUT_NOTE;
+pub use tool_defs::listed_session;
 
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;

@@ -2,6 +2,12 @@
 //! server's witness log and what each caller saw, so it judges runs nobody
 //! wrote a scenario for (`verify --explore`) as well as the fixed table's.
 
+mod closing;
+mod relisted;
+
+pub use closing::closed_after_last_answer;
+pub use relisted::tools_from_new_session;
+
 use std::collections::{HashMap, HashSet};
 
 use super::evidence::{Evidence, HarnessCall};
@@ -130,15 +136,25 @@ pub fn check_all(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
 /// The log says a session was lost no more often than sessions were lost:
 /// a later ordinary outage is not reported as one.
 fn logs_true(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
-    let words = x.loss_log?;
-    let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
-    let losses: HashSet<&str> = ev
-        .witness
+    logs_tell_the_truth(ev.witness, ev.dropped, x.logs, x.loss_log?)
+}
+
+/// The rule `logs-tell-the-truth` on its own: the client's log lines `logs`
+/// say `words` (its line that a lost session is being replaced) no more often
+/// than sessions were answered as lost.
+pub fn logs_tell_the_truth(
+    witness: &[WitnessEntry],
+    dropped: &[String],
+    logs: &[String],
+    words: &str,
+) -> Option<Violation> {
+    let dropped: HashSet<&str> = dropped.iter().map(String::as_str).collect();
+    let losses: HashSet<&str> = witness
         .iter()
         .filter(|e| lost_answer(e, &dropped))
         .filter_map(|e| e.session_sent.as_deref())
         .collect();
-    let said = x.logs.iter().filter(|l| l.contains(words)).count();
+    let said = logs.iter().filter(|l| l.contains(words)).count();
     (said > losses.len()).then(|| {
         Violation::new(
             "logs-tell-the-truth",

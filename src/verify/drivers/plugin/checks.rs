@@ -3,8 +3,25 @@
 //! They refine a scenario's judgement for the client that must meet the current
 //! revision's expectations.
 
-use super::harness::HarnessRun;
+use super::harness::{HarnessRun, LOSS_LOG_WORDS};
+use crate::verify::fake_server::WitnessEntry;
+use crate::verify::scenario::invariants::{self, Violation};
 use crate::verify::scenario::{Expectation, Judgement, Plan, Policy, Scenario};
+
+/// The rules the plugin's explored runs keep that its fixed table checks too,
+/// on every scenario: the log tells no more losses than there were
+/// (`logs-tell-the-truth`), and the tools registered at the end are the
+/// definitions of the session the last call was served on
+/// (`tools-from-new-session`; the scenarios' servers name the listing session
+/// in each description).
+pub fn table_rules(
+    witness: &[WitnessEntry],
+    dropped: &[String],
+    run: &HarnessRun,
+) -> Option<Violation> {
+    invariants::logs_tell_the_truth(witness, dropped, &run.logs, LOSS_LOG_WORDS)
+        .or_else(|| invariants::tools_from_new_session(witness, &run.calls, &run.tools_described))
+}
 
 /// The log line a loss must start with (`warn: ` is the harness's level prefix).
 const LOSS_WARNING: &str = "warn: mcp-client(fake): the server no longer recognises the session (";

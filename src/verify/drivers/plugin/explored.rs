@@ -2,6 +2,7 @@
 //! plugin harness (one node process, at most `jobs` runs at once), each
 //! against a fake server of its own, judged with the harness's log lines.
 
+use std::collections::HashMap;
 use std::path::Path;
 
 use super::harness::{self, HarnessRun, RunSpec};
@@ -9,8 +10,8 @@ use crate::error::Result;
 use crate::node::Node;
 use crate::verify::explore::plan::ExplorePlan;
 use crate::verify::explore::{self, PlanRunner};
-use crate::verify::fake_server::FakeServer;
-use crate::verify::scenario::invariants::Violation;
+use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
+use crate::verify::scenario::invariants::{self, Violation};
 use crate::verify::scenario::{Plan, Policy};
 
 /// Explored plans through the plugin harness, on the plugin file `target`.
@@ -24,7 +25,12 @@ impl PlanRunner for HarnessPlans<'_> {
     async fn run_plans(&self, plans: &[ExplorePlan]) -> Result<Vec<Option<Violation>>> {
         let mut servers = Vec::with_capacity(plans.len());
         for p in plans {
-            servers.push(FakeServer::start(p.behaviour(), 0).await?);
+            // Tools described per session: the plugin harness reports what it registered.
+            let behaviour = ServerBehaviour {
+                tools_name_session: true,
+                ..p.behaviour()
+            };
+            servers.push(FakeServer::start(behaviour, 0).await?);
         }
         let specs: Vec<RunSpec> = plans
             .iter()
@@ -70,4 +76,17 @@ fn judge(plan: &ExplorePlan, server: &FakeServer, run: &HarnessRun) -> Option<Vi
         &run.logs,
         Some(harness::LOSS_LOG_WORDS),
     )
+    .or_else(|| plugin_rules(&server.witness(), run, &plan.deadlines()))
+}
+
+/// The rules only the plugin harness's report lets the oracle judge (what the
+/// host registered) and those judged for the plugin so far (a call cut before
+/// its answer), for a run whose server cut no connection itself.
+pub(super) fn plugin_rules(
+    witness: &[WitnessEntry],
+    run: &HarnessRun,
+    deadlines: &HashMap<String, u64>,
+) -> Option<Violation> {
+    invariants::closed_after_last_answer(witness, &run.calls, deadlines)
+        .or_else(|| invariants::tools_from_new_session(witness, &run.calls, &run.tools_described))
 }

@@ -334,7 +334,8 @@ async function runOne(r) {
     }
     case "ordinary":
       await call("echo", { text: "before" });
-      for (const kind of ["http500", "http400", "jsonrpc", "tool"]) await call("fail", { kind }, `fail:${kind}`);
+      // http400session: a 400 whose words mention a session harmlessly, an ordinary error too.
+      for (const kind of ["http500", "http400", "http400session", "jsonrpc", "tool"]) await call("fail", { kind }, `fail:${kind}`);
       await sleep(r.settleMs);
       await call("add", { a: 2, b: 3 });
       await call("echo", { text: "after" });
@@ -378,7 +379,7 @@ async function runOne(r) {
           case "outages":
             for (let k = 1; k <= s.n; k++) {
               await control("invalidate");
-              await call("echo", { text: `outage ${k}` }, `${s.label}${k}`);
+              await call(s.tool, { ...s.args, text: `outage ${k}` }, `${s.label}${k}`);
               await sleep(s.healthyMs);
             }
             break;
@@ -393,7 +394,9 @@ async function runOne(r) {
     default:
       emit(r.id, "fatal", { error: `unknown plan ${r.plan}` });
   }
-  emit(r.id, "tools", { tools: [...tools.keys()].sort() });
+  // What the host has registered at the end, each tool with the description it got.
+  const described = [...tools].sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, d]) => [n, String(d.description ?? "")]);
+  emit(r.id, "tools", { tools: [...tools.keys()].sort(), described });
   emit(r.id, "done");
   for (const d of disposers.reverse()) {
     try { await d(); } catch {}

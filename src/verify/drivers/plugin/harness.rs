@@ -131,6 +131,8 @@ pub struct HarnessRun {
     pub calls: Vec<HarnessCall>,
     pub tools_before: Vec<String>,
     pub tools_after: Vec<String>,
+    /// The tools registered at the run's end, each with its description.
+    pub tools_described: Vec<(String, String)>,
     pub logs: Vec<String>,
     pub fatal: Option<String>,
     /// Whether the run reached its end.
@@ -301,7 +303,10 @@ pub async fn run_all(
                     r.ready = true;
                     r.tools_before = list("tools")
                 }
-                Some("tools") => r.tools_after = list("tools"),
+                Some("tools") => {
+                    r.tools_after = list("tools");
+                    r.tools_described = described(&v);
+                }
                 Some("call-start") => r.unsettled.push((
                     s("call_id").unwrap_or_default(),
                     s("name").unwrap_or_default(),
@@ -404,6 +409,23 @@ pub async fn run_all(
         on_done(run, r);
     }
     Ok(report)
+}
+
+/// The `described` pairs of a `tools` event: `[[name, description], ...]`.
+fn described(event: &Value) -> Vec<(String, String)> {
+    event
+        .get("described")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|pair| {
+                    let name = pair.get(0)?.as_str()?;
+                    let description = pair.get(1)?.as_str()?;
+                    Some((name.to_string(), description.to_string()))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::color;
 use crate::error::Result;
 use crate::node::Node;
 use crate::verify::explore;
-use crate::verify::fake_server::FakeServer;
+use crate::verify::fake_server::{FakeServer, ServerBehaviour};
 use crate::verify::render::shown_verdict;
 use crate::verify::report::{
     broken, install_note, with_exploration, Expectations, InstallResult, ScenarioResult,
@@ -99,7 +99,12 @@ async fn verify_install(
     }
     let mut servers = Vec::with_capacity(runs.len());
     for (scenario, _) in &runs {
-        servers.push(FakeServer::start(scenario.behaviour.clone(), 0).await?);
+        // Each tool's description names the session it was listed on (checks::table_rules).
+        let behaviour = ServerBehaviour {
+            tools_name_session: true,
+            ..scenario.behaviour.clone()
+        };
+        servers.push(FakeServer::start(behaviour, 0).await?);
     }
     let specs: Vec<RunSpec> = runs
         .iter()
@@ -152,6 +157,13 @@ async fn verify_install(
                             },
                         );
                         checks::refine(scenario, policy, expect, &run, &mut j);
+                        if j.ok && seamless {
+                            if let Some(v) = checks::table_rules(&witness, &dropped, &run) {
+                                j.verdict = v.verdict;
+                                j.ok = false;
+                                j.note = v.note;
+                            }
+                        }
                         j
                     }
                 };
