@@ -6,27 +6,33 @@
 //! `notifications/initialized` (the host's first session is the host's
 //! handshake, passed on as it comes); and a call whose last send met a lost
 //! session fails with the server's words for the loss (a repeat that met the
-//! loss again, reported as a bare sentence).
+//! loss again, reported as a bare sentence), or a refused new session's. The
+//! last is left to the scenarios' own judges for a host that passes its
+//! caller's deadline and abort signal on: a call its caller ended has the
+//! caller's words, and the deadlines are the plan's, not known here.
 
 use std::collections::HashMap;
 
-use crate::verify::fake_server::WitnessEntry;
+use crate::verify::fake_server::{WitnessEntry, REFUSED_ONCE_WORDS};
 use crate::verify::scenario::invariants::{self, Expected, Reconnect, Violation};
 use crate::verify::scenario::{Evidence, Judgement, Scenario};
 
-/// `judged`, unless it passed and a rule here is broken: then the broken rule's verdict.
+/// `judged`, unless it passed and a rule here is broken: then the broken
+/// rule's verdict. `caller_bounds`: the host passes each call's deadline and
+/// abort signal on (the loss-words rule is then left out).
 pub(super) fn also(
     mut judged: Judgement,
     s: &Scenario,
     ev: &Evidence<'_>,
     foreign: &[String],
+    caller_bounds: bool,
 ) -> Judgement {
     if !judged.ok {
         return judged;
     }
     if let Some(v) = foreign_answer(foreign)
         .or_else(|| renewed_handshake(ev.witness))
-        .or_else(|| loss_words(s, ev))
+        .or_else(|| (!caller_bounds).then(|| loss_words(s, ev)).flatten())
     {
         judged.verdict = v.verdict;
         judged.ok = false;
@@ -70,8 +76,22 @@ fn renewed_handshake(witness: &[WitnessEntry]) -> Option<Violation> {
 fn loss_words(s: &Scenario, ev: &Evidence<'_>) -> Option<Violation> {
     let none = HashMap::new();
     let words = HashMap::new();
+    // A call that met `refused-once`'s refusal carries its words instead.
+    let calls: Vec<_> = ev
+        .calls
+        .iter()
+        .filter(|c| {
+            !c.error
+                .as_deref()
+                .is_some_and(|e| e.contains(REFUSED_ONCE_WORDS))
+        })
+        .cloned()
+        .collect();
     invariants::words_carried(
-        ev,
+        &Evidence {
+            calls: &calls,
+            ..*ev
+        },
         &Expected {
             deadlines: &none,
             words: &words,
