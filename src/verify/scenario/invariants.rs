@@ -344,7 +344,7 @@ fn calls_in_time(calls: &[HarnessCall], x: &Expected<'_>) -> Option<Violation> {
 
 /// A failed call carries the server's words: its ordinary error's, or the
 /// session-loss answer's when that is what its last send met.
-fn words_carried(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
+pub(crate) fn words_carried(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
     for c in ev.calls.iter().filter(|c| !c.ok) {
         let error = c.error.as_deref().unwrap_or("");

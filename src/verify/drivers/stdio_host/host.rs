@@ -4,7 +4,9 @@
 //! answers the bridge's own requests (ping, roots/list), and notices when the
 //! bridge's stdout ends. Every wait is bounded by the caller, and so is what
 //! waits to be written: a bridge that floods requests and reads no answer
-//! gets at most [`REPLIES_QUEUED`] answers queued, the rest dropped.
+//! gets at most [`REPLIES_QUEUED`] answers queued, the rest dropped. An answer
+//! to an id mcpatch never sent (the bridge passing on the answer to a request
+//! of its own) is kept apart: a host must never see one.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,10 +43,12 @@ type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 pub struct Host {
     stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
     pending: Pending,
-    next_id: AtomicU64,
+    next_id: Arc<AtomicU64>,
     closed: Arc<AtomicBool>,
     /// Lines on stdout that were not JSON-RPC messages.
     pub stray: Arc<Mutex<Vec<String>>>,
+    /// Answers to ids mcpatch never sent (late answers to its own are not here).
+    pub foreign: Arc<Mutex<Vec<String>>>,
     reader: tokio::task::JoinHandle<()>,
     writer: tokio::task::JoinHandle<()>,
 }
@@ -55,6 +59,8 @@ impl Host {
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
         let stray: Arc<Mutex<Vec<String>>> = Arc::default();
+        let foreign: Arc<Mutex<Vec<String>>> = Arc::default();
+        let next_id = Arc::new(AtomicU64::new(1));
         let (replies, mut queued) = tokio::sync::mpsc::channel::<Value>(REPLIES_QUEUED);
         // One writer for the answers, so reading stdout never waits on stdin.
         let out = stdin.clone();
@@ -65,19 +71,25 @@ impl Host {
                 }
             }
         });
+        let seen = Seen {
+            stray: stray.clone(),
+            foreign: foreign.clone(),
+            next_id: next_id.clone(),
+        };
         let reader = tokio::spawn(read_loop(
             stdout,
             replies,
             pending.clone(),
             closed.clone(),
-            stray.clone(),
+            seen,
         ));
         Host {
             stdin,
             pending,
-            next_id: AtomicU64::new(1),
+            next_id,
             closed,
             stray,
+            foreign,
             reader,
             writer,
         }
@@ -149,13 +161,22 @@ async fn write_line(stdin: &tokio::sync::Mutex<ChildStdin>, message: &Value) -> 
     w.write_all(line.as_bytes()).await.is_ok() && w.flush().await.is_ok()
 }
 
+/// Where the reader puts what answers no waiting request.
+struct Seen {
+    stray: Arc<Mutex<Vec<String>>>,
+    foreign: Arc<Mutex<Vec<String>>>,
+    /// The next id mcpatch will send: every id below it was sent.
+    next_id: Arc<AtomicU64>,
+}
+
 async fn read_loop(
     stdout: ChildStdout,
     replies: tokio::sync::mpsc::Sender<Value>,
     pending: Pending,
     closed: Arc<AtomicBool>,
-    stray: Arc<Mutex<Vec<String>>>,
+    seen: Seen,
 ) {
+    let stray = &seen.stray;
     let mut reader = BufReader::new(stdout);
     let mut buf = Vec::new();
     loop {
@@ -178,7 +199,7 @@ async fn read_loop(
                 break;
             }
             keep_stray(
-                &stray,
+                stray,
                 format!("(a line longer than {MAX_LINE_BYTES} bytes)"),
             );
             continue;
@@ -189,10 +210,10 @@ async fn read_loop(
             continue;
         }
         let Ok(msg) = serde_json::from_str::<Value>(text) else {
-            keep_stray(&stray, text.to_string());
+            keep_stray(stray, text.to_string());
             continue;
         };
-        handle(&msg, &replies, &pending, &stray);
+        handle(&msg, &replies, &pending, &seen);
     }
     closed.store(true, Ordering::SeqCst);
     // Every request still waiting learns that no answer will come.
@@ -201,12 +222,8 @@ async fn read_loop(
     }
 }
 
-fn handle(
-    msg: &Value,
-    replies: &tokio::sync::mpsc::Sender<Value>,
-    pending: &Pending,
-    stray: &Mutex<Vec<String>>,
-) {
+fn handle(msg: &Value, replies: &tokio::sync::mpsc::Sender<Value>, pending: &Pending, seen: &Seen) {
+    let stray = &*seen.stray;
     let method = msg.get("method").and_then(Value::as_str);
     let id = msg.get("id");
     match (method, id) {
@@ -227,15 +244,23 @@ fn handle(
         (Some(_), None) => {}
         (None, Some(id)) => {
             // mcpatch's ids are numbers; a bridge that turned one into text is forgiven.
-            let sender = id
+            let number = id
                 .as_u64()
-                .or_else(|| id.as_str().and_then(|s| s.parse().ok()))
-                .and_then(|id| pending.lock().ok().and_then(|mut p| p.remove(&id)));
+                .or_else(|| id.as_str().and_then(|s| s.parse().ok()));
+            let sender = number.and_then(|id| pending.lock().ok().and_then(|mut p| p.remove(&id)));
             match sender {
                 Some(tx) => {
                     let _ = tx.send(msg.clone());
                 }
-                None => keep_stray(stray, format!("an answer to no request of mcpatch: {msg}")),
+                None => {
+                    let line = format!("an answer to no request of mcpatch: {msg}");
+                    let sent =
+                        number.is_some_and(|n| n > 0 && n < seen.next_id.load(Ordering::SeqCst));
+                    if !sent {
+                        keep_stray(&seen.foreign, line.clone());
+                    }
+                    keep_stray(stray, line);
+                }
             }
         }
         (None, None) => keep_stray(stray, msg.to_string()),

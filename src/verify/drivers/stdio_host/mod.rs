@@ -11,6 +11,7 @@
 mod drive;
 mod explored;
 mod host;
+mod rules;
 
 pub(crate) use explored::HostPlans;
 
@@ -441,24 +442,22 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
     let mut judgement = match &run.stop {
         None => {
             let counts = server.call_counts();
-            scenario::judge_with(
-                s,
-                expected,
-                &Evidence {
-                    witness: &witness,
-                    dropped: &dropped_ids,
-                    counts: &counts,
-                    calls: &run.calls,
-                    policy: Policy::Short,
-                    seamless: true,
-                    // A bridge has no reconnect policy: `forgetful` allows it one new
-                    // session per call that meets a loss. `reload` keeps its 1 s limit
-                    // (the relaxed one is for a headless CLI's turn, not a bridge's call).
-                    per_call_recovery: s.plan == Plan::Forgetful,
-                },
-                // A bridge keeps no tool list of its own: its host lists the tools.
-                false,
-            )
+            let ev = Evidence {
+                witness: &witness,
+                dropped: &dropped_ids,
+                counts: &counts,
+                calls: &run.calls,
+                policy: Policy::Short,
+                seamless: true,
+                // A bridge has no reconnect policy: `forgetful` allows it one new
+                // session per call that meets a loss. `reload` keeps its 1 s limit
+                // (the relaxed one is for a headless CLI's turn, not a bridge's call).
+                per_call_recovery: s.plan == Plan::Forgetful,
+            };
+            // A bridge keeps no tool list of its own: its host lists the tools.
+            let judged = scenario::judge_with(s, expected, &ev, false);
+            let foreign = host.foreign.lock().map(|f| f.clone()).unwrap_or_default();
+            rules::also(judged, s, &ev, &foreign, opts.caller_bounds)
         }
         Some(stop) => stopped(stop, &witness, &run.calls, exit.as_deref(), &tail),
     };

@@ -1,0 +1,101 @@
+//! mcp-remote's patch catalogue (test-fixtures/patch-mutants/mcp-remote, run
+//! whole by `scripts/patch-mutants.sh --target mcp-remote`): two of its
+//! mutants, each on the real release of its patch family, go through the same
+//! steps as the script (apply, the mutant's search/replace on the patched
+//! chunk, `verify --strict`) and are caught by the stdio host's rules that the
+//! catalogue found missing; the unmutated patched release passes the same runs.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use super::mcp_remote::{chunk_of, json, output_within_five_minutes, project};
+use super::mcp_sdk::mutate_builds;
+use super::*;
+
+/// A patched copy of mcp-remote `version` in the sandbox: its project folder.
+fn patched(sb: &Sandbox, version: &str, name: &str) -> PathBuf {
+    let dir = project(sb, version, name);
+    let o = sb.run(&["apply", "--path", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{version}: {}{}", stdout(&o), stderr(&o));
+    dir
+}
+
+/// `verify --strict --json` of `dir` with one scenario: the exit code and that
+/// scenario's (verdict, note).
+fn strict_one(sb: &Sandbox, dir: &Path, scenario: &str) -> (i32, String, String) {
+    let path = dir.to_str().unwrap();
+    let o = output_within_five_minutes(sb.command(&[
+        "verify",
+        "--strict",
+        "--json",
+        "--path",
+        path,
+        "--scenario",
+        scenario,
+    ]));
+    let v: Value = json(&o);
+    let s = &v["installs"][0]["scenarios"][0];
+    assert_eq!(s["name"], scenario, "{v:#}");
+    (
+        code(&o),
+        s["verdict"].as_str().unwrap_or_default().to_string(),
+        s["note"].as_str().unwrap_or_default().to_string(),
+    )
+}
+
+#[test]
+fn the_bridges_own_initialize_answered_to_the_host_is_caught_and_the_patched_release_passes() {
+    let sb = Sandbox::new();
+    let dir = patched(&sb, "0.1.44", "p");
+    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-404");
+    assert_eq!(
+        (rc, verdict.as_str()),
+        (0, "SEAMLESS"),
+        "the control: {note}"
+    );
+
+    let pkg = dir.join("node_modules/mcp-remote");
+    let chunk = chunk_of("0.1.44");
+    mutate_builds(
+        &pkg,
+        &[chunk.as_str()],
+        "mcp-remote",
+        "23-initialize-answer-leaks",
+    );
+    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-404");
+    assert_eq!((rc, verdict.as_str()), (1, "BROKEN"), "{note}");
+    let lead = "invariant answers-to-host-ids: 1 answer(s) to ids the host never sent reached the host, the first: an answer to no request of mcpatch: ";
+    assert!(note.starts_with(lead), "{note}");
+    let answer: Value =
+        serde_json::from_str(&note[lead.len()..]).unwrap_or_else(|e| panic!("{e}: {note}"));
+    assert_eq!(answer["id"], "mcpatch-reinit-1", "{note}");
+    assert!(answer["result"]["protocolVersion"].is_string(), "{note}");
+}
+
+#[test]
+fn a_repeat_that_meets_the_loss_again_and_fails_without_the_servers_words_is_caught() {
+    let sb = Sandbox::new();
+    let dir = patched(&sb, "0.15.1", "p");
+    let (rc, verdict, note) = strict_one(&sb, &dir, "forgetful");
+    assert_eq!(
+        (rc, verdict.as_str()),
+        (0, "BOUNDED"),
+        "the control: {note}"
+    );
+
+    let pkg = dir.join("node_modules/mcp-remote");
+    let chunk = chunk_of("0.15.1");
+    mutate_builds(
+        &pkg,
+        &[chunk.as_str()],
+        "mcp-remote",
+        "20-second-loss-words-dropped",
+    );
+    let (rc, verdict, note) = strict_one(&sb, &dir, "forgetful");
+    assert_eq!((rc, verdict.as_str()), (1, "BROKEN"), "{note}");
+    assert_eq!(
+        note,
+        "invariant server-words: call c1 (echo) met a lost session and failed with \"mcp-remote: the remote server no longer recognises the new session either\", without the server's words \"Session not found\""
+    );
+}
