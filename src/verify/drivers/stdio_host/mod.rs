@@ -505,7 +505,7 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
 /// may open sessions of its own before it (mcp-remote tests the connection with
 /// one), which are no session its host used. Returns the log without those
 /// sessions, and how many there were.
-fn host_scope(witness: Vec<WitnessEntry>) -> (Vec<WitnessEntry>, usize) {
+pub(crate) fn host_scope(witness: Vec<WitnessEntry>) -> (Vec<WitnessEntry>, usize) {
     let host_session = witness
         .iter()
         .find(|e| e.rpc_method.as_deref() == Some("tools/call"))
