@@ -24,12 +24,13 @@ use crate::verify::VerifyOptions;
 /// name, nor with a saved original or an unpatched file unless asked for.
 pub(super) fn runs(target: &Target, opts: &VerifyOptions) -> u32 {
     let seamless = Expectations::of(target.is_current_patch(), opts.strict).seamless();
-    opts.explore
-        .unwrap_or(if (seamless && opts.scenarios.is_empty()) || opts.explore_only {
+    opts.explore.unwrap_or(
+        if (seamless && opts.scenarios.is_empty()) || opts.explore_only {
             explore::DEFAULT_RUNS
         } else {
             0
-        })
+        },
+    )
 }
 
 /// Run `runs` explored plans through the bridge `launch` starts.
@@ -59,7 +60,11 @@ pub(super) async fn explore(
 /// `result` with the exploration `found` added: a failed one fails a passing
 /// install; with `--explore-only` (no scenario ran) one that kept every rule
 /// says EXPLORED.
-pub(super) fn add(mut result: InstallResult, found: Exploration, explore_only: bool) -> InstallResult {
+pub(super) fn add(
+    mut result: InstallResult,
+    found: Exploration,
+    explore_only: bool,
+) -> InstallResult {
     result.overall = with_exploration(result.overall, found.ok);
     if explore_only {
         result.overall = if found.ok { "EXPLORED" } else { "FAILED" };

@@ -224,3 +224,54 @@ fn judge(
         },
     )
 }
+
+/// The explored runs `verify --command CMD --explore N` asks of a stdio bridge.
+#[derive(Debug, Clone)]
+pub struct CommandExplore {
+    pub runs: u32,
+    pub seed: u64,
+    /// `--explore-only`: no scenario of the table runs.
+    pub only: bool,
+    /// Runs at once (`--jobs`; default: all).
+    pub jobs: Option<usize>,
+}
+
+/// Run the plans `x` asks for through the bridge of `verify --command`.
+pub(super) async fn explore_command(
+    opts: &super::BridgeOptions,
+    launch: Launch<'_>,
+    x: &CommandExplore,
+    progress: bool,
+) -> Result<crate::verify::explore::Exploration> {
+    let runner = HostPlans {
+        launch,
+        environment: &opts.environment,
+        startup: opts.startup,
+        own_handshake: opts.own_handshake,
+        caller_bounds: opts.caller_bounds,
+        jobs: x.jobs.unwrap_or(x.runs as usize).max(1),
+        left_out: Default::default(),
+    };
+    crate::verify::explore::explore(&runner, x.runs, x.seed, progress).await
+}
+
+/// The overall word of `verify --command` once its exploration (if any) ran:
+/// a failed one fails a passing bridge (never hiding STUCK); with
+/// `--explore-only`, EXPLORED when every run kept every rule.
+pub(super) fn overall(
+    table: &'static str,
+    found: Option<&crate::verify::explore::Exploration>,
+    asked: Option<&CommandExplore>,
+) -> &'static str {
+    match (found, asked) {
+        (Some(e), Some(x)) if x.only => {
+            if e.ok {
+                "EXPLORED"
+            } else {
+                "FAILED"
+            }
+        }
+        (Some(e), _) => crate::verify::report::with_exploration(table, e.ok),
+        (None, _) => table,
+    }
+}

@@ -1,0 +1,181 @@
+//! `mcpatch verify --explore` through the stdio bridge driver: the real
+//! mcp-remote 0.15.1 from the npm registry, run by node 22 as its manifest
+//! says, meets plans generated from a seed (no aborts, no per-call deadline: a
+//! bridge takes none from its caller), each run judged by the invariants for
+//! a client that tries one new session per call that meets a loss. Patched:
+//! every rule kept; the release as published: a broken rule, replayed from
+//! its printed seed; a broken patch no scenario of the table was written for:
+//! found by the explorer alone.
+
+use serde_json::{json, Value};
+
+use super::mcp_remote::{chunk_of, project};
+use super::verify::verify_json;
+use super::*;
+
+const RELEASE: &str = "0.15.1";
+
+fn exploration(v: &Value) -> &Value {
+    &v["installs"][0]["exploration"]
+}
+
+/// An npm project holding mcp-remote 0.15.1, patched by `mcpatch apply`.
+fn patched_project(sb: &Sandbox) -> PathBuf {
+    let dir = project(sb, RELEASE, "p");
+    let o = sb.run(&["apply", "--yes", "--path", dir.to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    dir
+}
+
+#[test]
+fn patched_mcp_remote_keeps_every_rule_over_the_explored_runs() {
+    let sb = Sandbox::new();
+    let dir = patched_project(&sb);
+    let p = dir.to_str().unwrap();
+    let (rc, v) = verify_json(
+        &sb,
+        &[
+            "--explore-only",
+            "--explore",
+            "4",
+            "--seed",
+            "2026",
+            "--path",
+            p,
+        ],
+    );
+    assert_eq!(rc, 0, "{v:#}");
+    let install = &v["installs"][0];
+    assert_eq!(install["target"], "mcp-remote");
+    assert_eq!(install["overall"], "EXPLORED", "{v:#}");
+    assert_eq!(install["scenarios"], json!([]));
+    assert_eq!(
+        exploration(&v),
+        &json!({"seed": 2026, "runs": 4, "ok": true, "failures": []})
+    );
+}
+
+#[test]
+fn the_release_as_published_breaks_a_rule_and_its_printed_seed_replays_it() {
+    let sb = Sandbox::new();
+    let dir = project(&sb, RELEASE, "p");
+    let p = dir.to_str().unwrap();
+    let (rc, v) = verify_json(&sb, &["--explore-only", "--explore", "4", "--path", p]);
+    assert_eq!(rc, 1, "{v:#}");
+    assert_eq!(v["installs"][0]["overall"], "FAILED", "{v:#}");
+    let e = exploration(&v);
+    assert_eq!(
+        (e["seed"].as_u64(), e["ok"].as_bool()),
+        (Some(2026), Some(false)),
+        "{e:#}"
+    );
+    // Seed 3656237931 loses the session with rmcp's 401 "Unauthorized: Session
+    // not found": the release takes it for a demand to sign in.
+    let f = e["failures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["seed"] == 3656237931u64)
+        .unwrap_or_else(|| panic!("no failure printed for seed 3656237931: {e:#}"));
+    assert_eq!(
+        (f["invariant"].as_str(), f["verdict"].as_str()),
+        (Some("server-words"), Some("BROKEN")),
+        "{f:#}"
+    );
+    assert_eq!(
+        f["shrunk"],
+        json!([
+            "one new session per call that meets a loss",
+            "server answers a lost session 401 \"Unauthorized: Session not found\"",
+            "1. server drops every session",
+            "then: every call ends, pause 1500 ms, call echo (the last call)"
+        ]),
+        "{f:#}"
+    );
+    assert_eq!(
+        f["shrunk_note"],
+        "invariant server-words: call c1 (last) met a lost session and failed with \"mcp-remote: Dynamic Client Registration rejected (HTTP 404): \", without the server's words \"Session not found\""
+    );
+
+    // The printed seed replays the same plan and the same broken rule, as a user reads it.
+    let o = sb.run(&[
+        "verify",
+        "--explore-only",
+        "--explore",
+        "1",
+        "--seed",
+        "3656237931",
+        "--path",
+        p,
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let out = sb.normalize(&o.stdout);
+    let mut expected = format!(
+        "explored 1 run from seed 3656237931: 1 broke a rule\n  seed 3656237931 (BROKEN; replay: --explore 1 --seed 3656237931): {}\n    shrunk plan:\n",
+        f["note"].as_str().unwrap()
+    );
+    for line in f["shrunk"].as_array().unwrap() {
+        expected.push_str(&format!("      {}\n", line.as_str().unwrap()));
+    }
+    assert!(out.contains(&expected), "expected\n{expected}\nin\n{out}");
+    assert!(out.ends_with("FAILED\n"), "{out}");
+}
+
+#[test]
+fn a_broken_patch_the_fixed_table_passes_is_caught_by_the_explorer_alone() {
+    let sb = Sandbox::new();
+    let dir = patched_project(&sb);
+    let chunk = dir.join("node_modules/mcp-remote").join(chunk_of(RELEASE));
+    // The loss predicate loses a word boundary: "unknown sessionName" (an
+    // ordinary 400 that merely mentions a session) now reads as a lost session.
+    edit_file(&chunk, |t| {
+        let right = r"(?:invalid|unknown|expired|missing)(?: or expired)? (?:mcp-)?session\b";
+        assert_eq!(t.matches(right).count(), 1, "the patched proxy changed");
+        t.replacen(right, &right[..right.len() - 2], 1)
+    });
+    let p = dir.to_str().unwrap();
+
+    // The fixed table and exploration alone, side by side (each waits on its
+    // scenarios' pauses more than on the CPU).
+    let (table, explored) = std::thread::scope(|s| {
+        let table = s.spawn(|| verify_json(&sb, &["--strict", "--explore", "0", "--path", p]));
+        let explored = s.spawn(|| {
+            verify_json(
+                &sb,
+                &["--strict", "--explore-only", "--explore", "4", "--path", p],
+            )
+        });
+        (table.join().unwrap(), explored.join().unwrap())
+    });
+
+    // The table passes it: none of its scenarios answers a 400 that mentions a session.
+    let (rc, v) = table;
+    assert_eq!(rc, 0, "{v:#}");
+    assert_eq!(v["installs"][0]["overall"], "SEAMLESS", "{v:#}");
+    assert!(exploration(&v).is_null(), "{v:#}");
+
+    let (rc, v) = explored;
+    assert_eq!(rc, 1, "{v:#}");
+    let e = exploration(&v);
+    assert_eq!(e["ok"], false, "{e:#}");
+    let f = &e["failures"][0];
+    assert_eq!(
+        (f["invariant"].as_str(), f["verdict"].as_str()),
+        (Some("tool-runs-once"), Some("REPEATED")),
+        "{f:#}"
+    );
+    assert_eq!(
+        f["shrunk"],
+        json!([
+            "one new session per call that meets a loss",
+            "server answers a lost session 400 \"Bad Request: No valid session ID provided\"",
+            "1. call fail (http400session), waits for it",
+            "then: every call ends, pause 1500 ms, call echo (the last call)"
+        ]),
+        "{f:#}"
+    );
+    assert_eq!(
+        f["shrunk_note"],
+        "invariant tool-runs-once: call c1 ran 2 times: a tool call was sent again after it ran"
+    );
+}
