@@ -9,6 +9,7 @@
 
 use serde_json::{json, Value};
 
+use super::bridge::fixture;
 use super::mcp_remote::{chunk_of, project};
 use super::verify::verify_json;
 use super::*;
@@ -109,7 +110,7 @@ fn the_release_as_published_breaks_a_rule_and_its_printed_seed_replays_it() {
         p,
     ]);
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
-    let out = sb.normalize(&o.stdout);
+    let out = stdout(&o);
     let mut expected = format!(
         "explored 1 run from seed 3656237931: 1 broke a rule\n  seed 3656237931 (BROKEN; replay: --explore 1 --seed 3656237931): {}\n    shrunk plan:\n",
         f["note"].as_str().unwrap()
@@ -178,4 +179,44 @@ fn a_broken_patch_the_fixed_table_passes_is_caught_by_the_explorer_alone() {
         f["shrunk_note"],
         "invariant tool-runs-once: call c1 ran 2 times: a tool call was sent again after it ran"
     );
+}
+
+#[test]
+fn a_bridge_named_by_command_is_explored_when_asked_and_one_that_keeps_the_dead_session_breaks_a_rule(
+) {
+    let sb = Sandbox::new();
+    let correct = fixture("correct");
+    let o = sb.run(&[
+        "verify",
+        "--command",
+        &correct,
+        "--explore-only",
+        "--explore",
+        "2",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        stdout(&o),
+        format!(
+            "bridge: {correct}\nexplored 2 runs from seed 2026: every rule kept\nEXPLORED\n"
+        )
+    );
+
+    let o = sb.run(&[
+        "verify",
+        "--json",
+        "--command",
+        &fixture("keeps-dead-session"),
+        "--explore-only",
+        "--explore",
+        "1",
+    ]);
+    assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["overall"], "FAILED", "{v:#}");
+    assert_eq!(v["scenarios"], json!([]), "{v:#}");
+    let e = &v["exploration"];
+    assert_eq!((e["runs"].as_u64(), e["ok"].as_bool()), (Some(1), Some(false)), "{e:#}");
+    assert_eq!(e["failures"][0]["seed"], 2026, "{e:#}");
+    assert_eq!(e["failures"][0]["invariant"], "nothing-on-lost-session", "{e:#}");
 }

@@ -275,3 +275,85 @@ pub(super) fn overall(
         (None, _) => table,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::verify::explore::plan::run_seed;
+    use crate::verify::explore::Exploration;
+
+    #[test]
+    fn a_bridges_plans_abort_no_call_and_keep_every_other_step() {
+        let plans: Vec<ExplorePlan> = (0..200)
+            .map(|i| ExplorePlan::generate(run_seed(2026, i)).per_call())
+            .collect();
+        let aborted = |p: &ExplorePlan| {
+            p.steps.iter().any(|s| {
+                matches!(
+                    s,
+                    Step::Call {
+                        signal_ms: Some(_),
+                        ..
+                    }
+                )
+            })
+        };
+        assert!(plans.iter().any(aborted), "no plan of 200 aborts a call");
+        for plan in plans {
+            let bridged = without_aborts(plan.clone());
+            assert!(!aborted(&bridged), "{bridged}");
+            assert_eq!(bridged.steps.len(), plan.steps.len());
+            for (b, p) in bridged.steps.iter().zip(&plan.steps) {
+                match (b, p) {
+                    (
+                        Step::Call { tool, wait, .. },
+                        Step::Call {
+                            tool: t, wait: w, ..
+                        },
+                    ) => assert_eq!((tool, wait), (t, w)),
+                    _ => assert_eq!(b, p),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_exploration_fails_a_command_and_explore_only_says_explored_or_failed() {
+        let found = |ok| Exploration {
+            seed: 1,
+            runs: 1,
+            builds: Vec::new(),
+            left_out: None,
+            ok,
+            failures: Vec::new(),
+        };
+        let asked = |only| CommandExplore {
+            runs: 1,
+            seed: 1,
+            only,
+            jobs: None,
+        };
+        assert_eq!(overall("SEAMLESS", None, None), "SEAMLESS");
+        assert_eq!(
+            overall("SEAMLESS", Some(&found(true)), Some(&asked(false))),
+            "SEAMLESS"
+        );
+        assert_eq!(
+            overall("SEAMLESS", Some(&found(false)), Some(&asked(false))),
+            "FAILED"
+        );
+        assert_eq!(
+            overall("STUCK", Some(&found(false)), Some(&asked(false))),
+            "STUCK"
+        );
+        // No scenario ran: the table's word (FAILED for none) is not the report's.
+        assert_eq!(
+            overall("FAILED", Some(&found(true)), Some(&asked(true))),
+            "EXPLORED"
+        );
+        assert_eq!(
+            overall("FAILED", Some(&found(false)), Some(&asked(true))),
+            "FAILED"
+        );
+    }
+}
