@@ -197,9 +197,7 @@ fn a_bridge_named_by_command_is_explored_when_asked_and_one_that_keeps_the_dead_
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(
         stdout(&o),
-        format!(
-            "bridge: {correct}\nexplored 2 runs from seed 2026: every rule kept\nEXPLORED\n"
-        )
+        format!("bridge: {correct}\nexplored 2 runs from seed 2026: every rule kept\nEXPLORED\n")
     );
 
     let o = sb.run(&[
@@ -216,7 +214,14 @@ fn a_bridge_named_by_command_is_explored_when_asked_and_one_that_keeps_the_dead_
     assert_eq!(v["overall"], "FAILED", "{v:#}");
     assert_eq!(v["scenarios"], json!([]), "{v:#}");
     let e = &v["exploration"];
-    assert_eq!((e["runs"].as_u64(), e["ok"].as_bool()), (Some(1), Some(false)), "{e:#}");
+    assert_eq!(
+        (e["runs"].as_u64(), e["ok"].as_bool()),
+        (Some(1), Some(false)),
+        "{e:#}"
+    );
     assert_eq!(e["failures"][0]["seed"], 2026, "{e:#}");
-    assert_eq!(e["failures"][0]["invariant"], "nothing-on-lost-session", "{e:#}");
+    assert_eq!(
+        e["failures"][0]["invariant"], "nothing-on-lost-session",
+        "{e:#}"
+    );
 }
