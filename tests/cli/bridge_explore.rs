@@ -61,7 +61,24 @@ fn the_release_as_published_breaks_a_rule_and_its_printed_seed_replays_it() {
     let sb = Sandbox::new();
     let dir = project(&sb, RELEASE, "p");
     let p = dir.to_str().unwrap();
-    let (rc, v) = verify_json(&sb, &["--explore-only", "--explore", "4", "--path", p]);
+    // The whole table held to the patch's expectations, and exploration alone, side by side.
+    let (table, explored) = std::thread::scope(|s| {
+        let table = s.spawn(|| verify_json(&sb, &["--strict", "--path", p]));
+        let explored =
+            s.spawn(|| verify_json(&sb, &["--explore-only", "--explore", "4", "--path", p]));
+        (table.join().unwrap(), explored.join().unwrap())
+    });
+
+    // The table is STUCK: the short exploration it would bring is left out, saying why.
+    let (rc, v) = table;
+    assert_eq!(rc, 1, "{v:#}");
+    assert_eq!(v["installs"][0]["overall"], "STUCK", "{v:#}");
+    assert_eq!(
+        exploration(&v),
+        &json!({"seed": 2026, "runs": 0, "left_out": "the fixed table already failed, so the short exploration was not run (`--explore 3` runs it)", "ok": true, "failures": []})
+    );
+
+    let (rc, v) = explored;
     assert_eq!(rc, 1, "{v:#}");
     assert_eq!(v["installs"][0]["overall"], "FAILED", "{v:#}");
     let e = exploration(&v);

@@ -136,7 +136,10 @@ async fn verify_install(
         stdio_host::run_launch(&bridge_opts, &launch, progress).await?
     };
     let explore_runs = explored::runs(target, opts);
-    let found = if explore_runs > 0 {
+    let table_failed = !runs.iter().all(|r| r.judgement.ok);
+    let found = if explore_runs > 0 && table_failed && opts.explore.is_none() {
+        Some(explored::not_run_after_failed_table(opts))
+    } else if explore_runs > 0 {
         Some(
             explored::explore(
                 &launch,
