@@ -87,56 +87,58 @@ fn the_release_as_published_breaks_a_rule_and_its_printed_seed_replays_it() {
         (Some(2026), Some(false)),
         "{e:#}"
     );
-    // Seed 3656237931 loses the session with rmcp's 401 "Unauthorized: Session
-    // not found": the release takes it for a demand to sign in.
+    // Each failing run prints its seed; the failing run with the shortest plan
+    // (the quickest to replay and shrink again) replays the same plan and breaks
+    // the same rule. A rule that turns on timing, such as nothing-on-lost-session's
+    // 2 s, may need another replay (docs/explore.md): up to 3 here.
     let f = e["failures"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["seed"] == 3656237931u64)
-        .unwrap_or_else(|| panic!("no failure printed for seed 3656237931: {e:#}"));
-    assert_eq!(
-        (f["invariant"].as_str(), f["verdict"].as_str()),
-        (Some("server-words"), Some("BROKEN")),
-        "{f:#}"
-    );
-    assert_eq!(
-        f["shrunk"],
-        json!([
-            "one new session per call that meets a loss",
-            "server answers a lost session 401 \"Unauthorized: Session not found\"",
-            "1. server drops every session",
-            "then: every call ends, pause 1500 ms, call echo (the last call)"
-        ]),
-        "{f:#}"
-    );
-    assert_eq!(
-        f["shrunk_note"],
-        "invariant server-words: call c1 (last) met a lost session and failed with \"mcp-remote: Dynamic Client Registration rejected (HTTP 404): \", without the server's words \"Session not found\""
-    );
-
-    // The printed seed replays the same plan and the same broken rule, as a user reads it.
-    let o = sb.run(&[
-        "verify",
+        .min_by_key(|f| f["plan"].as_array().map_or(0, Vec::len))
+        .unwrap();
+    let seed = f["seed"].as_u64().unwrap().to_string();
+    let invariant = f["invariant"].as_str().unwrap();
+    let replay = [
         "--explore-only",
         "--explore",
         "1",
         "--seed",
-        "3656237931",
+        &seed,
         "--path",
         p,
-    ]);
+    ];
+    // As a user reads it.
+    let mut all = vec!["verify"];
+    all.extend_from_slice(&replay);
+    let o = sb.run(&all);
     assert_eq!(code(&o), 1, "{}{}", stdout(&o), stderr(&o));
     let out = stdout(&o);
-    let mut expected = format!(
-        "explored 1 run from seed 3656237931: 1 broke a rule\n  seed 3656237931 (BROKEN; replay: --explore 1 --seed 3656237931): {}\n    shrunk plan:\n",
-        f["note"].as_str().unwrap()
+    let head = format!("explored 1 run from seed {seed}: 1 broke a rule\n  seed {seed} (");
+    assert!(out.contains(&head), "expected\n{head}\nin\n{out}");
+    assert!(
+        out.contains(&format!("; replay: --explore 1 --seed {seed}): invariant ")),
+        "{out}"
     );
-    for line in f["shrunk"].as_array().unwrap() {
-        expected.push_str(&format!("      {}\n", line.as_str().unwrap()));
-    }
-    assert!(out.contains(&expected), "expected\n{expected}\nin\n{out}");
+    assert!(
+        out.contains("\n    shrunk plan:\n      one new session per call that meets a loss\n"),
+        "{out}"
+    );
     assert!(out.ends_with("FAILED\n"), "{out}");
+    let mut seen = vec![out.clone()];
+    let replayed = out.contains(&format!("--seed {seed}): invariant {invariant}: "))
+        || (0..2).any(|_| {
+            let (rc, r) = verify_json(&sb, &replay);
+            assert_eq!(rc, 1, "{r:#}");
+            let g = &exploration(&r)["failures"][0];
+            assert_eq!((&g["seed"], &g["plan"]), (&f["seed"], &f["plan"]), "{r:#}");
+            seen.push(g["invariant"].to_string());
+            g["invariant"] == invariant
+        });
+    assert!(
+        replayed,
+        "seed {seed} broke {invariant}; its replays: {seen:#?}"
+    );
 }
 
 #[test]
