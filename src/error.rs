@@ -172,8 +172,11 @@ pub enum Error {
         left_out: Vec<String>,
     },
 
-    #[error("verify --explore does not drive {target}'s client yet: its driver runs no explored plans\nhelp: leave out --explore and --explore-only for it (its fixed table of scenarios still runs), or pick another target with --target")]
-    ExploreUnsupported { target: &'static str },
+    #[error("verify --explore does not drive {target}'s client: {why}\nhelp: leave out --explore and --explore-only for it (its fixed table of scenarios still runs), or pick another target with --target")]
+    ExploreUnsupported {
+        target: &'static str,
+        why: &'static str,
+    },
 
     #[error("--command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of the clients mcpatch finds installed: run one or the other")]
     BridgeConflict { flag: &'static str },

@@ -159,10 +159,9 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             explore_only,
             ..
         } => {
-            // None of these reach a bridge named by --command (exploration included).
-            let flag = if explore.is_some() || explore_only {
-                Some("--explore")
-            } else if seed.is_some() {
+            // None of these reach a bridge named by --command; --jobs only its explored runs.
+            let exploring = explore.is_some_and(|n| n > 0) || explore_only;
+            let flag = if seed.is_some() && !exploring {
                 Some("--seed")
             } else if !paths.paths.is_empty() {
                 Some("--path")
@@ -170,7 +169,7 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                 Some("--npm")
             } else if backup.is_some() {
                 Some("--backup")
-            } else if jobs.is_some() {
+            } else if jobs.is_some() && !exploring {
                 Some("--jobs")
             } else if node.node.is_some() {
                 Some("--node")
@@ -180,22 +179,32 @@ pub fn run(cli: Cli) -> Result<Outcome> {
             if let Some(flag) = flag {
                 return Err(crate::error::Error::BridgeConflict { flag });
             }
-            verify::drivers::stdio_host::run(&verify::drivers::stdio_host::BridgeOptions {
-                command,
-                scenarios,
-                json,
-                startup: startup_timeout,
-                verbose,
-                // The user's own command runs as the user would run it.
-                environment: verify::process::Environment::Inherited,
-                // A bridge may pass its host's handshake on as it comes.
-                own_handshake: false,
-                // A bridge's stdio carries no caller's timeout or abort signal.
-                caller_bounds: false,
-                auth_provider: false,
-                // Whether a bridge named by --command keeps a GET stream is not known.
-                get_stream: false,
-            })
+            // Explored runs only when asked for (a bridge named by --command has no patch revision).
+            let explore = exploring.then(|| verify::drivers::stdio_host::CommandExplore {
+                runs: explore.unwrap_or(verify::explore::DEFAULT_RUNS),
+                seed: seed.unwrap_or(verify::explore::DEFAULT_SEED),
+                only: explore_only,
+                jobs: jobs.map(usize::from),
+            });
+            verify::drivers::stdio_host::run(
+                &verify::drivers::stdio_host::BridgeOptions {
+                    command,
+                    scenarios,
+                    json,
+                    startup: startup_timeout,
+                    verbose,
+                    // The user's own command runs as the user would run it.
+                    environment: verify::process::Environment::Inherited,
+                    // A bridge may pass its host's handshake on as it comes.
+                    own_handshake: false,
+                    // A bridge's stdio carries no caller's timeout or abort signal.
+                    caller_bounds: false,
+                    auth_provider: false,
+                    // Whether a bridge named by --command keeps a GET stream is not known.
+                    get_stream: false,
+                },
+                explore.as_ref(),
+            )
         }
         Command::Verify {
             paths,

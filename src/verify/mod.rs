@@ -133,14 +133,15 @@ fn verify_all(
     }
     // Asked for by name, exploration must reach every install it would check.
     if opts.explore.is_some_and(|n| n > 0) || opts.explore_only {
-        if let Some(spec) = report
+        if let Some((spec, why)) = report
             .installs
             .iter()
             .map(|i| crate::registry::find(targets, i.target, &i.package))
-            .find(|spec| !drivers::of(spec.driver).explores())
+            .find_map(|spec| Some((spec, drivers::of(spec.driver).no_exploration()?)))
         {
             return Err(Error::ExploreUnsupported {
                 target: spec.target,
+                why,
             });
         }
     }

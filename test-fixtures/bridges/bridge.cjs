@@ -57,7 +57,9 @@ let replacing = null;
 
 function sessionLost(e) {
   const status = e?.code;
-  return status === 404 || ((status === 400 || status === 401) && /session/i.test(String(e?.message)));
+  // Words naming the session as gone, not any mention of a session ("unknown sessionName argument" is ordinary).
+  const gone = /\bno valid (?:mcp-)?session\b|\b(?:invalid|unknown|expired|missing) (?:mcp-)?session\b|\bsession(?:[ -]id)? (?:is )?(?:not found|invalid|unknown|expired)\b/i;
+  return status === 404 || ((status === 400 || status === 401) && gone.test(String(e?.message)));
 }
 
 // One new session at a time; calls that met the loss of `dead` share it.

@@ -124,12 +124,22 @@ fn a_broken_patch_is_found_by_exploration_alone_shrunk_and_replayed_from_its_see
 }
 
 #[test]
-fn explore_with_a_bridge_command_is_refused_naming_the_flag() {
+fn a_bridge_command_refuses_a_seed_with_no_explored_runs_and_a_path_even_when_exploring() {
     let sb = Sandbox::new();
-    let o = sb.run(&["verify", "--command", "true", "--explore", "2"]);
-    assert_eq!(code(&o), 2);
-    assert_eq!(
-        stderr(&o),
-        "error: --command cannot be used with --explore\nhelp: --command checks a stdio bridge against the fake server; --explore belongs to the check of the clients mcpatch finds installed: run one or the other\n"
-    );
+    for (args, flag) in [
+        (&["--seed", "5"][..], "--seed"),
+        (&["--explore", "0", "--seed", "5"][..], "--seed"),
+        (&["--jobs", "2"][..], "--jobs"),
+        (&["--explore", "2", "--path", "x"][..], "--path"),
+    ] {
+        let mut all = vec!["verify", "--command", "true"];
+        all.extend_from_slice(args);
+        let o = sb.run(&all);
+        assert_eq!(code(&o), 2, "{args:?}");
+        assert_eq!(
+            stderr(&o),
+            format!("error: --command cannot be used with {flag}\nhelp: --command checks a stdio bridge against the fake server; {flag} belongs to the check of the clients mcpatch finds installed: run one or the other\n"),
+            "{args:?}"
+        );
+    }
 }

@@ -437,6 +437,7 @@ mod apply;
 mod automation;
 mod backups;
 mod bridge;
+mod bridge_explore;
 mod bridge_limits;
 mod conformance;
 mod control_secret;

@@ -178,5 +178,11 @@ fn verify_strict_passes_every_scenario_on_a_patched_release_of_each_family() {
         let install = &v["installs"][0];
         assert_eq!(install["overall"], "SEAMLESS", "{version}: {v:#}");
         assert_eq!(verdicts(install), expected, "{version}: {v:#}");
+        // The whole table brings the short exploration with it, every rule kept.
+        assert_eq!(
+            install["exploration"],
+            serde_json::json!({"seed": 2026, "runs": 3, "ok": true, "failures": []}),
+            "{version}: {v:#}"
+        );
     }
 }

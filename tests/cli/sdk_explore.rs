@@ -111,6 +111,6 @@ fn explore_of_a_client_whose_driver_runs_no_plans_is_refused_by_name_before_node
     assert_eq!(stdout(&o), "");
     assert_eq!(
         stderr(&o),
-        "error: verify --explore does not drive gemini-cli's client yet: its driver runs no explored plans\nhelp: leave out --explore and --explore-only for it (its fixed table of scenarios still runs), or pick another target with --target\n"
+        "error: verify --explore does not drive gemini-cli's client: its calls are turns of the model mcpatch plays, and the CLI asks for the next turn only once every call of the last one has ended, so no call can start while another runs, as the plans' calls that go on need; each plan (and each shrunk one) would also start a CLI of its own, some 200 MB\nhelp: leave out --explore and --explore-only for it (its fixed table of scenarios still runs), or pick another target with --target\n"
     );
 }

@@ -67,6 +67,11 @@ pub(crate) trait ClientDriver: Sync {
         false
     }
 
+    /// Why the driver runs no explored plans, if it does not.
+    fn no_exploration(&self) -> Option<&'static str> {
+        (!self.explores()).then_some("its driver runs no explored plans")
+    }
+
     /// Whether the client needs `Promise.withResolvers`, which the driver
     /// shims on a node that lacks it (only the DSH plugin's harness).
     fn needs_with_resolvers(&self) -> bool {
@@ -89,7 +94,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn only_the_plugin_and_the_sdk_clients_run_explored_plans() {
+    fn every_driver_but_the_headless_cli_runs_explored_plans() {
         let all = [
             Driver::PluginApi,
             Driver::StdioBridge,
@@ -97,7 +102,15 @@ mod tests {
             Driver::SdkClient,
         ];
         let exploring: Vec<Driver> = all.into_iter().filter(|d| of(*d).explores()).collect();
-        assert_eq!(exploring, [Driver::PluginApi, Driver::SdkClient]);
+        assert_eq!(
+            exploring,
+            [Driver::PluginApi, Driver::StdioBridge, Driver::SdkClient]
+        );
+        // The one that does not says why, in its own words.
+        assert!(of(Driver::GeminiCli)
+            .no_exploration()
+            .is_some_and(|why| why.starts_with("its calls are turns of the model")));
+        assert_eq!(of(Driver::StdioBridge).no_exploration(), None);
     }
 
     #[test]

@@ -177,6 +177,8 @@ impl GroupChild {
         unsafe {
             cmd.pre_exec(orphans::in_child_before_exec);
         }
+        // No sweep between the start and the registration (see orphans::spawning).
+        let held = orphans::spawning();
         let mut child = cmd.spawn().map_err(|source| Error::BridgeSpawn {
             program: program.to_string(),
             source,
@@ -185,6 +187,7 @@ impl GroupChild {
         if let Some(pid) = pgid {
             orphans::register(pid);
         }
+        drop(held);
         let since = pgid.and_then(orphans::start_ticks);
         let stdin = child.stdin.take().expect("piped stdin");
         let stdout = child.stdout.take().expect("piped stdout");

@@ -24,6 +24,18 @@ pub const STOPPED: &str = if cfg!(target_os = "linux") {
 /// group): a sweep never takes them, their owner waits for them.
 static LIVE: Mutex<Option<HashSet<i32>>> = Mutex::new(None);
 
+/// Held while a checked program is started until its pid is in [`LIVE`],
+/// and by [`sweep`] while it looks: else a sweep after one run (explored
+/// runs end while others start) takes a program just started for another,
+/// not yet registered, for an orphan and kills it.
+static SPAWNING: Mutex<()> = Mutex::new(());
+
+/// Hold off every [`sweep`] while the caller starts a checked program and
+/// registers it.
+pub fn spawning() -> std::sync::MutexGuard<'static, ()> {
+    SPAWNING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// Make mcpatch the reaper of every orphan of its descendants (once per process).
 pub fn become_subreaper() {
     #[cfg(target_os = "linux")]
@@ -134,6 +146,7 @@ fn orphans(since: u64) -> Vec<i32> {
 pub fn sweep(since: u64) {
     #[cfg(target_os = "linux")]
     for _ in 0..64 {
+        let _no_spawn = spawning();
         let found = orphans(since);
         if found.is_empty() {
             return;

@@ -5,6 +5,10 @@
 //! --backup`; the patched copy `apply` checks before it writes a release
 //! mcpatch does not know) is run in place: the folder of the command's entry
 //! file is copied with that file in it (mirror.rs), and the copy's entry runs.
+//! The explored runs (`verify --explore`) go through the same bridge
+//! (explored.rs).
+
+mod explored;
 
 use super::stdio_host::{self, BridgeOptions};
 use crate::classify::Install;
@@ -16,6 +20,7 @@ use crate::verify::drivers::{ClientDriver, Job, Verifying};
 use crate::verify::report::{InstallResult, ScenarioResult};
 use crate::verify::scenario::Scenario;
 use crate::verify::target::{Target, COPY_PREFIX};
+use crate::verify::VerifyOptions;
 
 /// An installed stdio bridge (mcp-remote), run as its manifest's `verify.command` says.
 pub(crate) struct InstalledBridge;
@@ -28,11 +33,16 @@ impl ClientDriver for InstalledBridge {
             job.install,
             job.target,
             job.scenarios,
+            job.opts,
             job.progress,
         ))
     }
 
     fn always_strict(&self) -> bool {
+        true
+    }
+
+    fn explores(&self) -> bool {
         true
     }
 }
@@ -47,6 +57,7 @@ async fn verify_install(
     install: &Install,
     target: &Target,
     scenarios: &[Scenario],
+    opts: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
     // Node reads its argv as UTF-8: a path that is not would be read as another
@@ -119,7 +130,30 @@ async fn verify_install(
         // mcp-remote's bundled SDK client opens its GET stream once connected.
         get_stream: true,
     };
-    let (runs, overall, left_out) = stdio_host::run_launch(&bridge_opts, &launch, progress).await?;
+    let (runs, overall, left_out) = if opts.explore_only {
+        (Vec::new(), "FAILED", Vec::new())
+    } else {
+        stdio_host::run_launch(&bridge_opts, &launch, progress).await?
+    };
+    let explore_runs = explored::runs(target, opts);
+    let table_failed = !runs.iter().all(|r| r.judgement.ok);
+    let found = if explore_runs > 0 && table_failed && opts.explore.is_none() {
+        Some(explored::not_run_after_failed_table(opts))
+    } else if explore_runs > 0 {
+        Some(
+            explored::explore(
+                &launch,
+                &bridge_opts.environment,
+                bridge_opts.startup,
+                explore_runs,
+                opts,
+                progress,
+            )
+            .await?,
+        )
+    } else {
+        None
+    };
     let scenarios = runs
         .into_iter()
         .map(|r| ScenarioResult {
@@ -131,7 +165,7 @@ async fn verify_install(
             node_version: node.version.clone(),
         })
         .collect();
-    Ok(stdio_host::checked_install(
+    let result = stdio_host::checked_install(
         install,
         target,
         node.version.clone(),
@@ -139,5 +173,9 @@ async fn verify_install(
         overall,
         left_out,
         "the saved original, run as the control: judged as any file, so STUCK here is the bug the patch fixes, reproduced",
-    ))
+    );
+    Ok(match found {
+        Some(found) => explored::add(result, found, opts.explore_only),
+        None => result,
+    })
 }

@@ -352,6 +352,10 @@ impl ClientDriver for HeadlessCli {
             job.progress,
         ))
     }
+
+    fn no_exploration(&self) -> Option<&'static str> {
+        Some("its calls are turns of the model mcpatch plays, and the CLI asks for the next turn only once every call of the last one has ended, so no call can start while another runs, as the plans' calls that go on need; each plan (and each shrunk one) would also start a CLI of its own, some 200 MB")
+    }
 }
 
 /// Verify one install of gemini-cli: each scenario gemini-cli can be put

@@ -158,6 +158,7 @@ async fn verify_install(
                 environment: &opts.environment,
                 startup: opts.startup,
                 own_handshake: opts.own_handshake,
+                caller_bounds: opts.caller_bounds,
                 jobs: verify.jobs.unwrap_or(explore_runs as usize).max(1),
                 left_out: Default::default(),
             };

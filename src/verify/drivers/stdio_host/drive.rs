@@ -344,20 +344,23 @@ async fn ask_report(host: &Host) -> Result<HostReport, String> {
 }
 
 /// Run an explored plan's steps (`verify --explore`) through the client
-/// behind `host`, each call bounded by the caller's timeout and abort signal;
-/// left out on a host that does not pass them on.
+/// behind `host`. `bounded`: each call is bounded by the caller's timeout and
+/// abort signal, and the run is left out on a host that does not pass them
+/// on; else (a stdio bridge, which takes none) the calls carry no bounds and
+/// only the host's own [`CALL_LIMIT`] ends them.
 pub async fn run_explored(
     plan: &ExplorePlan,
     server: &FakeServer,
     host: Arc<Host>,
     startup: Duration,
     protocol_version: &str,
+    bounded: bool,
 ) -> Run {
     let mut run = Run::default();
     let caps = match handshake(&host, startup, protocol_version, false).await {
         Ok((tools, caps)) => {
             run.tools = tools;
-            if !caps.bounds {
+            if bounded && !caps.bounds {
                 run.left_out = Some(NO_CALLER_BOUNDS);
                 return run;
             }
@@ -369,19 +372,31 @@ pub async fn run_explored(
         }
     };
     make_calls(run, host, caps, |c| async move {
-        explored_steps(plan, server, &c).await
+        explored_steps(plan, server, &c, bounded).await
     })
     .await
 }
 
 /// The steps in order, as the plugin harness runs them: a call that does not
 /// wait runs alongside the steps after it; once every call has ended and the
-/// client has had its time to recover, the last call.
-async fn explored_steps(plan: &ExplorePlan, server: &FakeServer, c: &Caller) -> Result<(), Stop> {
+/// client has had its time to recover, the last call. `bounded`: each call
+/// carries the caller's timeout and abort signal.
+async fn explored_steps(
+    plan: &ExplorePlan,
+    server: &FakeServer,
+    c: &Caller,
+    bounded: bool,
+) -> Result<(), Stop> {
     use steps::Caller as _;
-    let within = |signal_ms: Option<u64>| Within {
-        timeout: Some(Duration::from_millis(CALL_TIMEOUT_MS)),
-        abort: signal_ms.map(Duration::from_millis),
+    let within = |signal_ms: Option<u64>| {
+        if bounded {
+            Within {
+                timeout: Some(Duration::from_millis(CALL_TIMEOUT_MS)),
+                abort: signal_ms.map(Duration::from_millis),
+            }
+        } else {
+            Within::default()
+        }
     };
     let mut running = tokio::task::JoinSet::new();
     for (i, step) in plan.steps.iter().enumerate() {

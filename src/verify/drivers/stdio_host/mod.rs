@@ -13,6 +13,7 @@ mod explored;
 mod host;
 mod rules;
 
+pub use explored::CommandExplore;
 pub(crate) use explored::HostPlans;
 
 use super::LeftOut;
@@ -156,6 +157,9 @@ struct BridgeReport {
     overall: &'static str,
     scenarios: Vec<BridgeScenario>,
     left_out: Vec<LeftOut>,
+    /// The explored runs (`--explore`), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exploration: Option<crate::verify::explore::Exploration>,
     /// What stopped the check outside any one scenario (an interrupt), else null.
     error: Option<String>,
 }
@@ -291,14 +295,31 @@ pub(crate) fn checked_install(
     result
 }
 
-pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
+/// `mcpatch verify --command`: the scenarios of `opts`, then the explored
+/// runs `explore` asks for (with `--explore-only`, those alone).
+pub fn run(opts: &BridgeOptions, explore: Option<&CommandExplore>) -> Result<Outcome> {
     let words = child::parse(&opts.command)?;
-    let (chosen, mut left_out) = choose(opts)?;
+    let (chosen, mut left_out) = match explore {
+        Some(x) if x.only => (Vec::new(), Vec::new()),
+        _ => choose(opts)?,
+    };
     let mut results = Vec::new();
     // The user's own command: `{url}` in its words, else the URL last.
     let launch = |url: &str| (child::with_url(&words, url), Vec::new());
-    let result = run_all(opts, &launch, &chosen, &mut results, &mut left_out);
-    let overall = overall(&results);
+    let mut exploration = None;
+    let result = run_all(
+        opts,
+        &launch,
+        &chosen,
+        &mut results,
+        &mut left_out,
+        explore.map(|x| (x, &mut exploration)),
+    );
+    let overall = explored::overall(overall(&results), exploration.as_ref(), explore);
+    let result = result.map(|outcome| match &exploration {
+        Some(e) if !e.ok => Outcome::Attention,
+        _ => outcome,
+    });
     if opts.json {
         let report = BridgeReport {
             command: words,
@@ -308,15 +329,29 @@ pub fn run(opts: &BridgeOptions) -> Result<Outcome> {
             overall,
             scenarios: results,
             left_out,
+            exploration,
             error: result.as_ref().err().map(|e| e.to_string()),
         };
         let text = serde_json::to_string_pretty(&report).expect("report serializes");
         crate::outln!("{text}");
     } else if result.is_ok() {
-        crate::out!("{}", render(&opts.command, &results, &left_out, overall));
+        let text = render(
+            &opts.command,
+            &results,
+            &left_out,
+            exploration.as_ref(),
+            overall,
+        );
+        crate::out!("{text}");
     }
     result
 }
+
+/// Where the explored runs asked of `--command` go, with how to run them.
+type Exploring<'a> = Option<(
+    &'a CommandExplore,
+    &'a mut Option<crate::verify::explore::Exploration>,
+)>;
 
 fn run_all(
     opts: &BridgeOptions,
@@ -324,6 +359,7 @@ fn run_all(
     chosen: &[Scenario],
     results: &mut Vec<BridgeScenario>,
     left_out: &mut Vec<LeftOut>,
+    exploring: Exploring<'_>,
 ) -> Result<Outcome> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -341,8 +377,19 @@ fn run_all(
     rt.block_on(async {
         // From here a signal is ours: the run below is dropped, which kills and reaps the bridge.
         let mut signals = Interrupts::listen()?;
+        let all = async {
+            let outcome = if chosen.is_empty() {
+                Outcome::Clean
+            } else {
+                run_scenarios(opts, launch, chosen, results, left_out, progress).await?
+            };
+            if let Some((x, found)) = exploring {
+                *found = Some(explored::explore_command(opts, launch, x, progress).await?);
+            }
+            Ok(outcome)
+        };
         tokio::select! {
-            r = run_scenarios(opts, launch, chosen, results, left_out, progress) => r,
+            r = all => r,
             signal = signals.next() => Err(Error::BridgeInterrupted { signal, stopped: orphans::STOPPED }),
         }
     })
@@ -504,7 +551,7 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
 /// may open sessions of its own before it (mcp-remote tests the connection with
 /// one), which are no session its host used. Returns the log without those
 /// sessions, and how many there were.
-fn host_scope(witness: Vec<WitnessEntry>) -> (Vec<WitnessEntry>, usize) {
+pub(crate) fn host_scope(witness: Vec<WitnessEntry>) -> (Vec<WitnessEntry>, usize) {
     let host_session = witness
         .iter()
         .find(|e| e.rpc_method.as_deref() == Some("tools/call"))
@@ -689,6 +736,7 @@ fn render(
     command: &str,
     results: &[BridgeScenario],
     left_out: &[LeftOut],
+    exploration: Option<&crate::verify::explore::Exploration>,
     overall: &str,
 ) -> String {
     let paint = color::stdout();
@@ -707,13 +755,19 @@ fn render(
         .iter()
         .map(|x| (x.name.to_string(), &x.judgement, x.expected))
         .collect();
-    s.push_str(&scenario_table(&rows, columns, paint));
+    // --explore-only runs no scenario: no table.
+    if !(rows.is_empty() && exploration.is_some()) {
+        s.push_str(&scenario_table(&rows, columns, paint));
+    }
     for l in left_out {
         s.push_str(&crate::table::hanging(
             "left out ",
             &format!("{}: {}", l.name, l.why),
             columns,
         ));
+    }
+    if let Some(e) = exploration {
+        s.push_str(&crate::verify::explore::render(e, columns, paint));
     }
     s.push_str(&paint.paint(overall_style(overall), overall));
     s.push('\n');

@@ -1,0 +1,94 @@
+//! The stdio bridge driver's part in `verify --explore` (mcp-remote): the
+//! explored plans run through the installed bridge as the fixed table does
+//! (its manifest's command, a process and a fake server of its own for each
+//! run), with mcpatch as its stdio host. A bridge takes no caller's timeout or
+//! abort signal per call: its plans have none (see
+//! [`stdio_host::HostPlans`]), and it is judged as a client that tries one new
+//! session per call that meets a loss, each call bounded by the host's own
+//! deadline.
+
+use std::time::Duration;
+
+use crate::error::Result;
+use crate::verify::drivers::stdio_host::{self, Launch};
+use crate::verify::explore::{self, Exploration};
+use crate::verify::process::Environment;
+use crate::verify::report::{with_exploration, Expectations, InstallResult};
+use crate::verify::target::Target;
+use crate::verify::VerifyOptions;
+
+/// How many explored runs `opts` asks of a bridge install checked on `target`:
+/// as for the DSH plugin and the SDK clients, the short exploration goes with
+/// the whole table of a file judged by the current revision's expectations
+/// (the current patch revision, or `--strict`), not with scenarios picked by
+/// name, nor with a saved original or an unpatched file unless asked for.
+pub(super) fn runs(target: &Target, opts: &VerifyOptions) -> u32 {
+    let seamless = Expectations::of(target.is_current_patch(), opts.strict).seamless();
+    opts.explore.unwrap_or(
+        if (seamless && opts.scenarios.is_empty()) || opts.explore_only {
+            explore::DEFAULT_RUNS
+        } else {
+            0
+        },
+    )
+}
+
+/// Run `runs` explored plans through the bridge `launch` starts.
+pub(super) async fn explore(
+    launch: Launch<'_>,
+    environment: &Environment,
+    startup: Duration,
+    runs: u32,
+    opts: &VerifyOptions,
+    progress: bool,
+) -> Result<Exploration> {
+    let runner = stdio_host::HostPlans {
+        launch,
+        environment,
+        startup,
+        // mcp-remote passes its host's handshake on as it comes.
+        own_handshake: false,
+        // Its stdio carries no caller's timeout or abort signal.
+        caller_bounds: false,
+        jobs: opts.jobs.unwrap_or(runs as usize).max(1),
+        left_out: Default::default(),
+    };
+    let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
+    explore::explore(&runner, runs, seed, progress).await
+}
+
+/// Why the short exploration `verify` adds by default is not run on a bridge
+/// whose fixed table failed: the verdict is already known, and a bridge's
+/// failing runs (each shrunk, a process per plan) would only add minutes, to
+/// `apply`'s refusal of a patched copy too.
+const AFTER_FAILED_TABLE: &str =
+    "the fixed table already failed, so the short exploration was not run (`--explore 3` runs it)";
+
+/// The exploration of a bridge whose fixed table failed, when none was asked
+/// for: left out, saying why ([`AFTER_FAILED_TABLE`]).
+pub(super) fn not_run_after_failed_table(opts: &VerifyOptions) -> Exploration {
+    Exploration {
+        seed: opts.seed.unwrap_or(explore::DEFAULT_SEED),
+        runs: 0,
+        builds: Vec::new(),
+        left_out: Some(AFTER_FAILED_TABLE.to_string()),
+        ok: true,
+        failures: Vec::new(),
+    }
+}
+
+/// `result` with the exploration `found` added: a failed one fails a passing
+/// install; with `--explore-only` (no scenario ran) one that kept every rule
+/// says EXPLORED.
+pub(super) fn add(
+    mut result: InstallResult,
+    found: Exploration,
+    explore_only: bool,
+) -> InstallResult {
+    result.overall = with_exploration(result.overall, found.ok);
+    if explore_only {
+        result.overall = if found.ok { "EXPLORED" } else { "FAILED" };
+    }
+    result.exploration = Some(found);
+    result
+}
