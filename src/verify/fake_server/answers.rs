@@ -19,7 +19,7 @@ use super::renewal;
 use super::sessions::{lock, HeldFate, Session, Shared};
 use super::{
     GET_HOLD_LIMIT, HOLD_LIMIT, MAX_BODY_BYTES, MAX_SLOW_MS, PROTOCOL_HEADER, PROTOCOL_VERSIONS,
-    RAN_BEFORE_LOSS_DELAY, SESSION_HEADER,
+    SESSION_HEADER,
 };
 
 /// One answer plus what the witness log should record about it.
@@ -689,6 +689,10 @@ pub(super) async fn call_tool(
     let fate = hold(shared, session).await;
     let mut answer = match fate {
         Some(HeldFate::Lost) => {
+            let delay = super::late::lost_delay(&shared.behaviour, params);
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let mut a = lost_session(shared, id);
             a.executed = Some(false);
             a.call_ok = Some(false);
@@ -704,7 +708,7 @@ pub(super) async fn call_tool(
             }
             let a = run_tool(shared, id, params, call_id.as_deref()).await;
             if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
-                tokio::time::sleep(RAN_BEFORE_LOSS_DELAY).await;
+                tokio::time::sleep(super::late::ran_before_loss_delay(&shared.behaviour)).await;
             }
             a
         }

@@ -77,6 +77,15 @@ pub struct ServerBehaviour {
     /// only after the new session is up (renewal.rs): a call a client sent
     /// while its new session started gets its refusal late.
     pub late_sessionless_refusal: bool,
+    /// In a concurrent loss ([`FakeServer::hold_calls`](super::FakeServer::hold_calls)),
+    /// answer the calls that ran before the loss, and a held call of the late
+    /// tool ([`LATE_LOST_TOOL`](super::late::LATE_LOST_TOOL)) answered as
+    /// lost, only this much later: past a held-back new initialize, so they
+    /// reach the client once its new session is up (late.rs).
+    pub late_old_answers: Option<Duration>,
+    /// A restart cuts every open connection but keeps listening and keeps
+    /// the sessions: a connection cut while the server stays up (late.rs).
+    pub cut_keeps_listening: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -97,6 +106,8 @@ impl Default for ServerBehaviour {
             reload: None,
             oauth: false,
             late_sessionless_refusal: false,
+            late_old_answers: None,
+            cut_keeps_listening: false,
         }
     }
 }

@@ -14,6 +14,7 @@ mod answers;
 mod behaviour;
 mod control;
 mod get_stream;
+pub mod late;
 mod listen;
 pub mod reload;
 mod renewal;

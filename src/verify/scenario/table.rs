@@ -94,6 +94,15 @@ pub enum ScenarioName {
     #[value(name = "get-stream-loss")]
     #[serde(rename = "get-stream-loss")]
     GetStreamLoss,
+    #[value(name = "late-answers")]
+    #[serde(rename = "late-answers")]
+    LateAnswers,
+    #[value(name = "lost-again")]
+    #[serde(rename = "lost-again")]
+    LostAgain,
+    #[value(name = "cut-kept")]
+    #[serde(rename = "cut-kept")]
+    CutKept,
 }
 
 impl ScenarioName {
@@ -126,6 +135,9 @@ impl ScenarioName {
             ScenarioName::AuthSession401 => "auth-session-401",
             ScenarioName::AuthToken401 => "auth-token-401",
             ScenarioName::GetStreamLoss => "get-stream-loss",
+            ScenarioName::LateAnswers => "late-answers",
+            ScenarioName::LostAgain => "lost-again",
+            ScenarioName::CutKept => "cut-kept",
         }
     }
 }
@@ -600,6 +612,9 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
     ]
+    .into_iter()
+    .chain(super::extra::rows(&base))
+    .collect()
 }
 
 /// `reload`: 15 restarts 2 s apart.

@@ -1,0 +1,100 @@
+//! Scenarios that sharpen the fixed table for a client that recovers in its
+//! own tool-call path: answers of the replaced session that come only once
+//! the new one is up (`late-answers`), a second loss after a recovery
+//! (`lost-again`), and a connection cut while the server and its session live
+//! on (`cut-kept`). Each runs in a few seconds. They run by default only for
+//! the drivers that ask for them ([`for_driver_default`]: gemini-cli's, whose
+//! patch catalogue they close), and for every other driver only when named.
+
+use std::time::Duration;
+
+use super::table::{Expectation, Plan, Scenario, ScenarioName, REINIT_DELAY};
+use crate::verify::fake_server::reload::ReloadCycle;
+use crate::verify::fake_server::{LostSessionAnswer, ServerBehaviour};
+
+/// `late-answers`: how long after the loss the calls that ran before it, and
+/// the last call answered as lost, get their answers: past the new session's
+/// held-back initialize ([`REINIT_DELAY`]) and its tool list, within the
+/// client's 3 s limit per request.
+pub const LATE_OLD_ANSWERS: Duration = Duration::from_millis(1800);
+
+/// `lost-again`: every session forgotten twice, 2 s apart, one call after each.
+pub const LOST_AGAIN: ReloadCycle = ReloadCycle {
+    every: Duration::from_secs(2),
+    times: 2,
+};
+
+/// Whether `name` is one of these scenarios.
+pub fn is_extra(name: ScenarioName) -> bool {
+    matches!(
+        name,
+        ScenarioName::LateAnswers | ScenarioName::LostAgain | ScenarioName::CutKept
+    )
+}
+
+/// These scenarios, in the order verify reports them.
+pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: ScenarioName::LateAnswers,
+            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s)",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(REINIT_DELAY),
+                late_old_answers: Some(LATE_OLD_ANSWERS),
+                ..base.clone()
+            },
+            plan: Plan::Concurrent,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::LostAgain,
+            what: "forgets every session twice, 2 s apart, one call after each: a second loss after a recovery; answers 404 + JSON-RPC -32001",
+            behaviour: ServerBehaviour {
+                reload: Some(LOST_AGAIN),
+                lost_session: LostSessionAnswer::NotFoundJsonRpc,
+                ..base.clone()
+            },
+            plan: Plan::Reload,
+            expect: Expectation::Reloaded,
+        },
+        Scenario {
+            name: ScenarioName::CutKept,
+            what: "cuts the connection of a slow tool's call while it runs, and keeps listening and keeping the session",
+            behaviour: ServerBehaviour {
+                restart_during_slow_call: true,
+                cut_keeps_listening: true,
+                ..base.clone()
+            },
+            plan: Plan::Cut,
+            expect: Expectation::NoRetry,
+        },
+    ]
+}
+
+/// The scenarios a driver that asks for them adds to its default set (no
+/// `--scenario` named): all of them.
+pub fn for_driver_default() -> Vec<Scenario> {
+    rows(&ServerBehaviour::default())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_extra_scenarios_are_in_the_table_and_run_only_when_named_by_default() {
+        let all = super::super::all();
+        for s in for_driver_default() {
+            assert!(is_extra(s.name), "{}", s.name);
+            assert!(all.iter().any(|a| a.name == s.name), "{}", s.name);
+            assert!(super::super::reload::by_name_only(&s), "{}", s.name);
+        }
+        assert_eq!(
+            all.iter().filter(|s| is_extra(s.name)).count(),
+            for_driver_default().len()
+        );
+        // Late enough to come after the held-back new session, early enough for a 3 s request limit.
+        assert!(LATE_OLD_ANSWERS > REINIT_DELAY * 3);
+        assert!(LATE_OLD_ANSWERS < Duration::from_millis(2500));
+    }
+}
