@@ -125,6 +125,14 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
                             if let (true, Some(delay)) = (relist, shared.behaviour.relist_delay) {
                                 tokio::time::sleep(delay).await;
                             }
+                            let refusal = super::late::refusal_delay(
+                                &shared.behaviour,
+                                a.status,
+                                a.rpc_method.as_deref(),
+                            );
+                            if !refusal.is_zero() {
+                                tokio::time::sleep(refusal).await;
+                            }
                             a
                         }
                         Dispatch::Late(a) => {

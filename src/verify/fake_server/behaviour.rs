@@ -86,6 +86,10 @@ pub struct ServerBehaviour {
     /// A restart cuts every open connection but keeps listening and keeps
     /// the sessions: a connection cut while the server stays up (late.rs).
     pub cut_keeps_listening: bool,
+    /// Answer the refused first new session ([`ServerBehaviour::refuse_first_reinit`])
+    /// only this much later: past the client's limit per request, so the client
+    /// sees its own timeout, never the refusal's words (late.rs).
+    pub refusal_delay: Option<Duration>,
 }
 
 impl Default for ServerBehaviour {
@@ -108,6 +112,7 @@ impl Default for ServerBehaviour {
             late_sessionless_refusal: false,
             late_old_answers: None,
             cut_keeps_listening: false,
+            refusal_delay: None,
         }
     }
 }

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use axum::http::StatusCode;
 use serde_json::Value;
 
 use super::behaviour::ServerBehaviour;
@@ -29,6 +30,19 @@ pub(super) fn ran_before_loss_delay(b: &ServerBehaviour) -> Duration {
 pub(super) fn lost_delay(b: &ServerBehaviour, params: &Value) -> Duration {
     match b.late_old_answers {
         Some(late) if params.get("name").and_then(Value::as_str) == Some(LATE_LOST_TOOL) => late,
+        _ => Duration::ZERO,
+    }
+}
+
+/// How long an answer to a POST (its HTTP `status`, its JSON-RPC method)
+/// waits: a refused initialize waits the behaviour's refusal delay.
+pub(super) fn refusal_delay(
+    b: &ServerBehaviour,
+    status: StatusCode,
+    method: Option<&str>,
+) -> Duration {
+    match b.refusal_delay {
+        Some(d) if status == StatusCode::SERVICE_UNAVAILABLE && method == Some("initialize") => d,
         _ => Duration::ZERO,
     }
 }
@@ -57,5 +71,31 @@ mod tests {
         let usual = ServerBehaviour::default();
         assert_eq!(lost_delay(&usual, &add), Duration::ZERO);
         assert_eq!(ran_before_loss_delay(&usual), RAN_BEFORE_LOSS_DELAY);
+    }
+
+    #[test]
+    fn only_a_refused_initialize_waits_the_refusal_delay() {
+        let slow = ServerBehaviour {
+            refusal_delay: Some(Duration::from_millis(3500)),
+            ..ServerBehaviour::default()
+        };
+        let refused = StatusCode::SERVICE_UNAVAILABLE;
+        assert_eq!(
+            refusal_delay(&slow, refused, Some("initialize")),
+            Duration::from_millis(3500)
+        );
+        assert_eq!(
+            refusal_delay(&slow, StatusCode::OK, Some("initialize")),
+            Duration::ZERO
+        );
+        assert_eq!(
+            refusal_delay(&slow, refused, Some("tools/call")),
+            Duration::ZERO
+        );
+        let usual = ServerBehaviour::default();
+        assert_eq!(
+            refusal_delay(&usual, refused, Some("initialize")),
+            Duration::ZERO
+        );
     }
 }

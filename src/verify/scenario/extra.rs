@@ -2,13 +2,15 @@
 //! own tool-call path: answers of the replaced session that come only once
 //! the new one is up (`late-answers`), a second loss after a recovery
 //! (`lost-again`), and a connection cut while the server and its session live
-//! on (`cut-kept`). Each runs in a few seconds. They run by default only for
+//! on (`cut-kept`), and a new session that gets no answer in time
+//! (`reinit-timeout`, judged here). Each runs in a few seconds. They run by default only for
 //! the drivers that ask for them ([`for_driver_default`]: gemini-cli's, whose
 //! patch catalogue they close), and for every other driver only when named.
 
 use std::time::Duration;
 
-use super::table::{Expectation, Plan, Scenario, ScenarioName, REINIT_DELAY};
+use super::evidence::{Evidence, Judgement};
+use super::table::{Expectation, Plan, Scenario, ScenarioName, REFUSED_CALL, REINIT_DELAY};
 use crate::verify::fake_server::reload::ReloadCycle;
 use crate::verify::fake_server::{LostSessionAnswer, ServerBehaviour};
 
@@ -24,11 +26,22 @@ pub const LOST_AGAIN: ReloadCycle = ReloadCycle {
     times: 2,
 };
 
+/// `reinit-timeout`: the client's limit per request, for a driver that sets
+/// it (gemini-cli's server `timeout`), and how late the refusal of the first
+/// new session comes, past it. The limit is short so the call after the one
+/// that timed out comes within the time a call may still be sent on the lost
+/// session (the invariant nothing-on-lost-session), as in `refused-once`.
+pub const REINIT_TIMEOUT_CALL: Duration = Duration::from_millis(1000);
+pub const REFUSAL_DELAY: Duration = Duration::from_millis(1500);
+
 /// Whether `name` is one of these scenarios.
 pub fn is_extra(name: ScenarioName) -> bool {
     matches!(
         name,
-        ScenarioName::LateAnswers | ScenarioName::LostAgain | ScenarioName::CutKept
+        ScenarioName::LateAnswers
+            | ScenarioName::LostAgain
+            | ScenarioName::CutKept
+            | ScenarioName::ReinitTimeout
     )
 }
 
@@ -68,7 +81,52 @@ pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
             plan: Plan::Cut,
             expect: Expectation::NoRetry,
         },
+        Scenario {
+            name: ScenarioName::ReinitTimeout,
+            what: "drops the session; the first new initialize gets no answer within the client's 1 s limit (a 503 after 1.5 s), later ones are answered",
+            behaviour: ServerBehaviour {
+                refuse_first_reinit: true,
+                refusal_delay: Some(REFUSAL_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::RefusedOnce,
+            expect: Expectation::Recover,
+        },
     ]
+}
+
+/// Judge a `reinit-timeout` run from the recovery judge's verdict `j`: the
+/// call that met the loss, if it failed, carries the server's words to it
+/// (the lost session's answer): its new session's initialize got no answer
+/// at all, so those are the only words the server said (MUTE otherwise).
+pub(super) fn judge_unanswered_reinit(
+    scenario: &Scenario,
+    ev: &Evidence<'_>,
+    j: Judgement,
+) -> Judgement {
+    if !matches!(j.verdict, "SEAMLESS" | "RECOVERED") {
+        return j;
+    }
+    let Some(call) = ev.calls.iter().find(|c| c.name == REFUSED_CALL) else {
+        return Judgement {
+            verdict: "BROKEN",
+            note: "the call that meets the loss was never made".into(),
+            ..j
+        };
+    };
+    let words = scenario.behaviour.lost_session.words();
+    let error = call.error.as_deref().unwrap_or("");
+    if ev.seamless && !call.ok && !error.contains(words) {
+        return Judgement {
+            verdict: "MUTE",
+            note: format!(
+                "the error of call {} (its new session got no answer in time) does not carry the server's words to it ({words:?}): {error:?}",
+                call.call_id
+            ),
+            ..j
+        };
+    }
+    j
 }
 
 /// The scenarios a driver that asks for them adds to its default set (no

@@ -103,6 +103,9 @@ pub enum ScenarioName {
     #[value(name = "cut-kept")]
     #[serde(rename = "cut-kept")]
     CutKept,
+    #[value(name = "reinit-timeout")]
+    #[serde(rename = "reinit-timeout")]
+    ReinitTimeout,
 }
 
 impl ScenarioName {
@@ -138,6 +141,7 @@ impl ScenarioName {
             ScenarioName::LateAnswers => "late-answers",
             ScenarioName::LostAgain => "lost-again",
             ScenarioName::CutKept => "cut-kept",
+            ScenarioName::ReinitTimeout => "reinit-timeout",
         }
     }
 }

@@ -87,6 +87,8 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
         Plan::GiveUp => Some(POLICY),
         Plan::TokenRefused => Some(NO_AUTH),
+        // The new session gets no answer at all: the server's words are the lost session's.
+        Plan::RefusedOnce if s.behaviour.refusal_delay.is_some() => None,
         Plan::RefusedOnce => Some("the patched gemini-cli recovers after a refused new session, but the failed call carries the lost session's words, not the refusal's (MUTE): its patch does not pass the refusal on yet"),
     }
 }
@@ -229,6 +231,7 @@ struct CliRun {
 fn mcp_timeout(s: &Scenario) -> Duration {
     match s.plan {
         Plan::Timeout => scenario::SLOW_TIMEOUT_CALL,
+        _ if s.behaviour.refusal_delay.is_some() => scenario::extra::REINIT_TIMEOUT_CALL,
         _ => MCP_TIMEOUT,
     }
 }
@@ -558,12 +561,18 @@ mod tests {
                 "reload",
                 "reload-5s",
                 "get-stream-loss",
+                "late-answers",
+                "lost-again",
+                "cut-kept",
+                "reinit-timeout",
             ]
         );
         // The per-request limit is the slow scenario's own only there.
         for s in scenario::all() {
             let want = if s.plan == Plan::Timeout {
                 scenario::SLOW_TIMEOUT_CALL
+            } else if s.name == scenario::ScenarioName::ReinitTimeout {
+                scenario::extra::REINIT_TIMEOUT_CALL
             } else {
                 MCP_TIMEOUT
             };

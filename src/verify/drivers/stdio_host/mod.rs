@@ -956,6 +956,9 @@ mod tests {
                 ScenarioName::Reload,
                 ScenarioName::Reload5s,
                 ScenarioName::GetStreamLoss,
+                ScenarioName::LateAnswers,
+                ScenarioName::LostAgain,
+                ScenarioName::CutKept,
             ]
         );
     }
