@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::verify::fake_server::late::relisted_after_announcement;
 use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY, UNANSWERED_NOTE};
 use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::Policy;
@@ -142,6 +143,11 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             let oks: Vec<bool> = batch?.into_iter().chain(late?).collect();
             if !oks.iter().all(|ok| *ok) {
                 c.until_recovered().await?;
+            }
+            if server.announces_tools_changed() {
+                // One more call, the late answers out: its answer announces a changed tool list.
+                c.echo("after late answers").await?;
+                witnessed_entry(server, |w| relisted_after_announcement(w) != Some(false)).await;
             }
             Ok(())
         }

@@ -37,6 +37,8 @@ pub(super) struct Answer {
     pub(super) www_authenticate: Option<&'static str>,
     /// For initialize: its params, as the witness records them.
     pub(super) initialize: Option<InitializeParams>,
+    /// Sent as an SSE stream that announces a changed tool list first (late.rs).
+    pub(super) announce: Option<String>,
 }
 
 impl Answer {
@@ -53,6 +55,7 @@ impl Answer {
             allow: None,
             www_authenticate: None,
             initialize: None,
+            announce: None,
         }
     }
 
@@ -198,6 +201,9 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         initialize: answer.initialize.clone(),
     });
     let mut response = match (&answer.body, answer.text) {
+        (Some(body), _) if answer.announce.is_some() => {
+            super::late::announcing(&shared, answer.announce.as_deref().unwrap_or(""), body)
+        }
         (Some(body), _) => (answer.status, axum::Json(body.clone())).into_response(),
         (None, Some(text)) => (answer.status, text).into_response(),
         (None, None) => (answer.status, Body::empty()).into_response(),
@@ -721,6 +727,9 @@ pub(super) async fn call_tool(
             a
         }
     };
+    if fate.is_none() && super::late::announces(shared, &answer) {
+        answer.announce = Some(session.to_string());
+    }
     answer.call_id = call_id;
     answer.executed.get_or_insert(true);
     answer.method("tools/call")

@@ -90,6 +90,11 @@ pub struct ServerBehaviour {
     /// only this much later: past the client's limit per request, so the client
     /// sees its own timeout, never the refusal's words (late.rs).
     pub refusal_delay: Option<Duration>,
+    /// Once some session was lost, answer each successful tool call on a
+    /// live session that was not held in a batch as an SSE stream whose first
+    /// event is `notifications/tools/list_changed` (late.rs): a client still
+    /// listening to its new session lists the tools again.
+    pub announce_tools_changed: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -113,6 +118,7 @@ impl Default for ServerBehaviour {
             late_old_answers: None,
             cut_keeps_listening: false,
             refusal_delay: None,
+            announce_tools_changed: false,
         }
     }
 }

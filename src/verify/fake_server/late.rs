@@ -10,10 +10,13 @@
 
 use std::time::Duration;
 
-use axum::http::StatusCode;
-use serde_json::Value;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
 
-use super::behaviour::ServerBehaviour;
+use super::answers::Answer;
+use super::behaviour::{ServerBehaviour, WitnessEntry};
+use super::sessions::{lock, Shared};
 use super::RAN_BEFORE_LOSS_DELAY;
 
 /// The tool whose held call, answered as lost, gets its answer late: a tool
@@ -45,6 +48,51 @@ pub(super) fn refusal_delay(
         Some(d) if status == StatusCode::SERVICE_UNAVAILABLE && method == Some("initialize") => d,
         _ => Duration::ZERO,
     }
+}
+
+/// The start of the note written when an answer announces a changed tool
+/// list; the session's id follows.
+pub const ANNOUNCED_NOTE: &str = "announced notifications/tools/list_changed on session ";
+
+/// Whether a tool call's `answer` on a live session announces a changed tool
+/// list: it worked, the behaviour says so, and some session was lost before.
+pub(super) fn announces(shared: &Shared, answer: &Answer) -> bool {
+    shared.behaviour.announce_tools_changed
+        && answer.call_ok == Some(true)
+        && !lock(&shared.dropped).order.is_empty()
+}
+
+/// The answer `body` on `session` as an SSE stream: the announcement, then the answer.
+pub(super) fn announcing(shared: &Shared, session: &str, body: &Value) -> Response {
+    shared.note(format!("{ANNOUNCED_NOTE}{session}"));
+    let announcement = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let events =
+        format!("event: message\ndata: {announcement}\n\nevent: message\ndata: {body}\n\n");
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        events,
+    )
+        .into_response()
+}
+
+/// Whether the tools were listed again on the session of the last
+/// announcement of a changed tool list, after it (`None`: none was made).
+pub fn relisted_after_announcement(witness: &[WitnessEntry]) -> Option<bool> {
+    let (at, note) = witness.iter().enumerate().rev().find_map(|(i, e)| {
+        e.note
+            .as_deref()
+            .and_then(|n| n.strip_prefix(ANNOUNCED_NOTE))
+            .map(|s| (i, s))
+    })?;
+    Some(witness[at..].iter().any(|e| {
+        e.rpc_method.as_deref() == Some("tools/list")
+            && e.status == 200
+            && e.session_sent.as_deref() == Some(note)
+    }))
 }
 
 /// The note a restart that keeps listening writes (it starts with

@@ -167,6 +167,12 @@ impl FakeServer {
         start_reloads(&self.shared);
     }
 
+    /// Whether answers announce a changed tool list once a session was lost
+    /// ([`ServerBehaviour::announce_tools_changed`]).
+    pub fn announces_tools_changed(&self) -> bool {
+        self.shared.behaviour.announce_tools_changed
+    }
+
     /// How many times the reload cycle forgets every session in all (0 without one).
     pub fn reloads_planned(&self) -> u32 {
         self.shared.behaviour.reload.map_or(0, |c| c.times)

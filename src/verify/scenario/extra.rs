@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use super::evidence::{Evidence, Judgement};
 use super::table::{Expectation, Plan, Scenario, ScenarioName, REFUSED_CALL, REINIT_DELAY};
+use crate::verify::fake_server::late::relisted_after_announcement;
 use crate::verify::fake_server::reload::ReloadCycle;
 use crate::verify::fake_server::{LostSessionAnswer, ServerBehaviour};
 
@@ -50,10 +51,11 @@ pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
     vec![
         Scenario {
             name: ScenarioName::LateAnswers,
-            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s)",
+            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s); then the new session announces a changed tool list",
             behaviour: ServerBehaviour {
                 reinit_delay: Some(REINIT_DELAY),
                 late_old_answers: Some(LATE_OLD_ANSWERS),
+                announce_tools_changed: true,
                 ..base.clone()
             },
             plan: Plan::Concurrent,
@@ -93,6 +95,31 @@ pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
     ]
+}
+
+/// Judge a `late-answers` run from the recovery judge's verdict `j`: the
+/// last answer on the new session announced a changed tool list
+/// (`notifications/tools/list_changed`, after the replaced session's late
+/// answers), and the client listed the tools of that session again; a client
+/// whose late errors of the old session marked the server gone stops
+/// listening (DEAF).
+pub(super) fn judge_announced(ev: &Evidence<'_>, j: Judgement) -> Judgement {
+    if !matches!(j.verdict, "SEAMLESS" | "RECOVERED") {
+        return j;
+    }
+    match relisted_after_announcement(ev.witness) {
+        Some(true) => j,
+        Some(false) => Judgement {
+            verdict: "DEAF",
+            note: "the new session announced a changed tool list (notifications/tools/list_changed) after the old session's late answers, and the client never listed its tools again".into(),
+            ..j
+        },
+        None => Judgement {
+            verdict: "BROKEN",
+            note: "no answer on the new session announced a changed tool list: the last call after the late answers was not made or failed".into(),
+            ..j
+        },
+    }
 }
 
 /// Judge a `reinit-timeout` run from the recovery judge's verdict `j`: the

@@ -89,6 +89,9 @@ pub fn judge_with(
         Expectation::Recover if scenario.plan == Plan::StreamLoss => {
             super::get_stream::judge(ev, base)
         }
+        Expectation::Recover if scenario.behaviour.announce_tools_changed => {
+            super::extra::judge_announced(ev, judge_recovery(ev, base, relist_tools))
+        }
         Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base, relist_tools),
         Expectation::Hold => judge_hold(scenario, ev, base),
         Expectation::Bounded => judge_bounded(ev, base),
