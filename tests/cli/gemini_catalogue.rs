@@ -98,7 +98,7 @@ fn cut_kept_sees_a_cut_connection_taken_for_a_lost_session_as_the_cut_call_sent_
         "11-predicate-counts-network-error",
         (
             "REPEATED",
-            "the call cut while its tool ran was sent N time(s); it must be sent once and never again",
+            "call cN ran N times: a tool call was sent again after it ran",
         ),
     );
 }
@@ -114,7 +114,7 @@ fn lost_again_sees_a_finished_recovery_kept_as_the_second_loss_stuck() {
         "13-recovery-never-cleared",
         (
             "STUCK",
-            "",
+            r#"N of N calls failed across N restarts N s apart (the first: call cN after N ms: MCP tool 'echo' reported tool error for function call: {"name":"echo","args":{"call_id":"cN","text":"after reload N"}} with response: [{"functionResponse":{"name":"echo","response":{"error":{"message":"Error POSTing to endpoint (HTTP N): {\"error\":{\"code\":-N,\"message\":\"Session not found\"},\"id\":N,\"jsonrpc\":\"N.N\"}","isError":true}}}}])"#,
         ),
     );
 }
@@ -128,7 +128,10 @@ fn late_answers_sees_a_late_loss_on_the_old_session_start_a_second_new_session()
             "one fresh initialize without the dead id, tools re-listed, calls succeeded",
         ),
         "14-late-loss-reinitializes-again",
-        ("RECOVERED", ""),
+        (
+            "RECOVERED",
+            "fresh initialize without the dead id, tools re-listed, calls succeeded; N more initialize(s) after it",
+        ),
     );
 }
 
@@ -141,7 +144,10 @@ fn late_answers_sees_the_old_session_closed_under_its_calls_in_flight() {
             "one fresh initialize without the dead id, tools re-listed, calls succeeded",
         ),
         "25-old-client-closed-at-once",
-        ("RECOVERED", ""),
+        (
+            "RECOVERED",
+            r#"one fresh initialize without the dead id, tools re-listed, calls succeeded; N call(s) failed, the first cN (echo): MCP tool 'echo' reported tool error for function call: {"name":"echo","args":{"call_id":"cN","text":"at once N"}} with response: [{"functionResponse":{"name":"echo","response":{"error":{"message":"MCP error -N: Connection closed","isError":true}}}}]"#,
+        ),
     );
 }
 
@@ -154,7 +160,10 @@ fn reinit_timeout_sees_the_servers_words_hidden_behind_the_new_sessions_timeout(
             "one fresh initialize without the dead id, tools re-listed, calls succeeded; N call(s) failed before it recovered",
         ),
         "24-failed-recovery-hides-words",
-        ("MUTE", ""),
+        (
+            "MUTE",
+            r#"the error of call cN (its new session got no answer in time) does not carry the server's words to it ("Session not found"): "MCP tool 'echo' reported tool error for function call: {\"name\":\"echo\",\"args\":{\"call_id\":\"cN\",\"text\":\"refused\"}} with response: [{\"functionResponse\":{\"name\":\"echo\",\"response\":{\"error\":{\"message\":\"MCP error -N: Request timed out\",\"isError\":true}}}}]""#,
+        ),
     );
 }
 
