@@ -182,3 +182,19 @@ fn late_answers_sees_late_errors_of_the_old_session_stop_the_client_listening() 
         ),
     );
 }
+
+#[test]
+fn tools_changed_sees_the_old_sessions_tools_kept_beside_the_relisted_ones() {
+    passes_the_patch_and_catches(
+        "tools-changed",
+        (
+            "SEAMLESS",
+            "one fresh initialize without the dead id, tools re-listed, calls succeeded",
+        ),
+        "17-relist-keeps-old-tools",
+        (
+            "STALE",
+            "call cN asked for add, which the new session no longer lists, and was sent to the server N time(s) and worked: the old session's tools were kept beside the new session's",
+        ),
+    );
+}

@@ -20,8 +20,8 @@ pub(super) fn heavy() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The scenarios gemini-cli runs (the others measure the DSH plugin's own API),
-/// its own four last (scenario/extra.rs).
-const GEMINI_SCENARIOS: [&str; 19] = [
+/// its own five last (scenario/extra.rs).
+const GEMINI_SCENARIOS: [&str; 20] = [
     "expired-404",
     "expired-400",
     "expired-401",
@@ -41,6 +41,7 @@ const GEMINI_SCENARIOS: [&str; 19] = [
     "lost-again",
     "cut-kept",
     "reinit-timeout",
+    "tools-changed",
 ];
 
 /// `verify --json` of the install at `pkg`, with `extra` arguments.
@@ -116,6 +117,7 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
                 "call-during-renewal",
                 "slow-relist",
                 "late-answers",
+                "tools-changed",
             ]
             .contains(&n)
     };

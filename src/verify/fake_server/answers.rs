@@ -521,7 +521,7 @@ pub(super) fn handle_post(
         "tools/list" => {
             let answer = Answer::json(
                 StatusCode::OK,
-                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tool_list()}}),
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": super::late::listed(shared, tool_list())}}),
             );
             if shared.behaviour.forget_after_list {
                 shared.drop_session(session, "forgetful: lost the session after its tool list");

@@ -95,6 +95,10 @@ pub struct ServerBehaviour {
     /// event is `notifications/tools/list_changed` (late.rs): a client still
     /// listening to its new session lists the tools again.
     pub announce_tools_changed: bool,
+    /// Once some session was lost, list the tools without
+    /// [`DROPPED_TOOL`](super::late::DROPPED_TOOL), as a server restarted
+    /// with a new release that no longer has it (late.rs).
+    pub drop_tool_after_loss: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -119,6 +123,7 @@ impl Default for ServerBehaviour {
             cut_keeps_listening: false,
             refusal_delay: None,
             announce_tools_changed: false,
+            drop_tool_after_loss: false,
         }
     }
 }

@@ -95,6 +95,26 @@ pub fn relisted_after_announcement(witness: &[WitnessEntry]) -> Option<bool> {
     }))
 }
 
+/// The tool a server restarted with a new release no longer lists
+/// ([`ServerBehaviour::drop_tool_after_loss`]).
+pub const DROPPED_TOOL: &str = "add";
+
+/// The tool list `tools` (a JSON array) as the server lists it now: without
+/// [`DROPPED_TOOL`] once some session was lost, when the behaviour says so.
+pub(super) fn listed(shared: &Shared, tools: Value) -> Value {
+    if !shared.behaviour.drop_tool_after_loss || lock(&shared.dropped).order.is_empty() {
+        return tools;
+    }
+    match tools {
+        Value::Array(list) => Value::Array(
+            list.into_iter()
+                .filter(|t| t.get("name").and_then(Value::as_str) != Some(DROPPED_TOOL))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// The note a restart that keeps listening writes (it starts with
 /// `restart:`, as every restart's does).
 pub(super) const CUT_NOTE: &str =

@@ -2,18 +2,22 @@
 //! own tool-call path: answers of the replaced session that come only once
 //! the new one is up (`late-answers`), a second loss after a recovery
 //! (`lost-again`), and a connection cut while the server and its session live
-//! on (`cut-kept`), and a new session that gets no answer in time
-//! (`reinit-timeout`, judged here). Each runs in a few seconds. They run by default only for
+//! on (`cut-kept`), a new session that gets no answer in time
+//! (`reinit-timeout`), and a new session that no longer lists a tool the
+//! model still knows (`tools-changed`); the verdicts of the last two, and of
+//! the announcement that ends `late-answers`, are judged here. Each runs in a
+//! few seconds. They run by default only for
 //! the drivers that ask for them ([`for_driver_default`]: gemini-cli's, whose
 //! patch catalogue they close), and for every other driver only when named.
 
 use std::time::Duration;
 
-use super::evidence::{Evidence, Judgement};
+use super::evidence::{Evidence, HarnessCall, Judgement};
+use super::judges::judge_recovery;
 use super::table::{Expectation, Plan, Scenario, ScenarioName, REFUSED_CALL, REINIT_DELAY};
-use crate::verify::fake_server::late::relisted_after_announcement;
+use crate::verify::fake_server::late::{relisted_after_announcement, DROPPED_TOOL};
 use crate::verify::fake_server::reload::ReloadCycle;
-use crate::verify::fake_server::{LostSessionAnswer, ServerBehaviour};
+use crate::verify::fake_server::{LostSessionAnswer, ServerBehaviour, WitnessEntry};
 
 /// `late-answers`: how long after the loss the calls that ran before it, and
 /// the last call answered as lost, get their answers: past the new session's
@@ -43,8 +47,12 @@ pub fn is_extra(name: ScenarioName) -> bool {
             | ScenarioName::LostAgain
             | ScenarioName::CutKept
             | ScenarioName::ReinitTimeout
+            | ScenarioName::ToolsChanged
     )
 }
+
+/// `tools-changed`: the label of the call of the tool the new session no longer lists.
+pub const DROPPED_CALL: &str = "dropped-tool";
 
 /// These scenarios, in the order verify reports them.
 pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
@@ -94,7 +102,78 @@ pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
             plan: Plan::RefusedOnce,
             expect: Expectation::Recover,
         },
+        Scenario {
+            name: ScenarioName::ToolsChanged,
+            what: "drops the session; the new session no longer lists the tool add (a new release); the model then asks for add",
+            behaviour: ServerBehaviour {
+                drop_tool_after_loss: true,
+                ..base.clone()
+            },
+            plan: Plan::ToolsChanged,
+            expect: Expectation::Recover,
+        },
     ]
+}
+
+/// Judge a `tools-changed` run: the recovery, judged without the call of the
+/// tool the new session no longer lists; that call fails in the client,
+/// never reaching the server: a client that kept the old session's tools
+/// beside the re-listed ones sends it (STALE).
+pub(super) fn judge_tools_changed(
+    ev: &Evidence<'_>,
+    base: Judgement,
+    relist_tools: bool,
+) -> Judgement {
+    let Some(dropped) = ev.calls.iter().find(|c| c.name == DROPPED_CALL) else {
+        return Judgement {
+            verdict: "BROKEN",
+            note: format!("the call of the tool the new session no longer lists ({DROPPED_TOOL}) was never made"),
+            ..base
+        };
+    };
+    let others: Vec<HarnessCall> = ev
+        .calls
+        .iter()
+        .filter(|c| c.name != DROPPED_CALL)
+        .cloned()
+        .collect();
+    // Its requests, if it made any, are judged below, not as the recovery's.
+    let witness: Vec<WitnessEntry> = ev
+        .witness
+        .iter()
+        .filter(|e| e.call_id.as_deref() != Some(dropped.call_id.as_str()))
+        .cloned()
+        .collect();
+    let rest = Evidence {
+        calls: &others,
+        witness: &witness,
+        ..*ev
+    };
+    let base = Judgement {
+        failed_calls: others.iter().filter(|c| !c.ok).count(),
+        ..base
+    };
+    let j = judge_recovery(&rest, base, relist_tools);
+    if !matches!(j.verdict, "SEAMLESS" | "RECOVERED") {
+        return j;
+    }
+    let sent = ev
+        .witness
+        .iter()
+        .filter(|e| e.call_id.as_deref() == Some(dropped.call_id.as_str()))
+        .count();
+    if sent > 0 || dropped.ok {
+        return Judgement {
+            verdict: "STALE",
+            note: format!(
+                "call {} asked for {DROPPED_TOOL}, which the new session no longer lists, and was sent to the server {sent} time(s){}: the old session's tools were kept beside the new session's",
+                dropped.call_id,
+                if dropped.ok { " and worked" } else { "" }
+            ),
+            ..j
+        };
+    }
+    j
 }
 
 /// Judge a `late-answers` run from the recovery judge's verdict `j`: the

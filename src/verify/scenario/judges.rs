@@ -89,6 +89,9 @@ pub fn judge_with(
         Expectation::Recover if scenario.plan == Plan::StreamLoss => {
             super::get_stream::judge(ev, base)
         }
+        Expectation::Recover if scenario.plan == Plan::ToolsChanged => {
+            super::extra::judge_tools_changed(ev, base, relist_tools)
+        }
         Expectation::Recover if scenario.behaviour.announce_tools_changed => {
             super::extra::judge_announced(ev, judge_recovery(ev, base, relist_tools))
         }

@@ -106,6 +106,9 @@ pub enum ScenarioName {
     #[value(name = "reinit-timeout")]
     #[serde(rename = "reinit-timeout")]
     ReinitTimeout,
+    #[value(name = "tools-changed")]
+    #[serde(rename = "tools-changed")]
+    ToolsChanged,
 }
 
 impl ScenarioName {
@@ -142,6 +145,7 @@ impl ScenarioName {
             ScenarioName::LostAgain => "lost-again",
             ScenarioName::CutKept => "cut-kept",
             ScenarioName::ReinitTimeout => "reinit-timeout",
+            ScenarioName::ToolsChanged => "tools-changed",
         }
     }
 }
@@ -202,6 +206,9 @@ pub enum Plan {
     /// the session and cut the stream, wait (no call) until a GET opens on a
     /// new session, then call (get_stream.rs).
     StreamLoss,
+    /// As `Invalidate`, then call the tool the new session no longer lists,
+    /// then call again (extra.rs).
+    ToolsChanged,
 }
 
 impl Plan {
@@ -226,6 +233,7 @@ impl Plan {
             Plan::Reload => "reload",
             Plan::TokenRefused => "token-refused",
             Plan::StreamLoss => "stream-loss",
+            Plan::ToolsChanged => "tools-changed",
         }
     }
 

@@ -82,6 +82,8 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         // Judged on the server's witness log: the GET stream reopened on a new session.
         | Plan::StreamLoss
         | Plan::Forgetful
+        // The model still knows a tool the new session no longer lists.
+        | Plan::ToolsChanged
         | Plan::Reload => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
@@ -565,6 +567,7 @@ mod tests {
                 "lost-again",
                 "cut-kept",
                 "reinit-timeout",
+                "tools-changed",
             ]
         );
         // The per-request limit is the slow scenario's own only there.
