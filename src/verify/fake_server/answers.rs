@@ -478,6 +478,7 @@ pub(super) fn handle_post(
             let stale: Vec<String> = sessions
                 .iter()
                 .filter(|(_, s)| now.duration_since(s.last_seen) > limit)
+                .filter(|(_, s)| s.called || !shared.behaviour.idle_only_after_a_call)
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in &stale {

@@ -99,6 +99,10 @@ pub struct ServerBehaviour {
     /// [`DROPPED_TOOL`](super::late::DROPPED_TOOL), as a server restarted
     /// with a new release that no longer has it (late.rs).
     pub drop_tool_after_loss: bool,
+    /// Prune an idle session ([`ServerBehaviour::idle_limit`]) only once it
+    /// has sent a tool call: a client still starting up (a CLI that loads,
+    /// lists the tools and asks its model first) is not idle yet.
+    pub idle_only_after_a_call: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -124,6 +128,7 @@ impl Default for ServerBehaviour {
             refusal_delay: None,
             announce_tools_changed: false,
             drop_tool_after_loss: false,
+            idle_only_after_a_call: false,
         }
     }
 }
