@@ -271,7 +271,7 @@ fn verify_json_shows_progress_on_a_terminal_while_stdout_goes_to_a_file() {
 #[test]
 fn scenario_names_are_listed_by_help_and_completions() {
     let sb = Sandbox::new();
-    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss call-during-renewal forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up refused-once reload reload-5s auth-session-401 auth-token-401 get-stream-loss";
+    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss call-during-renewal forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up refused-once reload reload-5s auth-session-401 auth-token-401 get-stream-loss late-answers lost-again cut-kept reinit-timeout tools-changed";
     let o = sb.run(&["verify", "--help"]);
     assert_eq!(code(&o), 0);
     assert_eq!(
@@ -284,7 +284,7 @@ Options:
       --path <P>                A file to patch, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
       --npm                     Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
       --backup [<ID>]           Check a saved original instead (the newest backup, or the one named): the control
-      --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named [possible values: {}]
+      --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli [possible values: {}]
   -j, --jobs <N>                Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --trust-owner             As root: run an install's code (the load check, verify) even when another user owns it or can write it or a folder on the way to it
@@ -314,7 +314,7 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
     let zsh = completion("zsh");
     assert!(
         zsh.contains(&format!(
-            "'*--scenario=[Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named]:NAME:({names})' \\\n"
+            "'*--scenario=[Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli]:NAME:({names})' \\\n"
         )),
         "{zsh}"
     );
@@ -331,7 +331,7 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
         .collect::<Vec<_>>()
         .join("\n");
     for (command, help) in [
-        ("verify", "Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named"),
+        ("verify", "Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli"),
         ("serve", "The scenario whose server behaviour to run"),
     ] {
         let line = format!("complete -c mcpatch -n \"__fish_mcpatch_using_subcommand {command}\" -l scenario -d '{help}' -r -f -a \"{values}\"\n");

@@ -448,6 +448,7 @@ mod explore;
 mod first_use;
 mod full_output;
 mod gemini;
+mod gemini_catalogue;
 mod gemini_classify;
 mod gemini_run;
 mod gemini_verify;

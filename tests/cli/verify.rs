@@ -418,7 +418,7 @@ fn an_unknown_scenario_is_an_error_listing_the_known_ones() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, call-during-renewal, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up, refused-once, reload, reload-5s, auth-session-401, auth-token-401, get-stream-loss]\n\nFor more information, try '--help'.\n"
+        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, call-during-renewal, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up, refused-once, reload, reload-5s, auth-session-401, auth-token-401, get-stream-loss, late-answers, lost-again, cut-kept, reinit-timeout, tools-changed]\n\nFor more information, try '--help'.\n"
     );
 }
 

@@ -10,7 +10,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+use crate::verify::fake_server::late::{relisted_after_announcement, DROPPED_TOOL};
 use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY, UNANSWERED_NOTE};
+use crate::verify::scenario::extra::DROPPED_CALL;
 use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::Policy;
 use crate::verify::scenario::{
@@ -101,6 +103,15 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             server.invalidate();
             c.until_recovered().await
         }
+        Plan::ToolsChanged => {
+            c.echo("before").await?;
+            server.invalidate();
+            c.until_recovered().await?;
+            // The model still knows the tool the new session no longer lists.
+            c.call(DROPPED_TOOL, json!({"a": 2, "b": 3}), DROPPED_CALL)
+                .await?;
+            c.echo("after").await.map(|_| ())
+        }
         Plan::Relist => {
             c.echo("before").await?;
             server.invalidate();
@@ -142,6 +153,11 @@ pub(crate) async fn plan(plan: Plan, server: &FakeServer, c: &impl Caller) -> Re
             let oks: Vec<bool> = batch?.into_iter().chain(late?).collect();
             if !oks.iter().all(|ok| *ok) {
                 c.until_recovered().await?;
+            }
+            if server.announces_tools_changed() {
+                // One more call, the late answers out: its answer announces a changed tool list.
+                c.echo("after late answers").await?;
+                witnessed_entry(server, |w| relisted_after_announcement(w) != Some(false)).await;
             }
             Ok(())
         }

@@ -19,7 +19,7 @@ use super::renewal;
 use super::sessions::{lock, HeldFate, Session, Shared};
 use super::{
     GET_HOLD_LIMIT, HOLD_LIMIT, MAX_BODY_BYTES, MAX_SLOW_MS, PROTOCOL_HEADER, PROTOCOL_VERSIONS,
-    RAN_BEFORE_LOSS_DELAY, SESSION_HEADER,
+    SESSION_HEADER,
 };
 
 /// One answer plus what the witness log should record about it.
@@ -37,6 +37,8 @@ pub(super) struct Answer {
     pub(super) www_authenticate: Option<&'static str>,
     /// For initialize: its params, as the witness records them.
     pub(super) initialize: Option<InitializeParams>,
+    /// Sent as an SSE stream that announces a changed tool list first (late.rs).
+    pub(super) announce: Option<String>,
 }
 
 impl Answer {
@@ -53,6 +55,7 @@ impl Answer {
             allow: None,
             www_authenticate: None,
             initialize: None,
+            announce: None,
         }
     }
 
@@ -125,6 +128,14 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
                             if let (true, Some(delay)) = (relist, shared.behaviour.relist_delay) {
                                 tokio::time::sleep(delay).await;
                             }
+                            let refusal = super::late::refusal_delay(
+                                &shared.behaviour,
+                                a.status,
+                                a.rpc_method.as_deref(),
+                            );
+                            if !refusal.is_zero() {
+                                tokio::time::sleep(refusal).await;
+                            }
                             a
                         }
                         Dispatch::Late(a) => {
@@ -190,6 +201,9 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
         initialize: answer.initialize.clone(),
     });
     let mut response = match (&answer.body, answer.text) {
+        (Some(body), _) if answer.announce.is_some() => {
+            super::late::announcing(&shared, answer.announce.as_deref().unwrap_or(""), body)
+        }
         (Some(body), _) => (answer.status, axum::Json(body.clone())).into_response(),
         (None, Some(text)) => (answer.status, text).into_response(),
         (None, None) => (answer.status, Body::empty()).into_response(),
@@ -464,6 +478,7 @@ pub(super) fn handle_post(
             let stale: Vec<String> = sessions
                 .iter()
                 .filter(|(_, s)| now.duration_since(s.last_seen) > limit)
+                .filter(|(_, s)| s.called || !shared.behaviour.idle_only_after_a_call)
                 .map(|(k, _)| k.clone())
                 .collect();
             for k in &stale {
@@ -511,7 +526,7 @@ pub(super) fn handle_post(
             }
             let answer = Answer::json(
                 StatusCode::OK,
-                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}),
+                json!({"jsonrpc": "2.0", "id": id, "result": {"tools": super::late::listed(shared, tools)}}),
             );
             if shared.behaviour.forget_after_list {
                 shared.drop_session(session, "forgetful: lost the session after its tool list");
@@ -693,6 +708,10 @@ pub(super) async fn call_tool(
     let fate = hold(shared, session).await;
     let mut answer = match fate {
         Some(HeldFate::Lost) => {
+            let delay = super::late::lost_delay(&shared.behaviour, params);
+            if !delay.is_zero() {
+                tokio::time::sleep(delay).await;
+            }
             let mut a = lost_session(shared, id);
             a.executed = Some(false);
             a.call_ok = Some(false);
@@ -708,11 +727,14 @@ pub(super) async fn call_tool(
             }
             let a = run_tool(shared, id, params, call_id.as_deref()).await;
             if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
-                tokio::time::sleep(RAN_BEFORE_LOSS_DELAY).await;
+                tokio::time::sleep(super::late::ran_before_loss_delay(&shared.behaviour)).await;
             }
             a
         }
     };
+    if fate.is_none() && super::late::announces(shared, &answer) {
+        answer.announce = Some(session.to_string());
+    }
     answer.call_id = call_id;
     answer.executed.get_or_insert(true);
     answer.method("tools/call")

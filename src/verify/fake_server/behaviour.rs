@@ -81,6 +81,32 @@ pub struct ServerBehaviour {
     /// (tool_defs.rs), so a host's registered tools show which session's
     /// definitions they are.
     pub tools_name_session: bool,
+    /// In a concurrent loss ([`FakeServer::hold_calls`](super::FakeServer::hold_calls)),
+    /// answer the calls that ran before the loss, and a held call of the late
+    /// tool ([`LATE_LOST_TOOL`](super::late::LATE_LOST_TOOL)) answered as
+    /// lost, only this much later: past a held-back new initialize, so they
+    /// reach the client once its new session is up (late.rs).
+    pub late_old_answers: Option<Duration>,
+    /// A restart cuts every open connection but keeps listening and keeps
+    /// the sessions: a connection cut while the server stays up (late.rs).
+    pub cut_keeps_listening: bool,
+    /// Answer the refused first new session ([`ServerBehaviour::refuse_first_reinit`])
+    /// only this much later: past the client's limit per request, so the client
+    /// sees its own timeout, never the refusal's words (late.rs).
+    pub refusal_delay: Option<Duration>,
+    /// Once some session was lost, answer each successful tool call on a
+    /// live session that was not held in a batch as an SSE stream whose first
+    /// event is `notifications/tools/list_changed` (late.rs): a client still
+    /// listening to its new session lists the tools again.
+    pub announce_tools_changed: bool,
+    /// Once some session was lost, list the tools without
+    /// [`DROPPED_TOOL`](super::late::DROPPED_TOOL), as a server restarted
+    /// with a new release that no longer has it (late.rs).
+    pub drop_tool_after_loss: bool,
+    /// Prune an idle session ([`ServerBehaviour::idle_limit`]) only once it
+    /// has sent a tool call: a client still starting up (a CLI that loads,
+    /// lists the tools and asks its model first) is not idle yet.
+    pub idle_only_after_a_call: bool,
 }
 
 impl Default for ServerBehaviour {
@@ -102,6 +128,12 @@ impl Default for ServerBehaviour {
             oauth: false,
             late_sessionless_refusal: false,
             tools_name_session: false,
+            late_old_answers: None,
+            cut_keeps_listening: false,
+            refusal_delay: None,
+            announce_tools_changed: false,
+            drop_tool_after_loss: false,
+            idle_only_after_a_call: false,
         }
     }
 }

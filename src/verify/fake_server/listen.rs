@@ -98,6 +98,15 @@ pub(super) async fn supervise(first: TcpListener, addr: SocketAddr, shared: Arc<
                     .await;
             });
         }
+        if shared.behaviour.cut_keeps_listening {
+            // Every open connection cut; the listener and the sessions stay (late.rs).
+            connections.abort_all();
+            while connections.join_next().await.is_some() {}
+            shared.note(super::late::CUT_NOTE.into());
+            shared.generation.fetch_add(1, Ordering::SeqCst);
+            listener = Some(l);
+            continue;
+        }
         // Down: listener closed, every open connection cut.
         drop(l);
         connections.abort_all();

@@ -14,6 +14,7 @@ mod answers;
 mod behaviour;
 mod control;
 mod get_stream;
+pub mod late;
 mod listen;
 pub mod reload;
 mod renewal;
@@ -166,6 +167,12 @@ impl FakeServer {
     /// Start the behaviour's reload cycle (once; without one, nothing happens).
     pub fn start_reloads(&self) {
         start_reloads(&self.shared);
+    }
+
+    /// Whether answers announce a changed tool list once a session was lost
+    /// ([`ServerBehaviour::announce_tools_changed`]).
+    pub fn announces_tools_changed(&self) -> bool {
+        self.shared.behaviour.announce_tools_changed
     }
 
     /// How many times the reload cycle forgets every session in all (0 without one).

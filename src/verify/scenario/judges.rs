@@ -76,10 +76,24 @@ pub fn judge_with(
     }
     let mut j = match scenario.expect {
         Expectation::Recover if scenario.plan == Plan::RefusedOnce => {
-            super::refused::judge(ev, judge_recovery(ev, base, relist_tools))
+            match scenario.behaviour.refusal_delay {
+                // The first new session's answer is waited for first.
+                Some(late) => {
+                    let within = ev.policy.deadline() + late;
+                    let j = judge_recovery_within(ev, base, relist_tools, within);
+                    super::extra::judge_unanswered_reinit(scenario, ev, j)
+                }
+                None => super::refused::judge(ev, judge_recovery(ev, base, relist_tools)),
+            }
         }
         Expectation::Recover if scenario.plan == Plan::StreamLoss => {
             super::get_stream::judge(ev, base)
+        }
+        Expectation::Recover if scenario.plan == Plan::ToolsChanged => {
+            super::extra::judge_tools_changed(ev, base, relist_tools)
+        }
+        Expectation::Recover if scenario.behaviour.announce_tools_changed => {
+            super::extra::judge_announced(ev, judge_recovery(ev, base, relist_tools))
         }
         Expectation::Recover | Expectation::Seamless => judge_recovery(ev, base, relist_tools),
         Expectation::Hold => judge_hold(scenario, ev, base),
@@ -136,6 +150,17 @@ fn initialize_fresh(e: &WitnessEntry) -> bool {
 }
 
 pub(super) fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: bool) -> Judgement {
+    judge_recovery_within(ev, base, relist_tools, ev.policy.deadline())
+}
+
+/// [`judge_recovery`], the recovery allowed `deadline` from the first
+/// session-lost answer to the first call that worked on the new session.
+pub(super) fn judge_recovery_within(
+    ev: &Evidence<'_>,
+    base: Judgement,
+    relist_tools: bool,
+    deadline: Duration,
+) -> Judgement {
     let witness = ev.witness;
     let is_dead = |e: &WitnessEntry| {
         e.session_sent
@@ -244,7 +269,6 @@ pub(super) fn judge_recovery(ev: &Evidence<'_>, base: Judgement, relist_tools: b
         ));
     }
     let recovery_ms = called.answered_ms.saturating_sub(t_fail);
-    let deadline = ev.policy.deadline();
     if recovery_ms > deadline.as_millis() as u64 {
         return stuck(format!(
             "recovered only after {recovery_ms} ms, past the {} ms a healthy client needs under this policy",

@@ -5,6 +5,7 @@
 
 pub mod auth;
 pub mod evidence;
+pub mod extra;
 pub mod get_stream;
 pub mod host_report;
 pub mod invariants;

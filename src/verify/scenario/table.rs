@@ -94,6 +94,21 @@ pub enum ScenarioName {
     #[value(name = "get-stream-loss")]
     #[serde(rename = "get-stream-loss")]
     GetStreamLoss,
+    #[value(name = "late-answers")]
+    #[serde(rename = "late-answers")]
+    LateAnswers,
+    #[value(name = "lost-again")]
+    #[serde(rename = "lost-again")]
+    LostAgain,
+    #[value(name = "cut-kept")]
+    #[serde(rename = "cut-kept")]
+    CutKept,
+    #[value(name = "reinit-timeout")]
+    #[serde(rename = "reinit-timeout")]
+    ReinitTimeout,
+    #[value(name = "tools-changed")]
+    #[serde(rename = "tools-changed")]
+    ToolsChanged,
 }
 
 impl ScenarioName {
@@ -126,6 +141,11 @@ impl ScenarioName {
             ScenarioName::AuthSession401 => "auth-session-401",
             ScenarioName::AuthToken401 => "auth-token-401",
             ScenarioName::GetStreamLoss => "get-stream-loss",
+            ScenarioName::LateAnswers => "late-answers",
+            ScenarioName::LostAgain => "lost-again",
+            ScenarioName::CutKept => "cut-kept",
+            ScenarioName::ReinitTimeout => "reinit-timeout",
+            ScenarioName::ToolsChanged => "tools-changed",
         }
     }
 }
@@ -186,6 +206,9 @@ pub enum Plan {
     /// the session and cut the stream, wait (no call) until a GET opens on a
     /// new session, then call (get_stream.rs).
     StreamLoss,
+    /// As `Invalidate`, then call the tool the new session no longer lists,
+    /// then call again (extra.rs).
+    ToolsChanged,
 }
 
 impl Plan {
@@ -210,6 +233,7 @@ impl Plan {
             Plan::Reload => "reload",
             Plan::TokenRefused => "token-refused",
             Plan::StreamLoss => "stream-loss",
+            Plan::ToolsChanged => "tools-changed",
         }
     }
 
@@ -600,6 +624,9 @@ pub fn all() -> Vec<Scenario> {
             expect: Expectation::Recover,
         },
     ]
+    .into_iter()
+    .chain(super::extra::rows(&base))
+    .collect()
 }
 
 /// `reload`: 15 restarts 2 s apart.

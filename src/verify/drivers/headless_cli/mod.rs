@@ -23,6 +23,7 @@ use crate::node::Node;
 use crate::registry::{FileFind, PatchSpec};
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::steps::{self, Stop};
+use crate::verify::fake_server::late::LATE_LOST_TOOL;
 use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
 use crate::verify::render::shown_verdict;
 use crate::verify::report::install_note;
@@ -81,11 +82,15 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         // Judged on the server's witness log: the GET stream reopened on a new session.
         | Plan::StreamLoss
         | Plan::Forgetful
+        // The model still knows a tool the new session no longer lists.
+        | Plan::ToolsChanged
         | Plan::Reload => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
         Plan::GiveUp => Some(POLICY),
         Plan::TokenRefused => Some(NO_AUTH),
+        // The new session gets no answer at all: the server's words are the lost session's.
+        Plan::RefusedOnce if s.behaviour.refusal_delay.is_some() => None,
         Plan::RefusedOnce => Some("the patched gemini-cli recovers after a refused new session, but the failed call carries the lost session's words, not the refusal's (MUTE): its patch does not pass the refusal on yet"),
     }
 }
@@ -102,6 +107,11 @@ fn behaviour(s: &Scenario) -> ServerBehaviour {
     let mut b = s.behaviour.clone();
     if b.idle_limit.is_some() {
         b.idle_limit = Some(scenario::IDLE_FOR.saturating_sub(IDLE_MARGIN));
+        // On a machine loaded past its cores the gap runs past even that
+        // (the session was pruned before the first call, seen STUCK with 3
+        // handshakes on 0.61.0 and 0.45.2 patched): a session is idle only
+        // once it has made a call.
+        b.idle_only_after_a_call = true;
     }
     b
 }
@@ -113,6 +123,11 @@ struct ModelCaller<'a> {
     ended: tokio::sync::watch::Receiver<bool>,
     calls: Mutex<Vec<HarnessCall>>,
     next: AtomicU32,
+    /// The server answers a lost call of [`LATE_LOST_TOOL`] late
+    /// (`late-answers`): the first batch of calls at once ends with one.
+    late_tool: bool,
+    /// A batch of calls at once was asked already.
+    batched: std::sync::atomic::AtomicBool,
 }
 
 impl ModelCaller<'_> {
@@ -189,8 +204,14 @@ impl steps::Caller for ModelCaller<'_> {
     }
 
     async fn at_once(&self, n: usize, prefix: &str) -> Result<Vec<bool>, Stop> {
+        let first_batch = !self.batched.swap(true, Ordering::SeqCst);
         let asked = (0..n)
             .map(|i| {
+                if self.late_tool && first_batch && i + 1 == n {
+                    // Asked last, so it arrives after the calls that run before the loss.
+                    let args = json!({"a": i, "b": 1});
+                    return (LATE_LOST_TOOL, args, LATE_LOST_TOOL.to_string());
+                }
                 (
                     "echo",
                     json!({"text": format!("{prefix} {i}")}),
@@ -217,6 +238,7 @@ struct CliRun {
 fn mcp_timeout(s: &Scenario) -> Duration {
     match s.plan {
         Plan::Timeout => scenario::SLOW_TIMEOUT_CALL,
+        _ if s.behaviour.refusal_delay.is_some() => scenario::extra::REINIT_TIMEOUT_CALL,
         _ => MCP_TIMEOUT,
     }
 }
@@ -246,6 +268,8 @@ async fn run_one(
                 ended: cli.ended.clone(),
                 calls: Mutex::new(Vec::new()),
                 next: AtomicU32::new(0),
+                late_tool: s.behaviour.late_old_answers.is_some(),
+                batched: std::sync::atomic::AtomicBool::new(false),
             };
             let result = steps::plan(s.plan, &server, &caller).await;
             let calls = caller.calls.into_inner().unwrap_or_else(|p| p.into_inner());
@@ -327,6 +351,31 @@ fn stopped(run: &CliRun, witness: &[WitnessEntry]) -> Judgement {
     }
 }
 
+/// The scenarios gemini-cli runs by default besides the shared set
+/// ([`scenario::extra`]: a late answer of the replaced session, a second
+/// loss, a cut that keeps the session), when no `--scenario` was named; and
+/// those of them the target's manifest leaves out (`verify.left_out`).
+fn default_extras(
+    spec: &PatchSpec,
+    opts: &crate::verify::VerifyOptions,
+) -> (Vec<Scenario>, Vec<LeftOut>) {
+    if !opts.scenarios.is_empty() {
+        return (Vec::new(), Vec::new());
+    }
+    let mut run = Vec::new();
+    let mut left_out = Vec::new();
+    for s in scenario::extra::for_driver_default() {
+        match spec.verify_left_out.iter().find(|(n, _)| *n == s.name) {
+            Some((_, why)) => left_out.push(LeftOut {
+                name: s.name.to_string(),
+                why,
+            }),
+            None => run.push(s),
+        }
+    }
+    (run, left_out)
+}
+
 /// The CLI's entry file in `install` (the file it is found from).
 fn entry_of(spec: &PatchSpec, install: &Install) -> Result<std::path::PathBuf> {
     match &spec.find {
@@ -386,19 +435,19 @@ async fn verify_install(
     let entry = mirror.as_ref().map_or(entry, |m| m.entry.clone());
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
     let seamless = expectations.seamless();
+    let (extra, mut left_out) = default_extras(spec, opts);
+    let scenarios: Vec<&Scenario> = scenarios.iter().chain(extra.iter()).collect();
     let chosen: Vec<&Scenario> = scenarios
         .iter()
+        .copied()
         .filter(|s| left_out_why(s).is_none())
         .collect();
-    let left_out: Vec<LeftOut> = scenarios
-        .iter()
-        .filter_map(|s| {
-            left_out_why(s).map(|why| LeftOut {
-                name: s.name.to_string(),
-                why,
-            })
+    left_out.extend(scenarios.iter().filter_map(|s| {
+        left_out_why(s).map(|why| LeftOut {
+            name: s.name.to_string(),
+            why,
         })
-        .collect();
+    }));
     if chosen.is_empty() {
         return Err(Error::NothingToRunFor {
             target: spec.target,
@@ -523,12 +572,19 @@ mod tests {
                 "reload",
                 "reload-5s",
                 "get-stream-loss",
+                "late-answers",
+                "lost-again",
+                "cut-kept",
+                "reinit-timeout",
+                "tools-changed",
             ]
         );
         // The per-request limit is the slow scenario's own only there.
         for s in scenario::all() {
             let want = if s.plan == Plan::Timeout {
                 scenario::SLOW_TIMEOUT_CALL
+            } else if s.name == scenario::ScenarioName::ReinitTimeout {
+                scenario::extra::REINIT_TIMEOUT_CALL
             } else {
                 MCP_TIMEOUT
             };
@@ -544,6 +600,7 @@ mod tests {
                 (None, None) => {}
                 (Some(shared), Some(ours)) => {
                     idle += 1;
+                    assert!(behaviour(&s).idle_only_after_a_call, "{}", s.name);
                     assert!(ours > shared, "{}: {ours:?} <= {shared:?}", s.name);
                     assert!(
                         ours < scenario::IDLE_FOR,

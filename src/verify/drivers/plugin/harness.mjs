@@ -223,6 +223,14 @@ async function runOne(r) {
       await control("invalidate");
       await pollUntilRecovered();
       break;
+    case "tools-changed":
+      // The new session no longer lists add; the caller still asks for it (extra.rs).
+      await call("echo", { text: "before" });
+      await control("invalidate");
+      await pollUntilRecovered();
+      await call("add", { a: 2, b: 3 }, "dropped-tool");
+      await call("echo", { text: "after" });
+      break;
     case "idle":
       await call("echo", { text: "before" });
       await sleep(r.idleMs);

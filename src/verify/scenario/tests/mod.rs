@@ -224,7 +224,7 @@ fn recovery_scenarios_expect_seamless_of_the_current_revision_only() {
         let (current, earlier) = (s.expectation(true), s.expectation(false));
         match s.expect {
             // The server refuses the new session: a call may fail whatever the revision.
-            Expectation::Recover if s.name == ScenarioName::RefusedOnce => {
+            Expectation::Recover if s.plan == Plan::RefusedOnce => {
                 assert_eq!((current, earlier), (s.expect, s.expect))
             }
             Expectation::Recover => {

@@ -1,0 +1,169 @@
+//! Answers that come late to an old session, and a cut that keeps the server
+//! up: what a client sees when the session it replaced still has calls in
+//! flight once the new one is up ([`ServerBehaviour::late_old_answers`]), or
+//! when a connection breaks while the server and its sessions live on
+//! ([`ServerBehaviour::cut_keeps_listening`]). A client that takes a late
+//! answer of the old session for a new loss starts a second session, one
+//! that closes the old session under its calls cuts them, and one that takes
+//! a cut connection for a lost session starts a session it did not need and
+//! sends the cut call again.
+
+use std::time::Duration;
+
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use super::answers::Answer;
+use super::behaviour::{ServerBehaviour, WitnessEntry};
+use super::sessions::{lock, Shared};
+use super::RAN_BEFORE_LOSS_DELAY;
+
+/// The tool whose held call, answered as lost, gets its answer late: a tool
+/// of its own, so no other call's recovery has touched what the client
+/// holds for it (an `echo` among the batch's others).
+pub const LATE_LOST_TOOL: &str = "add";
+
+/// How long the answer of a held call that ran before the loss waits.
+pub(super) fn ran_before_loss_delay(b: &ServerBehaviour) -> Duration {
+    b.late_old_answers.unwrap_or(RAN_BEFORE_LOSS_DELAY)
+}
+
+/// How long the lost answer of a held call (its tools/call `params`) waits.
+pub(super) fn lost_delay(b: &ServerBehaviour, params: &Value) -> Duration {
+    match b.late_old_answers {
+        Some(late) if params.get("name").and_then(Value::as_str) == Some(LATE_LOST_TOOL) => late,
+        _ => Duration::ZERO,
+    }
+}
+
+/// How long an answer to a POST (its HTTP `status`, its JSON-RPC method)
+/// waits: a refused initialize waits the behaviour's refusal delay.
+pub(super) fn refusal_delay(
+    b: &ServerBehaviour,
+    status: StatusCode,
+    method: Option<&str>,
+) -> Duration {
+    match b.refusal_delay {
+        Some(d) if status == StatusCode::SERVICE_UNAVAILABLE && method == Some("initialize") => d,
+        _ => Duration::ZERO,
+    }
+}
+
+/// The start of the note written when an answer announces a changed tool
+/// list; the session's id follows.
+pub const ANNOUNCED_NOTE: &str = "announced notifications/tools/list_changed on session ";
+
+/// Whether a tool call's `answer` on a live session announces a changed tool
+/// list: it worked, the behaviour says so, and some session was lost before.
+pub(super) fn announces(shared: &Shared, answer: &Answer) -> bool {
+    shared.behaviour.announce_tools_changed
+        && answer.call_ok == Some(true)
+        && !lock(&shared.dropped).order.is_empty()
+}
+
+/// The answer `body` on `session` as an SSE stream: the announcement, then the answer.
+pub(super) fn announcing(shared: &Shared, session: &str, body: &Value) -> Response {
+    shared.note(format!("{ANNOUNCED_NOTE}{session}"));
+    let announcement = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    let events =
+        format!("event: message\ndata: {announcement}\n\nevent: message\ndata: {body}\n\n");
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        events,
+    )
+        .into_response()
+}
+
+/// Whether the tools were listed again on the session of the last
+/// announcement of a changed tool list, after it (`None`: none was made).
+pub fn relisted_after_announcement(witness: &[WitnessEntry]) -> Option<bool> {
+    let (at, note) = witness.iter().enumerate().rev().find_map(|(i, e)| {
+        e.note
+            .as_deref()
+            .and_then(|n| n.strip_prefix(ANNOUNCED_NOTE))
+            .map(|s| (i, s))
+    })?;
+    Some(witness[at..].iter().any(|e| {
+        e.rpc_method.as_deref() == Some("tools/list")
+            && e.status == 200
+            && e.session_sent.as_deref() == Some(note)
+    }))
+}
+
+/// The tool a server restarted with a new release no longer lists
+/// ([`ServerBehaviour::drop_tool_after_loss`]).
+pub const DROPPED_TOOL: &str = "add";
+
+/// The tool list `tools` (a JSON array) as the server lists it now: without
+/// [`DROPPED_TOOL`] once some session was lost, when the behaviour says so.
+pub(super) fn listed(shared: &Shared, tools: Value) -> Value {
+    if !shared.behaviour.drop_tool_after_loss || lock(&shared.dropped).order.is_empty() {
+        return tools;
+    }
+    match tools {
+        Value::Array(list) => Value::Array(
+            list.into_iter()
+                .filter(|t| t.get("name").and_then(Value::as_str) != Some(DROPPED_TOOL))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+/// The note a restart that keeps listening writes (it starts with
+/// `restart:`, as every restart's does).
+pub(super) const CUT_NOTE: &str =
+    "restart: every open connection cut; still listening, sessions kept";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_the_late_tools_lost_answer_waits_and_only_when_asked() {
+        let late = ServerBehaviour {
+            late_old_answers: Some(Duration::from_millis(1800)),
+            ..ServerBehaviour::default()
+        };
+        let add = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
+        let echo = json!({"name": "echo", "arguments": {"text": "x"}});
+        assert_eq!(lost_delay(&late, &add), Duration::from_millis(1800));
+        assert_eq!(lost_delay(&late, &echo), Duration::ZERO);
+        assert_eq!(ran_before_loss_delay(&late), Duration::from_millis(1800));
+        let usual = ServerBehaviour::default();
+        assert_eq!(lost_delay(&usual, &add), Duration::ZERO);
+        assert_eq!(ran_before_loss_delay(&usual), RAN_BEFORE_LOSS_DELAY);
+    }
+
+    #[test]
+    fn only_a_refused_initialize_waits_the_refusal_delay() {
+        let slow = ServerBehaviour {
+            refusal_delay: Some(Duration::from_millis(3500)),
+            ..ServerBehaviour::default()
+        };
+        let refused = StatusCode::SERVICE_UNAVAILABLE;
+        assert_eq!(
+            refusal_delay(&slow, refused, Some("initialize")),
+            Duration::from_millis(3500)
+        );
+        assert_eq!(
+            refusal_delay(&slow, StatusCode::OK, Some("initialize")),
+            Duration::ZERO
+        );
+        assert_eq!(
+            refusal_delay(&slow, refused, Some("tools/call")),
+            Duration::ZERO
+        );
+        let usual = ServerBehaviour::default();
+        assert_eq!(
+            refusal_delay(&usual, refused, Some("initialize")),
+            Duration::ZERO
+        );
+    }
+}
