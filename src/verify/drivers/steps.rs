@@ -12,9 +12,9 @@ use serde_json::{json, Value};
 
 use crate::verify::fake_server::late::{relisted_after_announcement, DROPPED_TOOL};
 use crate::verify::fake_server::{FakeServer, RAN_BEFORE_LOSS_DELAY, UNANSWERED_NOTE};
-use crate::verify::scenario::extra::DROPPED_CALL;
 use crate::verify::scenario::get_stream::GET_REOPEN_WAIT;
 use crate::verify::scenario::Policy;
+use crate::verify::scenario::DROPPED_CALL;
 use crate::verify::scenario::{
     Plan, ABORT_AFTER, ABORT_REINIT_DELAY, CONCURRENT_CALLS, CONCURRENT_LATE_CALLS,
     CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT, DEADLINE_RESEND_CALL_TIMEOUT,

@@ -732,7 +732,7 @@ pub(super) async fn call_tool(
             a
         }
     };
-    if fate.is_none() && super::late::announces(shared, &answer) {
+    if fate.is_none() && super::late::announces(shared, answer.call_ok) {
         answer.announce = Some(session.to_string());
     }
     answer.call_id = call_id;

@@ -83,7 +83,7 @@ pub struct ServerBehaviour {
     pub tools_name_session: bool,
     /// In a concurrent loss ([`FakeServer::hold_calls`](super::FakeServer::hold_calls)),
     /// answer the calls that ran before the loss, and a held call of the late
-    /// tool ([`LATE_LOST_TOOL`](super::late::LATE_LOST_TOOL)) answered as
+    /// tool (`LATE_LOST_TOOL`, late.rs) answered as
     /// lost, only this much later: past a held-back new initialize, so they
     /// reach the client once its new session is up (late.rs).
     pub late_old_answers: Option<Duration>,
@@ -100,7 +100,7 @@ pub struct ServerBehaviour {
     /// listening to its new session lists the tools again.
     pub announce_tools_changed: bool,
     /// Once some session was lost, list the tools without
-    /// [`DROPPED_TOOL`](super::late::DROPPED_TOOL), as a server restarted
+    /// `DROPPED_TOOL` (late.rs), as a server restarted
     /// with a new release that no longer has it (late.rs).
     pub drop_tool_after_loss: bool,
     /// Prune an idle session ([`ServerBehaviour::idle_limit`]) only once it

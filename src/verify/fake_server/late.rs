@@ -14,7 +14,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 
-use super::answers::Answer;
 use super::behaviour::{ServerBehaviour, WitnessEntry};
 use super::sessions::{lock, Shared};
 use super::RAN_BEFORE_LOSS_DELAY;
@@ -54,11 +53,12 @@ pub(super) fn refusal_delay(
 /// list; the session's id follows.
 pub const ANNOUNCED_NOTE: &str = "announced notifications/tools/list_changed on session ";
 
-/// Whether a tool call's `answer` on a live session announces a changed tool
-/// list: it worked, the behaviour says so, and some session was lost before.
-pub(super) fn announces(shared: &Shared, answer: &Answer) -> bool {
+/// Whether a tool call's answer on a live session (`call_ok`: whether it
+/// worked) announces a changed tool list: it worked, the behaviour says so,
+/// and some session was lost before.
+pub(super) fn announces(shared: &Shared, call_ok: Option<bool>) -> bool {
     shared.behaviour.announce_tools_changed
-        && answer.call_ok == Some(true)
+        && call_ok == Some(true)
         && !lock(&shared.dropped).order.is_empty()
 }
 

@@ -7,113 +7,17 @@
 //! model still knows (`tools-changed`); the verdicts of the last two, and of
 //! the announcement that ends `late-answers`, are judged here. Each runs in a
 //! few seconds. They run by default only for
-//! the drivers that ask for them ([`for_driver_default`]: gemini-cli's, whose
+//! the drivers that ask for them (table.rs's `for_driver_default`: gemini-cli's, whose
 //! patch catalogue they close), and for every other driver only when named.
 
-use std::time::Duration;
-
 use super::evidence::{Evidence, HarnessCall, Judgement};
-use super::judges::judge_recovery;
-use super::table::{Expectation, Plan, Scenario, ScenarioName, REFUSED_CALL, REINIT_DELAY};
+use super::table::{Scenario, DROPPED_CALL, REFUSED_CALL};
 use crate::verify::fake_server::late::{relisted_after_announcement, DROPPED_TOOL};
-use crate::verify::fake_server::reload::ReloadCycle;
-use crate::verify::fake_server::{LostSessionAnswer, ServerBehaviour, WitnessEntry};
+use crate::verify::fake_server::WitnessEntry;
 
-/// `late-answers`: how long after the loss the calls that ran before it, and
-/// the last call answered as lost, get their answers: past the new session's
-/// held-back initialize ([`REINIT_DELAY`]) and its tool list, within the
-/// client's 3 s limit per request.
-pub const LATE_OLD_ANSWERS: Duration = Duration::from_millis(1800);
-
-/// `lost-again`: every session forgotten twice, 2 s apart, one call after each.
-pub const LOST_AGAIN: ReloadCycle = ReloadCycle {
-    every: Duration::from_secs(2),
-    times: 2,
-};
-
-/// `reinit-timeout`: the client's limit per request, for a driver that sets
-/// it (gemini-cli's server `timeout`), and how late the refusal of the first
-/// new session comes, past it. The limit is short so the call after the one
-/// that timed out comes within the time a call may still be sent on the lost
-/// session (the invariant nothing-on-lost-session), as in `refused-once`.
-pub const REINIT_TIMEOUT_CALL: Duration = Duration::from_millis(1000);
-pub const REFUSAL_DELAY: Duration = Duration::from_millis(1500);
-
-/// Whether `name` is one of these scenarios.
-pub fn is_extra(name: ScenarioName) -> bool {
-    matches!(
-        name,
-        ScenarioName::LateAnswers
-            | ScenarioName::LostAgain
-            | ScenarioName::CutKept
-            | ScenarioName::ReinitTimeout
-            | ScenarioName::ToolsChanged
-    )
-}
-
-/// `tools-changed`: the label of the call of the tool the new session no longer lists.
-pub const DROPPED_CALL: &str = "dropped-tool";
-
-/// These scenarios, in the order verify reports them.
-pub fn rows(base: &ServerBehaviour) -> Vec<Scenario> {
-    vec![
-        Scenario {
-            name: ScenarioName::LateAnswers,
-            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s); then the new session announces a changed tool list",
-            behaviour: ServerBehaviour {
-                reinit_delay: Some(REINIT_DELAY),
-                late_old_answers: Some(LATE_OLD_ANSWERS),
-                announce_tools_changed: true,
-                ..base.clone()
-            },
-            plan: Plan::Concurrent,
-            expect: Expectation::Recover,
-        },
-        Scenario {
-            name: ScenarioName::LostAgain,
-            what: "forgets every session twice, 2 s apart, one call after each: a second loss after a recovery; answers 404 + JSON-RPC -32001",
-            behaviour: ServerBehaviour {
-                reload: Some(LOST_AGAIN),
-                lost_session: LostSessionAnswer::NotFoundJsonRpc,
-                ..base.clone()
-            },
-            plan: Plan::Reload,
-            expect: Expectation::Reloaded,
-        },
-        Scenario {
-            name: ScenarioName::CutKept,
-            what: "cuts the connection of a slow tool's call while it runs, and keeps listening and keeping the session",
-            behaviour: ServerBehaviour {
-                restart_during_slow_call: true,
-                cut_keeps_listening: true,
-                ..base.clone()
-            },
-            plan: Plan::Cut,
-            expect: Expectation::NoRetry,
-        },
-        Scenario {
-            name: ScenarioName::ReinitTimeout,
-            what: "drops the session; the first new initialize gets no answer within the client's 1 s limit (a 503 after 1.5 s), later ones are answered",
-            behaviour: ServerBehaviour {
-                refuse_first_reinit: true,
-                refusal_delay: Some(REFUSAL_DELAY),
-                ..base.clone()
-            },
-            plan: Plan::RefusedOnce,
-            expect: Expectation::Recover,
-        },
-        Scenario {
-            name: ScenarioName::ToolsChanged,
-            what: "drops the session; the new session no longer lists the tool add (a new release); the model then asks for add",
-            behaviour: ServerBehaviour {
-                drop_tool_after_loss: true,
-                ..base.clone()
-            },
-            plan: Plan::ToolsChanged,
-            expect: Expectation::Recover,
-        },
-    ]
-}
+/// How the recovery of a run is judged (judges.rs's `judge_recovery`), given
+/// by the caller so this file does not import the judges that dispatch to it.
+pub(super) type JudgeRecovery = fn(&Evidence<'_>, Judgement, bool) -> Judgement;
 
 /// Judge a `tools-changed` run: the recovery, judged without the call of the
 /// tool the new session no longer lists; that call fails in the client,
@@ -123,6 +27,7 @@ pub(super) fn judge_tools_changed(
     ev: &Evidence<'_>,
     base: Judgement,
     relist_tools: bool,
+    judge_recovery: JudgeRecovery,
 ) -> Judgement {
     let Some(dropped) = ev.calls.iter().find(|c| c.name == DROPPED_CALL) else {
         return Judgement {
@@ -235,15 +140,13 @@ pub(super) fn judge_unanswered_reinit(
     j
 }
 
-/// The scenarios a driver that asks for them adds to its default set (no
-/// `--scenario` named): all of them.
-pub fn for_driver_default() -> Vec<Scenario> {
-    rows(&ServerBehaviour::default())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::time::Duration;
+
+    use crate::verify::scenario::table::{
+        for_driver_default, is_extra, LATE_OLD_ANSWERS, REINIT_DELAY,
+    };
 
     #[test]
     fn the_extra_scenarios_are_in_the_table_and_run_only_when_named_by_default() {

@@ -90,7 +90,7 @@ pub fn judge_with(
             super::get_stream::judge(ev, base)
         }
         Expectation::Recover if scenario.plan == Plan::ToolsChanged => {
-            super::extra::judge_tools_changed(ev, base, relist_tools)
+            super::extra::judge_tools_changed(ev, base, relist_tools, judge_recovery)
         }
         Expectation::Recover if scenario.behaviour.announce_tools_changed => {
             super::extra::judge_announced(ev, judge_recovery(ev, base, relist_tools))

@@ -34,7 +34,7 @@ pub fn call_limit(per_call_recovery: bool) -> Duration {
 /// scenarios take 30 s and 40 s of wall time, more than every other scenario
 /// together, so the default `verify` leaves them out.
 pub fn by_name_only(s: &Scenario) -> bool {
-    s.plan == Plan::Reload || super::extra::is_extra(s.name)
+    s.plan == Plan::Reload || super::table::is_extra(s.name)
 }
 
 /// How long a reload run lasts past the other plans' longest: its cycle.

@@ -625,7 +625,7 @@ pub fn all() -> Vec<Scenario> {
         },
     ]
     .into_iter()
-    .chain(super::extra::rows(&base))
+    .chain(extra_rows(&base))
     .collect()
 }
 
@@ -690,4 +690,110 @@ pub fn find(name: ScenarioName) -> Scenario {
         .into_iter()
         .find(|s| s.name == name)
         .expect("every ScenarioName has a scenario")
+}
+
+// The scenarios that sharpen the table for a client that recovers in its own
+// tool-call path (judged in extra.rs): run by default only for the drivers
+// that ask for them, by every other driver when named.
+
+/// `late-answers`: how long after the loss the calls that ran before it, and
+/// the last call answered as lost, get their answers: past the new session's
+/// held-back initialize ([`REINIT_DELAY`]) and its tool list, within the
+/// client's 3 s limit per request.
+pub const LATE_OLD_ANSWERS: Duration = Duration::from_millis(1800);
+
+/// `lost-again`: every session forgotten twice, 2 s apart, one call after each.
+pub const LOST_AGAIN: ReloadCycle = ReloadCycle {
+    every: Duration::from_secs(2),
+    times: 2,
+};
+
+/// `reinit-timeout`: the client's limit per request, for a driver that sets
+/// it (gemini-cli's server `timeout`), and how late the refusal of the first
+/// new session comes, past it. The limit is short so the call after the one
+/// that timed out comes within the time a call may still be sent on the lost
+/// session (the invariant nothing-on-lost-session), as in `refused-once`.
+pub const REINIT_TIMEOUT_CALL: Duration = Duration::from_millis(1000);
+pub const REFUSAL_DELAY: Duration = Duration::from_millis(1500);
+
+/// Whether `name` is one of the extra scenarios (extra.rs judges them).
+pub fn is_extra(name: ScenarioName) -> bool {
+    matches!(
+        name,
+        ScenarioName::LateAnswers
+            | ScenarioName::LostAgain
+            | ScenarioName::CutKept
+            | ScenarioName::ReinitTimeout
+            | ScenarioName::ToolsChanged
+    )
+}
+
+/// `tools-changed`: the label of the call of the tool the new session no longer lists.
+pub const DROPPED_CALL: &str = "dropped-tool";
+
+/// The extra scenarios, in the order verify reports them.
+fn extra_rows(base: &ServerBehaviour) -> Vec<Scenario> {
+    vec![
+        Scenario {
+            name: ScenarioName::LateAnswers,
+            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s); then the new session announces a changed tool list",
+            behaviour: ServerBehaviour {
+                reinit_delay: Some(REINIT_DELAY),
+                late_old_answers: Some(LATE_OLD_ANSWERS),
+                announce_tools_changed: true,
+                ..base.clone()
+            },
+            plan: Plan::Concurrent,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::LostAgain,
+            what: "forgets every session twice, 2 s apart, one call after each: a second loss after a recovery; answers 404 + JSON-RPC -32001",
+            behaviour: ServerBehaviour {
+                reload: Some(LOST_AGAIN),
+                lost_session: LostSessionAnswer::NotFoundJsonRpc,
+                ..base.clone()
+            },
+            plan: Plan::Reload,
+            expect: Expectation::Reloaded,
+        },
+        Scenario {
+            name: ScenarioName::CutKept,
+            what: "cuts the connection of a slow tool's call while it runs, and keeps listening and keeping the session",
+            behaviour: ServerBehaviour {
+                restart_during_slow_call: true,
+                cut_keeps_listening: true,
+                ..base.clone()
+            },
+            plan: Plan::Cut,
+            expect: Expectation::NoRetry,
+        },
+        Scenario {
+            name: ScenarioName::ReinitTimeout,
+            what: "drops the session; the first new initialize gets no answer within the client's 1 s limit (a 503 after 1.5 s), later ones are answered",
+            behaviour: ServerBehaviour {
+                refuse_first_reinit: true,
+                refusal_delay: Some(REFUSAL_DELAY),
+                ..base.clone()
+            },
+            plan: Plan::RefusedOnce,
+            expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::ToolsChanged,
+            what: "drops the session; the new session no longer lists the tool add (a new release); the model then asks for add",
+            behaviour: ServerBehaviour {
+                drop_tool_after_loss: true,
+                ..base.clone()
+            },
+            plan: Plan::ToolsChanged,
+            expect: Expectation::Recover,
+        },
+    ]
+}
+
+/// The scenarios a driver that asks for them adds to its default set (no
+/// `--scenario` named): all of them.
+pub fn for_driver_default() -> Vec<Scenario> {
+    extra_rows(&ServerBehaviour::default())
 }

@@ -238,7 +238,7 @@ struct CliRun {
 fn mcp_timeout(s: &Scenario) -> Duration {
     match s.plan {
         Plan::Timeout => scenario::SLOW_TIMEOUT_CALL,
-        _ if s.behaviour.refusal_delay.is_some() => scenario::extra::REINIT_TIMEOUT_CALL,
+        _ if s.behaviour.refusal_delay.is_some() => scenario::REINIT_TIMEOUT_CALL,
         _ => MCP_TIMEOUT,
     }
 }
@@ -364,7 +364,7 @@ fn default_extras(
     }
     let mut run = Vec::new();
     let mut left_out = Vec::new();
-    for s in scenario::extra::for_driver_default() {
+    for s in scenario::for_driver_default() {
         match spec.verify_left_out.iter().find(|(n, _)| *n == s.name) {
             Some((_, why)) => left_out.push(LeftOut {
                 name: s.name.to_string(),
@@ -584,7 +584,7 @@ mod tests {
             let want = if s.plan == Plan::Timeout {
                 scenario::SLOW_TIMEOUT_CALL
             } else if s.name == scenario::ScenarioName::ReinitTimeout {
-                scenario::extra::REINIT_TIMEOUT_CALL
+                scenario::REINIT_TIMEOUT_CALL
             } else {
                 MCP_TIMEOUT
             };
