@@ -192,10 +192,7 @@ impl GateReport {
             format!(
                 "explored run, seed {}{}: {} (expected every rule kept): {}",
                 f.seed,
-                f.build
-                    .as_deref()
-                    .map(|b| format!(", {b} build"))
-                    .unwrap_or_default(),
+                f.on_build(),
                 f.verdict,
                 f.note
             )

@@ -47,6 +47,16 @@ pub struct ExploreFailure {
     pub shrunk_note: String,
 }
 
+impl ExploreFailure {
+    /// ", esm build" for a target with several builds; "" where there is one.
+    pub(crate) fn on_build(&self) -> String {
+        self.build
+            .as_deref()
+            .map(|b| format!(", {b} build"))
+            .unwrap_or_default()
+    }
+}
+
 /// What an exploration found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Exploration {
@@ -233,10 +243,7 @@ pub fn render(e: &Exploration, columns: Option<usize>, paint: Painter) -> String
             &format!(
                 "seed {}{} ({}; replay: --explore 1 --seed {}): {}",
                 f.seed,
-                f.build
-                    .as_deref()
-                    .map(|b| format!(", {b} build"))
-                    .unwrap_or_default(),
+                f.on_build(),
                 f.verdict,
                 f.seed,
                 clean_lines(&f.note)
