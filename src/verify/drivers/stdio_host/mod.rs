@@ -504,7 +504,14 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
             // A bridge keeps no tool list of its own: its host lists the tools.
             let judged = scenario::judge_with(s, expected, &ev, false);
             let foreign = host.foreign.lock().map(|f| f.clone()).unwrap_or_default();
-            rules::also(judged, s, &ev, &foreign, opts.caller_bounds)
+            rules::also(
+                judged,
+                s,
+                &ev,
+                &foreign,
+                opts.caller_bounds,
+                opts.own_handshake,
+            )
         }
         Some(stop) => stopped(stop, &witness, &run.calls, exit.as_deref(), &tail),
     };

@@ -19,19 +19,26 @@ use crate::verify::scenario::{Evidence, Judgement, Scenario};
 
 /// `judged`, unless it passed and a rule here is broken: then the broken
 /// rule's verdict. `caller_bounds`: the host passes each call's deadline and
-/// abort signal on (the loss-words rule is then left out).
+/// abort signal on (the loss-words rule is then left out). `own_handshake`:
+/// the client does every handshake itself, and the caller checks all of them
+/// (the renewed-handshake rule is then left out).
 pub(super) fn also(
     mut judged: Judgement,
     s: &Scenario,
     ev: &Evidence<'_>,
     foreign: &[String],
     caller_bounds: bool,
+    own_handshake: bool,
 ) -> Judgement {
     if !judged.ok {
         return judged;
     }
     if let Some(v) = foreign_answer(foreign)
-        .or_else(|| renewed_handshake(ev.witness))
+        .or_else(|| {
+            (!own_handshake)
+                .then(|| renewed_handshake(ev.witness))
+                .flatten()
+        })
         .or_else(|| (!caller_bounds).then(|| loss_words(s, ev)).flatten())
     {
         judged.verdict = v.verdict;
