@@ -56,6 +56,23 @@ pub struct VerifyOptions {
     pub explore_only: bool,
 }
 
+impl VerifyOptions {
+    /// How many explored runs to make of an install: the runs asked for, else
+    /// the short exploration that goes with the whole table of a file judged
+    /// by the current revision's expectations (`seamless`: the current patch
+    /// revision, or `--strict`) or with `--explore-only`; none with scenarios
+    /// picked by name, nor for a saved original or an unpatched file.
+    pub(crate) fn explore_runs(&self, seamless: bool) -> u32 {
+        self.explore.unwrap_or(
+            if (seamless && self.scenarios.is_empty()) || self.explore_only {
+                explore::DEFAULT_RUNS
+            } else {
+                0
+            },
+        )
+    }
+}
+
 /// The scenarios named, in the order verify reports them (when none are
 /// named, all but those that run only when named: [`scenario::reload::by_name_only`]).
 fn select(names: &[ScenarioName]) -> Vec<Scenario> {
@@ -387,10 +404,17 @@ async fn check_install(
     opts: &VerifyOptions,
     progress: bool,
 ) -> Result<InstallResult> {
+    // With the whole table, the scenarios the driver runs by default besides it.
+    let driver = drivers::of(spec.driver);
+    let extras = if opts.scenarios.is_empty() {
+        driver.default_extras()
+    } else {
+        Vec::new()
+    };
     // The scenarios the target's manifest leaves out (`verify.left_out`), with its reasons.
     let mut kept = Vec::new();
     let mut left_out = Vec::new();
-    for s in scenarios {
+    for s in scenarios.iter().chain(&extras) {
         match spec.verify_left_out.iter().find(|(n, _)| *n == s.name) {
             Some((_, why)) => left_out.push(drivers::LeftOut {
                 name: s.name.to_string(),
@@ -408,7 +432,7 @@ async fn check_install(
                 .collect(),
         });
     }
-    let mut result = drivers::of(spec.driver)
+    let mut result = driver
         .verify(drivers::Job {
             spec,
             node,

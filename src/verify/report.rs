@@ -278,11 +278,19 @@ pub(crate) fn overall(results: &[ScenarioResult]) -> &'static str {
 
 /// The overall word once the exploration has run: a failed exploration
 /// fails an install whose scenarios passed, but never hides a STUCK one (STUCK
-/// says more: the client kept the dead session).
-pub(crate) fn with_exploration(overall: &'static str, explored_ok: bool) -> &'static str {
-    match (explored_ok, overall) {
-        (true, word) | (false, word @ ("STUCK" | "FAILED")) => word,
-        (false, _) => "FAILED",
+/// says more: the client kept the dead session). With `--explore-only`
+/// (`explore_only`: no scenario ran) EXPLORED when every run kept every rule,
+/// else FAILED.
+pub(crate) fn with_exploration(
+    overall: &'static str,
+    explored_ok: bool,
+    explore_only: bool,
+) -> &'static str {
+    match (explore_only, explored_ok, overall) {
+        (true, true, _) => "EXPLORED",
+        (true, false, _) => "FAILED",
+        (false, true, word) | (false, false, word @ ("STUCK" | "FAILED")) => word,
+        (false, false, _) => "FAILED",
     }
 }
 
@@ -333,12 +341,19 @@ mod tests {
     #[test]
     fn a_failed_exploration_fails_a_passing_install_but_keeps_stuck_and_failed() {
         for passing in ["SEAMLESS", "RECOVERED", "HELD"] {
-            assert_eq!(with_exploration(passing, true), passing);
-            assert_eq!(with_exploration(passing, false), "FAILED", "{passing}");
+            assert_eq!(with_exploration(passing, true, false), passing);
+            assert_eq!(
+                with_exploration(passing, false, false),
+                "FAILED",
+                "{passing}"
+            );
         }
-        assert_eq!(with_exploration("STUCK", false), "STUCK");
-        assert_eq!(with_exploration("STUCK", true), "STUCK");
-        assert_eq!(with_exploration("FAILED", false), "FAILED");
+        assert_eq!(with_exploration("STUCK", false, false), "STUCK");
+        assert_eq!(with_exploration("STUCK", true, false), "STUCK");
+        assert_eq!(with_exploration("FAILED", false, false), "FAILED");
+        // --explore-only: no scenario ran, the exploration alone says.
+        assert_eq!(with_exploration("HELD", true, true), "EXPLORED");
+        assert_eq!(with_exploration("HELD", false, true), "FAILED");
     }
 
     #[test]

@@ -72,6 +72,12 @@ pub(crate) trait ClientDriver: Sync {
         (!self.explores()).then_some("its driver runs no explored plans")
     }
 
+    /// The scenarios run only when named that this driver runs by default too
+    /// (with the whole table, no `--scenario` named).
+    fn default_extras(&self) -> Vec<crate::verify::scenario::Scenario> {
+        Vec::new()
+    }
+
     /// Whether the client needs `Promise.withResolvers`, which the driver
     /// shims on a node that lacks it (only the DSH plugin's harness).
     fn needs_with_resolvers(&self) -> bool {

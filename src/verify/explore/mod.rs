@@ -7,10 +7,12 @@
 
 pub mod plan;
 
+use std::collections::HashMap;
+
 use serde::Serialize;
 
 use self::plan::{run_seed, ExplorePlan, LAST_CALL};
-use super::fake_server::FakeServer;
+use super::fake_server::{FakeServer, WitnessEntry};
 use super::scenario::invariants::{self, Expected, Violation};
 use super::scenario::Policy;
 use super::scenario::{Evidence, HarnessCall};
@@ -181,11 +183,33 @@ pub(crate) fn judge(
     logs: &[String],
     loss_log: Option<&str>,
 ) -> Option<Violation> {
-    let witness = server.witness();
+    judge_on(
+        plan,
+        server,
+        &server.witness(),
+        &plan.deadlines(),
+        calls,
+        logs,
+        loss_log,
+    )
+}
+
+/// [`judge`] on `witness` (the server's log, or the part of it a driver
+/// judges) with each call's deadline from `deadlines` (the plan's, or the
+/// host's own where it passes none on).
+pub(crate) fn judge_on(
+    plan: &ExplorePlan,
+    server: &FakeServer,
+    witness: &[WitnessEntry],
+    deadlines: &HashMap<String, u64>,
+    calls: &[HarnessCall],
+    logs: &[String],
+    loss_log: Option<&str>,
+) -> Option<Violation> {
     let dropped = server.dropped_sessions();
     let counts = server.call_counts();
     let ev = Evidence {
-        witness: &witness,
+        witness,
         dropped: &dropped,
         counts: &counts,
         calls,
@@ -193,12 +217,11 @@ pub(crate) fn judge(
         seamless: true,
         per_call_recovery: plan.policy == plan::ExplorePolicy::PerCall,
     };
-    let deadlines = plan.deadlines();
     let words = plan.words();
     invariants::check_all(
         &ev,
         &Expected {
-            deadlines: &deadlines,
+            deadlines,
             words: &words,
             lost_words: plan.lost.words(),
             reconnect: plan.policy.reconnect(),

@@ -17,20 +17,11 @@ use crate::verify::report::{with_exploration, Expectations, InstallResult};
 use crate::verify::target::Target;
 use crate::verify::VerifyOptions;
 
-/// How many explored runs `opts` asks of a bridge install checked on `target`:
-/// as for the DSH plugin and the SDK clients, the short exploration goes with
-/// the whole table of a file judged by the current revision's expectations
-/// (the current patch revision, or `--strict`), not with scenarios picked by
-/// name, nor with a saved original or an unpatched file unless asked for.
+/// How many explored runs `opts` asks of a bridge install checked on
+/// `target`, as for the DSH plugin and the SDK clients
+/// ([`VerifyOptions::explore_runs`]).
 pub(super) fn runs(target: &Target, opts: &VerifyOptions) -> u32 {
-    let seamless = Expectations::of(target.is_current_patch(), opts.strict).seamless();
-    opts.explore.unwrap_or(
-        if (seamless && opts.scenarios.is_empty()) || opts.explore_only {
-            explore::DEFAULT_RUNS
-        } else {
-            0
-        },
-    )
+    opts.explore_runs(Expectations::of(target.is_current_patch(), opts.strict).seamless())
 }
 
 /// Run `runs` explored plans through the bridge `launch` starts.
@@ -85,10 +76,7 @@ pub(super) fn add(
     found: Exploration,
     explore_only: bool,
 ) -> InstallResult {
-    result.overall = with_exploration(result.overall, found.ok);
-    if explore_only {
-        result.overall = if found.ok { "EXPLORED" } else { "FAILED" };
-    }
+    result.overall = with_exploration(result.overall, found.ok, explore_only);
     result.exploration = Some(found);
     result
 }

@@ -351,31 +351,6 @@ fn stopped(run: &CliRun, witness: &[WitnessEntry]) -> Judgement {
     }
 }
 
-/// The scenarios gemini-cli runs by default besides the shared set
-/// ([`scenario::extra`]: a late answer of the replaced session, a second
-/// loss, a cut that keeps the session), when no `--scenario` was named; and
-/// those of them the target's manifest leaves out (`verify.left_out`).
-fn default_extras(
-    spec: &PatchSpec,
-    opts: &crate::verify::VerifyOptions,
-) -> (Vec<Scenario>, Vec<LeftOut>) {
-    if !opts.scenarios.is_empty() {
-        return (Vec::new(), Vec::new());
-    }
-    let mut run = Vec::new();
-    let mut left_out = Vec::new();
-    for s in scenario::for_driver_default() {
-        match spec.verify_left_out.iter().find(|(n, _)| *n == s.name) {
-            Some((_, why)) => left_out.push(LeftOut {
-                name: s.name.to_string(),
-                why,
-            }),
-            None => run.push(s),
-        }
-    }
-    (run, left_out)
-}
-
 /// The CLI's entry file in `install` (the file it is found from).
 fn entry_of(spec: &PatchSpec, install: &Install) -> Result<std::path::PathBuf> {
     match &spec.find {
@@ -400,6 +375,13 @@ impl ClientDriver for HeadlessCli {
             job.opts,
             job.progress,
         ))
+    }
+
+    /// The scenarios that close gemini-cli's patch catalogue (a late answer of
+    /// the replaced session, a second loss, a cut that keeps the session, a new
+    /// session unanswered, a tool the new session no longer lists).
+    fn default_extras(&self) -> Vec<Scenario> {
+        scenario::for_driver_default()
     }
 
     fn no_exploration(&self) -> Option<&'static str> {
@@ -435,19 +417,19 @@ async fn verify_install(
     let entry = mirror.as_ref().map_or(entry, |m| m.entry.clone());
     let expectations = Expectations::of(target.is_current_patch(), opts.strict);
     let seamless = expectations.seamless();
-    let (extra, mut left_out) = default_extras(spec, opts);
-    let scenarios: Vec<&Scenario> = scenarios.iter().chain(extra.iter()).collect();
     let chosen: Vec<&Scenario> = scenarios
         .iter()
-        .copied()
         .filter(|s| left_out_why(s).is_none())
         .collect();
-    left_out.extend(scenarios.iter().filter_map(|s| {
-        left_out_why(s).map(|why| LeftOut {
-            name: s.name.to_string(),
-            why,
+    let left_out: Vec<LeftOut> = scenarios
+        .iter()
+        .filter_map(|s| {
+            left_out_why(s).map(|why| LeftOut {
+                name: s.name.to_string(),
+                why,
+            })
         })
-    }));
+        .collect();
     if chosen.is_empty() {
         return Err(Error::NothingToRunFor {
             target: spec.target,

@@ -197,16 +197,7 @@ async fn verify_install(
         .collect();
     let mut result = InstallResult::checked(install, target, node_version, expectations, results);
     result.left_out.extend(no_auth);
-    // By default the short exploration goes with the whole table, not with
-    // scenarios the user picked by name.
-    let whole_table = opts.scenarios.is_empty();
-    let explore_runs = opts
-        .explore
-        .unwrap_or(if (seamless && whole_table) || opts.explore_only {
-            explore::DEFAULT_RUNS
-        } else {
-            0
-        });
+    let explore_runs = opts.explore_runs(seamless);
     if explore_runs > 0 {
         let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
         let runner = explored::HarnessPlans {
@@ -215,11 +206,7 @@ async fn verify_install(
             jobs: jobs.unwrap_or(explore_runs as usize).max(1),
         };
         let found = explore::explore(&runner, explore_runs, seed, progress).await?;
-        result.overall = with_exploration(result.overall, found.ok);
-        if found.ok && opts.explore_only {
-            // No scenario ran: nothing says SEAMLESS or HELD, only that every rule was kept.
-            result.overall = "EXPLORED";
-        }
+        result.overall = with_exploration(result.overall, found.ok, opts.explore_only);
         result.exploration = Some(found);
     }
     result.node_shim = node_report.shim || !node.has_with_resolvers;

@@ -89,16 +89,8 @@ async fn verify_install(
     let mut left_out = Vec::new();
     let mut overall = "SEAMLESS";
     let mut explored: Option<Exploration> = None;
-    // As for the DSH plugin: the short exploration goes with the whole table
-    // of a file held to the current revision, not with scenarios picked by name.
     let seamless = Expectations::of(target.is_current_patch(), verify.strict).seamless();
-    let explore_runs = verify.explore.unwrap_or(
-        if (seamless && verify.scenarios.is_empty()) || verify.explore_only {
-            explore::DEFAULT_RUNS
-        } else {
-            0
-        },
-    );
+    let explore_runs = verify.explore_runs(seamless);
     for (build, file) in &builds {
         let mirror = if target.load != *file && *file == target.file {
             Some(mirror::build(file, file, &target.load, COPY_PREFIX)?)
@@ -206,17 +198,13 @@ async fn verify_install(
         "the saved original, run as the control: it is expected to be STUCK",
     );
     if let Some(found) = explored {
-        result.overall = with_exploration(result.overall, found.ok);
-        if found.ok && verify.explore_only {
-            if let Some(why) = &found.left_out {
-                return Err(Error::NothingToRunFor {
-                    target: spec.target,
-                    left_out: vec![format!("--explore-only: {why}")],
-                });
-            }
-            // No scenario ran: nothing says SEAMLESS, only that every rule was kept.
-            result.overall = "EXPLORED";
+        if let (true, true, Some(why)) = (found.ok, verify.explore_only, &found.left_out) {
+            return Err(Error::NothingToRunFor {
+                target: spec.target,
+                left_out: vec![format!("--explore-only: {why}")],
+            });
         }
+        result.overall = with_exploration(result.overall, found.ok, verify.explore_only);
         result.exploration = Some(found);
     }
     Ok(result)

@@ -20,12 +20,12 @@ use super::drive::{self, Stop};
 use super::host::Host;
 use super::Launch;
 use crate::error::Result;
-use crate::verify::explore::plan::{ExplorePlan, Step, LAST_CALL};
-use crate::verify::explore::PlanRunner;
+use crate::verify::explore::plan::{ExplorePlan, Step};
+use crate::verify::explore::{self, PlanRunner};
 use crate::verify::fake_server::{FakeServer, PROTOCOL_VERSIONS};
 use crate::verify::process::{Environment, GroupChild};
-use crate::verify::scenario::invariants::{self, Expected, Violation};
-use crate::verify::scenario::{host_report, Evidence, HarnessCall, Policy};
+use crate::verify::scenario::invariants::{self, Violation};
+use crate::verify::scenario::{host_report, HarnessCall};
 
 /// Explored plans through a stdio host started by `launch`.
 pub(crate) struct HostPlans<'a> {
@@ -184,9 +184,9 @@ pub(crate) fn without_aborts(mut plan: ExplorePlan) -> ExplorePlan {
 }
 
 /// What a run of `plan` broke, judged by the invariants alone (as
-/// [`crate::verify::explore::judge`]) on the witness log from the session the
-/// host's calls went through (a bridge may open one of its own first, to test
-/// the connection), each call's deadline its own (`caller_bounds`) or else the
+/// [`explore::judge`]) on the witness log from the session the host's calls
+/// went through (a bridge may open one of its own first, to test the
+/// connection), each call's deadline its own (`caller_bounds`) or else the
 /// host's [`drive::CALL_LIMIT`].
 fn judge(
     plan: &ExplorePlan,
@@ -195,34 +195,12 @@ fn judge(
     caller_bounds: bool,
 ) -> Option<Violation> {
     let (witness, _) = super::host_scope(server.witness());
-    let dropped = server.dropped_sessions();
-    let counts = server.call_counts();
     let mut deadlines = plan.deadlines();
     if !caller_bounds {
         let limit = drive::CALL_LIMIT.as_millis() as u64;
         deadlines.values_mut().for_each(|d| *d = limit);
     }
-    let words = plan.words();
-    invariants::check_all(
-        &Evidence {
-            witness: &witness,
-            dropped: &dropped,
-            counts: &counts,
-            calls,
-            policy: Policy::Short,
-            seamless: true,
-            per_call_recovery: true,
-        },
-        &Expected {
-            deadlines: &deadlines,
-            words: &words,
-            lost_words: plan.lost.words(),
-            reconnect: plan.policy.reconnect(),
-            last_call: LAST_CALL,
-            logs: &[],
-            loss_log: None,
-        },
-    )
+    explore::judge_on(plan, server, &witness, &deadlines, calls, &[], None)
 }
 
 /// The explored runs `verify --command CMD --explore N` asks of a stdio bridge.
@@ -263,16 +241,11 @@ pub(super) fn overall(
     found: Option<&crate::verify::explore::Exploration>,
     asked: Option<&CommandExplore>,
 ) -> &'static str {
-    match (found, asked) {
-        (Some(e), Some(x)) if x.only => {
-            if e.ok {
-                "EXPLORED"
-            } else {
-                "FAILED"
-            }
+    match found {
+        Some(e) => {
+            crate::verify::report::with_exploration(table, e.ok, asked.is_some_and(|x| x.only))
         }
-        (Some(e), _) => crate::verify::report::with_exploration(table, e.ok),
-        (None, _) => table,
+        None => table,
     }
 }
 
