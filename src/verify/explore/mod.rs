@@ -27,6 +27,16 @@ pub const DEFAULT_SEED: u64 = 2026;
 pub const DEFAULT_RUNS: u32 = 3;
 /// Most shrinking rounds for one failure (each round runs every smaller plan at once).
 const SHRINK_ROUNDS: usize = 8;
+/// The fewest explored runs at once when `--jobs` is not given: a replay
+/// (`--explore 1 --seed S`) shrinks its failure four smaller plans at a time,
+/// not one.
+const JOBS_AT_LEAST: usize = 4;
+
+/// Explored runs at once for `runs` runs: `--jobs` when given, else all of
+/// them, at least [`JOBS_AT_LEAST`].
+pub(crate) fn jobs(given: Option<usize>, runs: u32) -> usize {
+    given.unwrap_or((runs as usize).max(JOBS_AT_LEAST)).max(1)
+}
 
 /// One explored run that broke a rule.
 #[derive(Debug, Clone, Serialize)]
@@ -87,6 +97,14 @@ pub(crate) trait PlanRunner {
     /// Run each plan against a fake server of its own; each run's broken
     /// rule, if any (see [`judge`]).
     async fn run_plans(&self, plans: &[ExplorePlan]) -> Result<Vec<Option<Violation>>>;
+
+    /// How many of a shrinking round's smaller plans run together before the
+    /// round looks for one that still fails: all of them by default (one
+    /// process runs them all); a runner that starts a process per plan gives
+    /// its `jobs`, so a round stops at the first batch with a failure.
+    fn shrink_batch(&self) -> usize {
+        usize::MAX
+    }
 }
 
 /// Run `runs` plans from `seed` through `runner`; shrink every failure.
@@ -144,30 +162,29 @@ pub(crate) async fn explore(
     })
 }
 
-/// Drop what the failure does not need, a round at a time: every smaller plan
-/// runs, and the first that breaks the same rule is kept.
+/// Drop what the failure does not need, a round at a time: the smaller plans
+/// run in batches of the runner's [`PlanRunner::shrink_batch`], in order, and
+/// the first that breaks the same rule is kept (the batches after it do not run).
 async fn shrink(
     runner: &impl PlanRunner,
     mut plan: ExplorePlan,
     mut violation: Violation,
 ) -> Result<(ExplorePlan, Violation)> {
-    for _ in 0..SHRINK_ROUNDS {
-        let smaller = plan.smaller();
-        if smaller.is_empty() {
-            break;
-        }
-        let judged = runner.run_plans(&smaller).await?;
-        let found = smaller.into_iter().zip(judged).find(|(_, v)| {
-            v.as_ref()
-                .is_some_and(|v| v.invariant == violation.invariant)
-        });
-        match found {
-            Some((p, Some(v))) => {
+    let batch = runner.shrink_batch().max(1);
+    'rounds: for _ in 0..SHRINK_ROUNDS {
+        for smaller in plan.smaller().chunks(batch) {
+            let judged = runner.run_plans(smaller).await?;
+            let found = smaller.iter().zip(judged).find_map(|(p, v)| {
+                v.filter(|v| v.invariant == violation.invariant)
+                    .map(|v| (p.clone(), v))
+            });
+            if let Some((p, v)) = found {
                 plan = p;
                 violation = v;
+                continue 'rounds;
             }
-            _ => break,
         }
+        break;
     }
     Ok((plan, violation))
 }
@@ -289,4 +306,104 @@ pub fn render(e: &Exploration, columns: Option<usize>, paint: Painter) -> String
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::plan::{ExplorePolicy, Step};
+    use super::*;
+    use crate::verify::fake_server::LostSessionAnswer;
+
+    /// A runner whose plans break `tool-runs-once` while they still hold a
+    /// 404-answered step (`Sleep(404)`), recording the size of each batch it ran.
+    struct Scripted {
+        batch: usize,
+        batches: Mutex<Vec<usize>>,
+    }
+
+    impl PlanRunner for Scripted {
+        async fn run_plans(&self, plans: &[ExplorePlan]) -> Result<Vec<Option<Violation>>> {
+            self.batches.lock().unwrap().push(plans.len());
+            Ok(plans
+                .iter()
+                .map(|p| {
+                    p.steps.contains(&Step::Sleep(404)).then(|| {
+                        Violation::new("tool-runs-once", "REPEATED", format!("{:?}", p.steps))
+                    })
+                })
+                .collect())
+        }
+
+        fn shrink_batch(&self) -> usize {
+            self.batch
+        }
+    }
+
+    fn plan(steps: Vec<Step>) -> ExplorePlan {
+        ExplorePlan {
+            seed: 7,
+            policy: ExplorePolicy::Short,
+            lost: LostSessionAnswer::NotFoundJsonRpc,
+            reinit_delay_ms: None,
+            relist_delay_ms: None,
+            sdk2: false,
+            get_not_found: false,
+            outage_fails: false,
+            refuse_first_reinit: false,
+            steps,
+        }
+    }
+
+    #[tokio::test]
+    async fn shrinking_runs_the_smaller_plans_a_batch_at_a_time_and_stops_at_the_first_failing_batch(
+    ) {
+        let runner = Scripted {
+            batch: 2,
+            batches: Mutex::new(Vec::new()),
+        };
+        let steps = vec![
+            Step::Sleep(1),
+            Step::Sleep(2),
+            Step::Sleep(404),
+            Step::Sleep(3),
+        ];
+        let first = Violation::new("tool-runs-once", "REPEATED", "first".into());
+        let (shrunk, v) = shrink(&runner, plan(steps), first).await.unwrap();
+        assert_eq!(shrunk.steps, vec![Step::Sleep(404)]);
+        assert_eq!(v.note, "invariant tool-runs-once: [Sleep(404)]");
+        // Round 1 (4 smaller plans): dropping Sleep(1) fails already, so the
+        // second batch never runs; round 2 (3): the same; round 3 (2): dropping
+        // Sleep(3) fails, in the one batch; round 4 (1): nothing smaller fails.
+        assert_eq!(*runner.batches.lock().unwrap(), vec![2, 2, 2, 1]);
+    }
+
+    #[test]
+    fn explored_runs_go_all_at_once_at_least_four_unless_jobs_are_given() {
+        assert_eq!(jobs(None, 1), 4);
+        assert_eq!(jobs(None, 24), 24);
+        assert_eq!(jobs(Some(2), 24), 2);
+        assert_eq!(jobs(Some(0), 3), 1);
+    }
+
+    #[tokio::test]
+    async fn shrinking_keeps_the_first_smaller_plan_in_order_that_fails_the_same_rule() {
+        let runner = Scripted {
+            batch: usize::MAX,
+            batches: Mutex::new(Vec::new()),
+        };
+        let steps = vec![Step::Sleep(404), Step::Sleep(404)];
+        let first = Violation::new("tool-runs-once", "REPEATED", "first".into());
+        let (shrunk, _) = shrink(&runner, plan(steps), first).await.unwrap();
+        assert_eq!(shrunk.steps, vec![Step::Sleep(404)]);
+        // A rule the smaller plans do not break is not shrunk toward.
+        let other = Violation::new("recovers", "STUCK", "other".into());
+        let steps = vec![Step::Sleep(404), Step::Sleep(1)];
+        let (kept, v) = shrink(&runner, plan(steps.clone()), other).await.unwrap();
+        assert_eq!(
+            (kept.steps, v.note.as_str()),
+            (steps, "invariant recovers: other")
+        );
+    }
 }

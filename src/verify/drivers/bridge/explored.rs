@@ -41,7 +41,7 @@ pub(super) async fn explore(
         own_handshake: false,
         // Its stdio carries no caller's timeout or abort signal.
         caller_bounds: false,
-        jobs: opts.jobs.unwrap_or(runs as usize).max(1),
+        jobs: explore::jobs(opts.jobs, runs),
         left_out: Default::default(),
     };
     let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);

@@ -35,13 +35,16 @@ pub struct Cli {
 
 impl Cli {
     /// Start the CLI at `entry` with the fake server at `server_url` (each MCP
-    /// request limited to `timeout`) and the fake model at `model_url`.
+    /// request limited to `timeout`) and the fake model at `model_url`; node
+    /// keeps the CLI's compiled code in `compile_cache` (a private folder the
+    /// runs of one install share: each CLI after the first starts faster).
     pub fn start(
         node: &Node,
         entry: &Path,
         server_url: &str,
         timeout: Duration,
         model_url: &str,
+        compile_cache: &Path,
     ) -> Result<Cli> {
         let home = crate::stage::scratch_dir("mcpatch-gemini-home-")?;
         let settings = json!({
@@ -76,6 +79,7 @@ impl Cli {
                 root.join("system-defaults.json"),
             )
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
+            .env("NODE_COMPILE_CACHE", compile_cache)
             .env("NO_COLOR", "1")
             .env("NO_BROWSER", "1")
             .env("CI", "1");

@@ -243,15 +243,24 @@ fn mcp_timeout(s: &Scenario) -> Duration {
     }
 }
 
-/// Run one scenario: the fake server, the fake model, the CLI at `entry`.
+/// Run one scenario: the fake server, the fake model, the CLI at `entry`
+/// (node's compiled code kept in `compile_cache`).
 async fn run_one(
     node: &Node,
     entry: &std::path::Path,
     s: &Scenario,
+    compile_cache: &std::path::Path,
 ) -> Result<(CliRun, FakeServer)> {
     let server = FakeServer::start(behaviour(s), 0).await?;
     let model = FakeModel::start().await?;
-    let cli = cli::Cli::start(node, entry, &server.url(), mcp_timeout(s), &model.url())?;
+    let cli = cli::Cli::start(
+        node,
+        entry,
+        &server.url(),
+        mcp_timeout(s),
+        &model.url(),
+        compile_cache,
+    )?;
     let mut ended = cli.ended.clone();
     let started = tokio::select! {
         d = model.declared() => Ok(d),
@@ -486,17 +495,22 @@ async fn verify_install(
             node_version: node.version.clone(),
         }
     };
+    // The CLI's compiled code, shared by this install's runs, removed with it.
+    let compile_cache = crate::stage::scratch_dir("mcpatch-gemini-code-")?;
     // At most `jobs` CLIs at once, each scenario judged as soon as it ends.
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
     let mut set = tokio::task::JoinSet::new();
     for (i, s) in chosen.iter().enumerate() {
         let (node, entry, s, slots) = (node.clone(), entry.clone(), (*s).clone(), slots.clone());
+        let cache = compile_cache.path().to_path_buf();
         set.spawn(async move {
             let _slot = slots.acquire_owned().await;
-            let mut run = run_one(&node, &entry, &s).await;
+            let mut run = run_one(&node, &entry, &s, &cache).await;
             for _ in 1..STARTS {
                 match &run {
-                    Ok((r, _)) if r.ended_before_start => run = run_one(&node, &entry, &s).await,
+                    Ok((r, _)) if r.ended_before_start => {
+                        run = run_one(&node, &entry, &s, &cache).await
+                    }
                     _ => break,
                 }
             }

@@ -203,7 +203,7 @@ async fn verify_install(
         let runner = explored::HarnessPlans {
             node,
             target: &target.load,
-            jobs: jobs.unwrap_or(explore_runs as usize).max(1),
+            jobs: explore::jobs(jobs, explore_runs),
         };
         let found = explore::explore(&runner, explore_runs, seed, progress).await?;
         result.overall = with_exploration(result.overall, found.ok, opts.explore_only);

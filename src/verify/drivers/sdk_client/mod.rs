@@ -151,7 +151,7 @@ async fn verify_install(
                 startup: opts.startup,
                 own_handshake: opts.own_handshake,
                 caller_bounds: opts.caller_bounds,
-                jobs: verify.jobs.unwrap_or(explore_runs as usize).max(1),
+                jobs: explore::jobs(verify.jobs, explore_runs),
                 left_out: Default::default(),
             };
             let seed = verify.seed.unwrap_or(explore::DEFAULT_SEED);

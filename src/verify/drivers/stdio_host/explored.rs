@@ -98,6 +98,12 @@ impl PlanRunner for HostPlans<'_> {
         }
         Ok(out)
     }
+
+    /// A process a plan: a shrinking round starts only `jobs` at a time, and
+    /// stops at the first batch with a failure.
+    fn shrink_batch(&self) -> usize {
+        self.jobs
+    }
 }
 
 /// One explored run's host, owned by its task.
@@ -210,7 +216,7 @@ pub struct CommandExplore {
     pub seed: u64,
     /// `--explore-only`: no scenario of the table runs.
     pub only: bool,
-    /// Runs at once (`--jobs`; default: all).
+    /// Runs at once (`--jobs`; default: all, at least 4: [`explore::jobs`]).
     pub jobs: Option<usize>,
 }
 
@@ -227,7 +233,7 @@ pub(super) async fn explore_command(
         startup: opts.startup,
         own_handshake: opts.own_handshake,
         caller_bounds: opts.caller_bounds,
-        jobs: x.jobs.unwrap_or(x.runs as usize).max(1),
+        jobs: explore::jobs(x.jobs, x.runs),
         left_out: Default::default(),
     };
     crate::verify::explore::explore(&runner, x.runs, x.seed, progress).await
