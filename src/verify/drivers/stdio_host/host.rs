@@ -6,7 +6,10 @@
 //! waits to be written: a bridge that floods requests and reads no answer
 //! gets at most [`REPLIES_QUEUED`] answers queued, the rest dropped. An answer
 //! to an id mcpatch never sent (the bridge passing on the answer to a request
-//! of its own) is kept apart: a host must never see one.
+//! of its own) is kept apart: a host must never see one. The host of a proxy,
+//! which keeps no tool list of its own, lists the tools again when the
+//! bridge passes on `notifications/tools/list_changed`, as an MCP host does
+//! ([`Relist`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -39,6 +42,27 @@ pub enum NoAnswer {
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
 
+/// Whether the host lists the tools again (`tools/list`, its answer not
+/// waited for) when the bridge passes on `notifications/tools/list_changed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relist {
+    /// A proxy passes its server's announcements on and keeps no tool list:
+    /// its host lists again, and the server sees whether that reached it.
+    OnAnnouncement,
+    /// A client that speaks MCP itself lists again on its own (or not: that is judged).
+    Never,
+}
+
+/// How the host of a client re-lists: a proxy's (`own_handshake` false) on
+/// each announcement it passes on, a client that speaks MCP itself never.
+pub fn relist_for(own_handshake: bool) -> Relist {
+    if own_handshake {
+        Relist::Never
+    } else {
+        Relist::OnAnnouncement
+    }
+}
+
 /// The host side of one bridge's stdio.
 pub struct Host {
     stdin: Arc<tokio::sync::Mutex<ChildStdin>>,
@@ -54,7 +78,7 @@ pub struct Host {
 }
 
 impl Host {
-    pub fn new(stdin: ChildStdin, stdout: ChildStdout) -> Host {
+    pub fn new(stdin: ChildStdin, stdout: ChildStdout, relist: Relist) -> Host {
         let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
@@ -75,6 +99,7 @@ impl Host {
             stray: stray.clone(),
             foreign: foreign.clone(),
             next_id: next_id.clone(),
+            relist,
         };
         let reader = tokio::spawn(read_loop(
             stdout,
@@ -167,6 +192,7 @@ struct Seen {
     foreign: Arc<Mutex<Vec<String>>>,
     /// The next id mcpatch will send: every id below it was sent.
     next_id: Arc<AtomicU64>,
+    relist: Relist,
 }
 
 async fn read_loop(
@@ -240,7 +266,23 @@ fn handle(msg: &Value, replies: &tokio::sync::mpsc::Sender<Value>, pending: &Pen
                 keep_stray_once(stray, REPLIES_DROPPED);
             }
         }
-        // A notification (progress, list changed, a log message): nothing to do.
+        // The tool list changed: the host of a proxy lists the tools again.
+        // The answer is not waited for (its sender's receiver is gone), but
+        // its id is one mcpatch sent. Queued with the other answers, so
+        // reading stdout never waits on stdin.
+        (Some("notifications/tools/list_changed"), None)
+            if seen.relist == Relist::OnAnnouncement =>
+        {
+            let id = seen.next_id.fetch_add(1, Ordering::SeqCst);
+            if let Ok(mut p) = pending.lock() {
+                p.insert(id, oneshot::channel().0);
+            }
+            let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+            if replies.try_send(list).is_err() {
+                keep_stray_once(stray, REPLIES_DROPPED);
+            }
+        }
+        // Any other notification (progress, a log message): nothing to do.
         (Some(_), None) => {}
         (None, Some(id)) => {
             // mcpatch's ids are numbers; a bridge that turned one into text is forgiven.
