@@ -12,7 +12,7 @@
 //! ([`Relist`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -27,6 +27,8 @@ const MAX_LINE_BYTES: u64 = 4 << 20;
 const STRAY_LINES: usize = 20;
 /// Answers to the bridge's own requests waiting to be written; more are dropped.
 const REPLIES_QUEUED: usize = 32;
+/// Tool lists the host of a proxy asks for on announcements, at most ([`Relist`]).
+const MAX_RELISTS: u32 = 16;
 /// Noted once when an answer to the bridge was dropped.
 const REPLIES_DROPPED: &str =
     "(answers to the bridge's own requests were dropped: it did not read its stdin)";
@@ -100,6 +102,7 @@ impl Host {
             foreign: foreign.clone(),
             next_id: next_id.clone(),
             relist,
+            relists: AtomicU32::new(0),
         };
         let reader = tokio::spawn(read_loop(
             stdout,
@@ -193,6 +196,8 @@ struct Seen {
     /// The next id mcpatch will send: every id below it was sent.
     next_id: Arc<AtomicU64>,
     relist: Relist,
+    /// Tool lists asked for on announcements so far.
+    relists: AtomicU32,
 }
 
 async fn read_loop(
@@ -273,13 +278,20 @@ fn handle(msg: &Value, replies: &tokio::sync::mpsc::Sender<Value>, pending: &Pen
         (Some("notifications/tools/list_changed"), None)
             if seen.relist == Relist::OnAnnouncement =>
         {
-            let id = seen.next_id.fetch_add(1, Ordering::SeqCst);
-            if let Ok(mut p) = pending.lock() {
-                p.insert(id, oneshot::channel().0);
+            // At most MAX_RELISTS of them: a bridge that floods announcements
+            // gets no more, so nothing the host keeps for them grows.
+            if seen.relists.fetch_add(1, Ordering::SeqCst) >= MAX_RELISTS {
+                return;
             }
+            let id = seen.next_id.fetch_add(1, Ordering::SeqCst);
             let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
             if replies.try_send(list).is_err() {
                 keep_stray_once(stray, REPLIES_DROPPED);
+                return;
+            }
+            // Its answer is read by this same task, after this returns.
+            if let Ok(mut p) = pending.lock() {
+                p.insert(id, oneshot::channel().0);
             }
         }
         // Any other notification (progress, a log message): nothing to do.
@@ -362,6 +374,47 @@ pub fn call_outcome(answer: &Value) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_of_a_proxy_lists_the_tools_again_on_an_announcement_a_bounded_number_of_times() {
+        let announcement = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let seen = |relist| Seen {
+            stray: Arc::default(),
+            foreign: Arc::default(),
+            next_id: Arc::new(AtomicU64::new(7)),
+            relist,
+            relists: AtomicU32::new(0),
+        };
+        let (replies, mut queued) = tokio::sync::mpsc::channel::<Value>(64);
+        let pending: Pending = Arc::default();
+        let proxy = seen(Relist::OnAnnouncement);
+        handle(&announcement, &replies, &pending, &proxy);
+        assert_eq!(
+            queued.try_recv().unwrap(),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}})
+        );
+        // Its answer is one to a request mcpatch sent: neither foreign nor stray.
+        handle(
+            &json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}),
+            &replies,
+            &pending,
+            &proxy,
+        );
+        assert!(proxy.foreign.lock().unwrap().is_empty());
+        assert!(proxy.stray.lock().unwrap().is_empty());
+        for _ in 0..100 {
+            handle(&announcement, &replies, &pending, &proxy);
+        }
+        let mut asked = 1;
+        while queued.try_recv().is_ok() {
+            asked += 1;
+        }
+        assert_eq!(asked, MAX_RELISTS as usize);
+        // A client that speaks MCP itself re-lists on its own: its host does not.
+        let own = seen(Relist::Never);
+        handle(&announcement, &replies, &pending, &own);
+        assert!(queued.try_recv().is_err());
+    }
 
     #[test]
     fn a_call_fails_on_a_jsonrpc_error_or_a_tool_error_with_their_words() {
