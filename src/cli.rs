@@ -138,7 +138,7 @@ pub enum Command {
         /// Check a saved original instead (the newest backup, or the one named): the control.
         #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "")]
         backup: Option<String>,
-        /// Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli.
+        /// Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli (and late-answers for mcp-remote).
         #[arg(long = "scenario", value_name = "NAME")]
         scenarios: Vec<ScenarioName>,
         /// Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own).

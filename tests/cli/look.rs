@@ -284,7 +284,7 @@ Options:
       --path <P>                A file to patch, a package folder, or a folder to search below (repeatable). Without it, mcpatch looks where a host could load the package from
       --npm                     Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
       --backup [<ID>]           Check a saved original instead (the newest backup, or the one named): the control
-      --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli [possible values: {}]
+      --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli (and late-answers for mcp-remote) [possible values: {}]
   -j, --jobs <N>                Scenario runs at once (default: all of them; 3 for gemini-cli, each a CLI of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --trust-owner             As root: run an install's code (the load check, verify) even when another user owns it or can write it or a folder on the way to it
@@ -314,7 +314,7 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
     let zsh = completion("zsh");
     assert!(
         zsh.contains(&format!(
-            "'*--scenario=[Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli]:NAME:({names})' \\\n"
+            "'*--scenario=[Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli (and late-answers for mcp-remote)]:NAME:({names})' \\\n"
         )),
         "{zsh}"
     );
@@ -331,7 +331,7 @@ Exit codes: 0 every scenario met its expectation; 1 attention: a scenario did no
         .collect::<Vec<_>>()
         .join("\n");
     for (command, help) in [
-        ("verify", "Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli"),
+        ("verify", "Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli (and late-answers for mcp-remote)"),
         ("serve", "The scenario whose server behaviour to run"),
     ] {
         let line = format!("complete -c mcpatch -n \"__fish_mcpatch_using_subcommand {command}\" -l scenario -d '{help}' -r -f -a \"{values}\"\n");

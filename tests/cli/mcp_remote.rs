@@ -803,7 +803,7 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 14 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify --path [SANDBOX]/p`\n",
+            "patched {PKG} (0.15.1)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 15 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart the MCP hosts that run mcp-remote so they load the patched bridge; check it with `mcpatch verify --path [SANDBOX]/p`\n",
             short(&now),
             ids[0],
             node22_version()
@@ -816,8 +816,9 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
         "{err}"
     );
     assert!(
-        err.contains("\n[13/14] cut-mid-call: NOT-RETRIED at ")
-            && err.contains("\n[14/14] refused-once: RECOVERED at "),
+        err.contains("\n[13/15] cut-mid-call: NOT-RETRIED at ")
+            && err.contains("\n[14/15] refused-once: RECOVERED at ")
+            && err.contains("\n[15/15] late-answers: SEAMLESS at "),
         "{err}"
     );
     assert_eq!(

@@ -1,9 +1,10 @@
 //! mcp-remote's patch catalogue (test-fixtures/patch-mutants/mcp-remote, run
-//! whole by `scripts/patch-mutants.sh --target mcp-remote`): two of its
+//! whole by `scripts/patch-mutants.sh --target mcp-remote`): four of its
 //! mutants, each on the real release of its patch family, go through the same
 //! steps as the script (apply, the mutant's search/replace on the patched
-//! chunk, `verify --strict`) and are caught by the stdio host's rules that the
-//! catalogue found missing; the unmutated patched release passes the same runs.
+//! chunk, `verify --strict`) and are caught by what the catalogue found
+//! missing (the stdio host's rules, `late-answers` run on a bridge); the
+//! unmutated patched release passes the same runs.
 
 use std::path::Path;
 
@@ -97,5 +98,63 @@ fn a_repeat_that_meets_the_loss_again_and_fails_without_the_servers_words_is_cau
     assert_eq!(
         note,
         "invariant server-words: call c1 (echo) met a lost session and failed with \"mcp-remote: the remote server no longer recognises the new session either\", without the server's words \"Session not found\""
+    );
+}
+
+#[test]
+fn a_401_naming_the_session_taken_for_a_sign_in_is_caught_though_the_bridge_recovers() {
+    let sb = Sandbox::new();
+    let dir = patched(&sb, "0.15.1", "p");
+    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-401");
+    assert_eq!(
+        (rc, verdict.as_str()),
+        (0, "SEAMLESS"),
+        "the control: {note}"
+    );
+
+    let pkg = dir.join("node_modules/mcp-remote");
+    let chunk = chunk_of("0.15.1");
+    mutate_builds(&pkg, &[chunk.as_str()], "mcp-remote", "07-fetch-hook-off");
+    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-401");
+    assert_eq!((rc, verdict.as_str()), (1, "BROKEN"), "{note}");
+    // The request's number in the server's log varies with the bridge's start-up.
+    let lead = "invariant session-401-not-sign-in: the server answered tools/call on a lost session with 401 naming the session (request ";
+    let tail = "), and the client then went to the OAuth sign-in path: GET /.well-known/oauth-protected-resource/mcp and 4 more; a 401 naming the session is a loss, taken before any sign-in";
+    assert!(note.starts_with(lead) && note.ends_with(tail), "{note}");
+    let number = &note[lead.len()..note.len() - tail.len()];
+    assert!(number.parse::<u64>().is_ok(), "{note}");
+}
+
+#[test]
+fn a_loss_answered_late_after_the_new_session_is_up_starts_no_second_session() {
+    let sb = Sandbox::new();
+    let dir = patched(&sb, "0.15.1", "p");
+    let (rc, verdict, note) = strict_one(&sb, &dir, "late-answers");
+    assert_eq!(
+        (rc, verdict.as_str(), note.as_str()),
+        (
+            0,
+            "SEAMLESS",
+            "one fresh initialize without the dead id, calls succeeded"
+        ),
+        "the control"
+    );
+
+    let pkg = dir.join("node_modules/mcp-remote");
+    let chunk = chunk_of("0.15.1");
+    mutate_builds(
+        &pkg,
+        &[chunk.as_str()],
+        "mcp-remote",
+        "14-renewed-session-renewed-again",
+    );
+    let (rc, verdict, note) = strict_one(&sb, &dir, "late-answers");
+    assert_eq!(
+        (rc, verdict.as_str(), note.as_str()),
+        (
+            1,
+            "RECOVERED",
+            "fresh initialize without the dead id, calls succeeded; 1 more initialize(s) after it"
+        )
     );
 }

@@ -192,6 +192,8 @@ pub struct WitnessEntry {
     pub t_ms: u64,
     /// Milliseconds since the server started, when it was answered.
     pub answered_ms: u64,
+    /// The HTTP method; for a path the server does not serve, the method
+    /// and the path (`GET /register`, unrouted.rs).
     pub http_method: String,
     /// The JSON-RPC method, if the body was a request or notification.
     pub rpc_method: Option<String>,

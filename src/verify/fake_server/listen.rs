@@ -221,7 +221,8 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/control/refuse", post(control_refuse))
         .route("/control/witness", get(control_witness))
         // Only on these routes: any other path is a plain 404, as a real
-        // server's (an OAuth client's discovery of /.well-known/* included).
+        // server's (an OAuth client's discovery of /.well-known/* included),
+        // witnessed (unrouted.rs).
         .route_layer(middleware::from_fn_with_state(
             shared.clone(),
             with_control_token,
@@ -229,6 +230,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .route("/mcp", any(mcp))
         .merge(control)
+        .fallback(super::unrouted::unrouted)
         .layer(middleware::from_fn_with_state(
             shared.clone(),
             loopback_only,

@@ -20,6 +20,7 @@ pub mod reload;
 mod renewal;
 mod sessions;
 mod tool_defs;
+pub mod unrouted;
 
 pub use answers::{
     HARMLESS_SESSION_WORDS, ORDINARY_ERROR_WORDS, TOKEN_REFUSED_WORDS, UNANSWERED_NOTE,

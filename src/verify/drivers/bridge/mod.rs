@@ -18,7 +18,7 @@ use crate::registry::PatchSpec;
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::{ClientDriver, Job, Verifying};
 use crate::verify::report::{InstallResult, ScenarioResult};
-use crate::verify::scenario::Scenario;
+use crate::verify::scenario::{Scenario, ScenarioName};
 use crate::verify::target::{Target, COPY_PREFIX};
 use crate::verify::VerifyOptions;
 
@@ -44,6 +44,13 @@ impl ClientDriver for InstalledBridge {
 
     fn explores(&self) -> bool {
         true
+    }
+
+    /// `late-answers`: a loss answered late to one request, after another
+    /// request's new session is up, which must not start a second one
+    /// (mcp-remote's catalogue, mutant 14). One bridge run, a few seconds.
+    fn default_extras(&self) -> Vec<Scenario> {
+        vec![crate::verify::scenario::find(ScenarioName::LateAnswers)]
     }
 }
 

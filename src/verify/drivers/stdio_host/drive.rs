@@ -4,7 +4,7 @@
 //! server side (drop the sessions, idle, restart, ...), call again. Only
 //! measures: the verdict comes from the server's witness log (see scenario.rs).
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -16,6 +16,7 @@ use crate::verify::drivers::steps::{self, Within};
 use crate::verify::explore::plan::{
     ExplorePlan, Step, CALL_TIMEOUT_MS, HEALTHY_MS, LAST_CALL, RECOVER_MS,
 };
+use crate::verify::fake_server::late::LATE_LOST_TOOL;
 use crate::verify::fake_server::FakeServer;
 use crate::verify::process::GroupChild;
 use crate::verify::scenario::host_report::HostReport;
@@ -87,6 +88,12 @@ struct Caller {
     host: Arc<Host>,
     calls: Arc<Mutex<Vec<HarnessCall>>>,
     next: Arc<AtomicU32>,
+    /// The server answers a lost call of [`LATE_LOST_TOOL`] late
+    /// (`late-answers`): the first batch of calls at once ends with one, so
+    /// its loss reaches the client once the new session is up.
+    late_tool: bool,
+    /// A batch of calls at once was made already.
+    batched: Arc<AtomicBool>,
 }
 
 impl steps::Caller for Caller {
@@ -151,11 +158,19 @@ impl steps::Caller for Caller {
         }
     }
 
-    /// `n` calls at once.
+    /// `n` calls at once: echo calls, the last of the first batch a call of
+    /// [`LATE_LOST_TOOL`] when the server answers its loss late.
     async fn at_once(&self, n: usize, prefix: &str) -> Result<Vec<bool>, Stop> {
+        let first_batch = !self.batched.swap(true, Ordering::SeqCst);
         let mut set = tokio::task::JoinSet::new();
         for i in 0..n {
             let me = self.clone();
+            if self.late_tool && first_batch && i + 1 == n {
+                // Sent last, so it arrives after the calls that run before the loss.
+                let args = json!({"a": i, "b": 1});
+                set.spawn(async move { me.call(LATE_LOST_TOOL, args, LATE_LOST_TOOL).await });
+                continue;
+            }
             let text = format!("{prefix} {i}");
             set.spawn(async move { me.echo(&text).await });
         }
@@ -298,16 +313,23 @@ pub async fn run(
         }
     };
     let plan = scenario.plan;
-    make_calls(run, host, caps, |c| async move {
+    let late_tool = scenario.behaviour.late_old_answers.is_some();
+    make_calls(run, host, caps, late_tool, |c| async move {
         steps::plan(plan, server, &c).await
     })
     .await
 }
 
-/// Make the calls `steps` makes through a fresh caller, then record them, why
-/// the run stopped, and what the host saw (when it declared a report and the
-/// run went to its end).
-async fn make_calls<Steps, Made>(mut run: Run, host: Arc<Host>, caps: HostCaps, steps: Steps) -> Run
+/// Make the calls `steps` makes through a fresh caller (`late_tool`: see
+/// [`Caller::late_tool`]), then record them, why the run stopped, and what
+/// the host saw (when it declared a report and the run went to its end).
+async fn make_calls<Steps, Made>(
+    mut run: Run,
+    host: Arc<Host>,
+    caps: HostCaps,
+    late_tool: bool,
+    steps: Steps,
+) -> Run
 where
     Steps: FnOnce(Caller) -> Made,
     Made: std::future::Future<Output = Result<(), Stop>>,
@@ -316,6 +338,8 @@ where
         host: host.clone(),
         calls: Arc::default(),
         next: Arc::default(),
+        late_tool,
+        batched: Arc::default(),
     };
     let result = steps(caller.clone()).await;
     run.calls = caller.calls.lock().map(|c| c.clone()).unwrap_or_default();
@@ -371,7 +395,7 @@ pub async fn run_explored(
             return run;
         }
     };
-    make_calls(run, host, caps, |c| async move {
+    make_calls(run, host, caps, false, |c| async move {
         explored_steps(plan, server, &c, bounded).await
     })
     .await

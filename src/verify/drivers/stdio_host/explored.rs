@@ -17,7 +17,7 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
 use super::drive::{self, Stop};
-use super::host::Host;
+use super::host::{self, Host};
 use super::Launch;
 use crate::error::Result;
 use crate::verify::explore::plan::{ExplorePlan, Step};
@@ -122,7 +122,11 @@ impl OneRun {
         let version = PROTOCOL_VERSIONS[0];
         let (child, stdin, stdout) =
             GroupChild::spawn(&self.argv, "explore", version, &self.environment, &self.env)?;
-        let host = Arc::new(Host::new(stdin, stdout));
+        let host = Arc::new(Host::new(
+            stdin,
+            stdout,
+            host::relist_for(self.own_handshake),
+        ));
         let run = drive::run_explored(
             &self.plan,
             &server,

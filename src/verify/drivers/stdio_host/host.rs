@@ -6,10 +6,13 @@
 //! waits to be written: a bridge that floods requests and reads no answer
 //! gets at most [`REPLIES_QUEUED`] answers queued, the rest dropped. An answer
 //! to an id mcpatch never sent (the bridge passing on the answer to a request
-//! of its own) is kept apart: a host must never see one.
+//! of its own) is kept apart: a host must never see one. The host of a proxy,
+//! which keeps no tool list of its own, lists the tools again when the
+//! bridge passes on `notifications/tools/list_changed`, as an MCP host does
+//! ([`Relist`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -24,6 +27,8 @@ const MAX_LINE_BYTES: u64 = 4 << 20;
 const STRAY_LINES: usize = 20;
 /// Answers to the bridge's own requests waiting to be written; more are dropped.
 const REPLIES_QUEUED: usize = 32;
+/// Tool lists the host of a proxy asks for on announcements, at most ([`Relist`]).
+const MAX_RELISTS: u32 = 16;
 /// Noted once when an answer to the bridge was dropped.
 const REPLIES_DROPPED: &str =
     "(answers to the bridge's own requests were dropped: it did not read its stdin)";
@@ -38,6 +43,27 @@ pub enum NoAnswer {
 }
 
 type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Value>>>>;
+
+/// Whether the host lists the tools again (`tools/list`, its answer not
+/// waited for) when the bridge passes on `notifications/tools/list_changed`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Relist {
+    /// A proxy passes its server's announcements on and keeps no tool list:
+    /// its host lists again, and the server sees whether that reached it.
+    OnAnnouncement,
+    /// A client that speaks MCP itself lists again on its own (or not: that is judged).
+    Never,
+}
+
+/// How the host of a client re-lists: a proxy's (`own_handshake` false) on
+/// each announcement it passes on, a client that speaks MCP itself never.
+pub fn relist_for(own_handshake: bool) -> Relist {
+    if own_handshake {
+        Relist::Never
+    } else {
+        Relist::OnAnnouncement
+    }
+}
 
 /// The host side of one bridge's stdio.
 pub struct Host {
@@ -54,7 +80,7 @@ pub struct Host {
 }
 
 impl Host {
-    pub fn new(stdin: ChildStdin, stdout: ChildStdout) -> Host {
+    pub fn new(stdin: ChildStdin, stdout: ChildStdout, relist: Relist) -> Host {
         let stdin = Arc::new(tokio::sync::Mutex::new(stdin));
         let pending: Pending = Arc::default();
         let closed = Arc::new(AtomicBool::new(false));
@@ -75,6 +101,8 @@ impl Host {
             stray: stray.clone(),
             foreign: foreign.clone(),
             next_id: next_id.clone(),
+            relist,
+            relists: AtomicU32::new(0),
         };
         let reader = tokio::spawn(read_loop(
             stdout,
@@ -167,6 +195,9 @@ struct Seen {
     foreign: Arc<Mutex<Vec<String>>>,
     /// The next id mcpatch will send: every id below it was sent.
     next_id: Arc<AtomicU64>,
+    relist: Relist,
+    /// Tool lists asked for on announcements so far.
+    relists: AtomicU32,
 }
 
 async fn read_loop(
@@ -240,7 +271,30 @@ fn handle(msg: &Value, replies: &tokio::sync::mpsc::Sender<Value>, pending: &Pen
                 keep_stray_once(stray, REPLIES_DROPPED);
             }
         }
-        // A notification (progress, list changed, a log message): nothing to do.
+        // The tool list changed: the host of a proxy lists the tools again.
+        // The answer is not waited for (its sender's receiver is gone), but
+        // its id is one mcpatch sent. Queued with the other answers, so
+        // reading stdout never waits on stdin.
+        (Some("notifications/tools/list_changed"), None)
+            if seen.relist == Relist::OnAnnouncement =>
+        {
+            // At most MAX_RELISTS of them: a bridge that floods announcements
+            // gets no more, so nothing the host keeps for them grows.
+            if seen.relists.fetch_add(1, Ordering::SeqCst) >= MAX_RELISTS {
+                return;
+            }
+            let id = seen.next_id.fetch_add(1, Ordering::SeqCst);
+            let list = json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+            if replies.try_send(list).is_err() {
+                keep_stray_once(stray, REPLIES_DROPPED);
+                return;
+            }
+            // Its answer is read by this same task, after this returns.
+            if let Ok(mut p) = pending.lock() {
+                p.insert(id, oneshot::channel().0);
+            }
+        }
+        // Any other notification (progress, a log message): nothing to do.
         (Some(_), None) => {}
         (None, Some(id)) => {
             // mcpatch's ids are numbers; a bridge that turned one into text is forgiven.
@@ -320,6 +374,47 @@ pub fn call_outcome(answer: &Value) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_host_of_a_proxy_lists_the_tools_again_on_an_announcement_a_bounded_number_of_times() {
+        let announcement = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+        let seen = |relist| Seen {
+            stray: Arc::default(),
+            foreign: Arc::default(),
+            next_id: Arc::new(AtomicU64::new(7)),
+            relist,
+            relists: AtomicU32::new(0),
+        };
+        let (replies, mut queued) = tokio::sync::mpsc::channel::<Value>(64);
+        let pending: Pending = Arc::default();
+        let proxy = seen(Relist::OnAnnouncement);
+        handle(&announcement, &replies, &pending, &proxy);
+        assert_eq!(
+            queued.try_recv().unwrap(),
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": {}})
+        );
+        // Its answer is one to a request mcpatch sent: neither foreign nor stray.
+        handle(
+            &json!({"jsonrpc": "2.0", "id": 7, "result": {"tools": []}}),
+            &replies,
+            &pending,
+            &proxy,
+        );
+        assert!(proxy.foreign.lock().unwrap().is_empty());
+        assert!(proxy.stray.lock().unwrap().is_empty());
+        for _ in 0..100 {
+            handle(&announcement, &replies, &pending, &proxy);
+        }
+        let mut asked = 1;
+        while queued.try_recv().is_ok() {
+            asked += 1;
+        }
+        assert_eq!(asked, MAX_RELISTS as usize);
+        // A client that speaks MCP itself re-lists on its own: its host does not.
+        let own = seen(Relist::Never);
+        handle(&announcement, &replies, &pending, &own);
+        assert!(queued.try_recv().is_err());
+    }
 
     #[test]
     fn a_call_fails_on_a_jsonrpc_error_or_a_tool_error_with_their_words() {

@@ -462,7 +462,11 @@ async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Resu
     let version = PROTOCOL_VERSIONS[0];
     let (bridge, stdin, stdout) =
         child::GroupChild::spawn(&argv, s.name.as_str(), version, environment, &env)?;
-    let host = Arc::new(host::Host::new(stdin, stdout));
+    let host = Arc::new(host::Host::new(
+        stdin,
+        stdout,
+        host::relist_for(opts.own_handshake),
+    ));
     let run = drive::run(s, &server, host.clone(), startup, version).await;
     // The bridge still runs here: the fault tests fail or panic at this point
     // to prove it is killed and reaped on those paths too.

@@ -9,10 +9,14 @@
 //! loss again, reported as a bare sentence), or a refused new session's. The
 //! last is left to the scenarios' own judges for a host that passes its
 //! caller's deadline and abort signal on: a call its caller ended has the
-//! caller's words, and the deadlines are the plan's, not known here.
+//! caller's words, and the deadlines are the plan's, not known here. A 401
+//! naming the lost session is a loss, taken before any sign-in: no request
+//! on the OAuth sign-in path (discovery, registration) may follow it (a
+//! client that recovers only because that path failed recovers by accident).
 
 use std::collections::HashMap;
 
+use crate::verify::fake_server::unrouted::{is_sign_in_path, unrouted_path};
 use crate::verify::fake_server::{WitnessEntry, REFUSED_ONCE_WORDS};
 use crate::verify::scenario::invariants::{self, Expected, Reconnect, Violation};
 use crate::verify::scenario::{Evidence, Judgement, Scenario};
@@ -34,6 +38,7 @@ pub(super) fn also(
         return judged;
     }
     if let Some(v) = foreign_answer(foreign)
+        .or_else(|| session_401_not_sign_in(ev.witness, ev.dropped))
         .or_else(|| {
             (!own_handshake)
                 .then(|| renewed_handshake(ev.witness))
@@ -57,6 +62,40 @@ fn foreign_answer(foreign: &[String]) -> Option<Violation> {
         format!(
             "{} answer(s) to ids the host never sent reached the host, the first: {first}",
             foreign.len()
+        ),
+    ))
+}
+
+/// After the server answered a request on a lost session with 401 (its body
+/// naming the session), the client made no request on the OAuth sign-in
+/// path: it took the 401 for the loss it is, not for a demand to sign in.
+fn session_401_not_sign_in(witness: &[WitnessEntry], dropped: &[String]) -> Option<Violation> {
+    let at = witness.iter().position(|e| {
+        e.status == 401
+            && e.http_method != "CONTROL"
+            && e.session_sent.as_ref().is_some_and(|s| dropped.contains(s))
+    })?;
+    let signing_in: Vec<&str> = witness[at..]
+        .iter()
+        .filter_map(|e| {
+            unrouted_path(e)
+                .filter(|p| is_sign_in_path(p))
+                .map(|_| e.http_method.as_str())
+        })
+        .collect();
+    let first = signing_in.first()?;
+    let lost = &witness[at];
+    let more = match signing_in.len() - 1 {
+        0 => String::new(),
+        n => format!(" and {n} more"),
+    };
+    Some(Violation::new(
+        "session-401-not-sign-in",
+        "BROKEN",
+        format!(
+            "the server answered {} on a lost session with 401 naming the session (request {}), and the client then went to the OAuth sign-in path: {first}{more}; a 401 naming the session is a loss, taken before any sign-in",
+            lost.rpc_method.as_deref().unwrap_or(&lost.http_method),
+            lost.seq
         ),
     ))
 }
@@ -162,6 +201,47 @@ mod tests {
                 "invariant new-session-handshake: tools/call (request 5) used session b before the client sent its notifications/initialized: the handshake of that session was never finished"
             )
         );
+    }
+
+    #[test]
+    fn a_sign_in_request_after_a_401_naming_the_lost_session_breaks_the_rule() {
+        let unrouted = |seq: u64, path: &str| WitnessEntry {
+            http_method: format!("GET {path}"),
+            rpc_method: None,
+            status: 404,
+            note: Some(crate::verify::fake_server::unrouted::UNROUTED_NOTE.into()),
+            ..entry(seq, "", None, None)
+        };
+        let lost = WitnessEntry {
+            status: 401,
+            ..entry(3, "tools/call", Some("a"), None)
+        };
+        let dropped = vec!["a".to_string()];
+        // A request to another path before the loss (a favicon, a probe) is not judged.
+        let mut w = vec![
+            entry(0, "initialize", None, Some("a")),
+            unrouted(1, "/.well-known/oauth-authorization-server"),
+            lost,
+            unrouted(4, "/favicon.ico"),
+            entry(5, "initialize", None, Some("b")),
+        ];
+        assert_eq!(session_401_not_sign_in(&w, &dropped), None);
+        w.push(unrouted(6, "/.well-known/oauth-protected-resource/mcp"));
+        w.push(WitnessEntry {
+            http_method: "POST /register".into(),
+            ..unrouted(7, "")
+        });
+        let v = session_401_not_sign_in(&w, &dropped).unwrap();
+        assert_eq!(
+            (v.invariant, v.verdict, v.note.as_str()),
+            (
+                "session-401-not-sign-in",
+                "BROKEN",
+                "invariant session-401-not-sign-in: the server answered tools/call on a lost session with 401 naming the session (request 3), and the client then went to the OAuth sign-in path: GET /.well-known/oauth-protected-resource/mcp and 1 more; a 401 naming the session is a loss, taken before any sign-in"
+            )
+        );
+        // A 401 to a live session (a bad token) is the client's own auth flow's.
+        assert_eq!(session_401_not_sign_in(&w, &[]), None);
     }
 
     #[test]
