@@ -159,6 +159,26 @@ fn control_routes_refuse_a_request_without_this_runs_token() {
         "{notes:?}"
     );
     assert!(notes.contains(&"refused: /control/invalidate without this run's control token"));
+    // `?since=SEQ`: only the entries from SEQ on, for a caller that polls.
+    let seqs: Vec<u64> = w
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["seq"].as_u64().unwrap())
+        .collect();
+    let last = *seqs.last().unwrap();
+    let (status, tail) = request(
+        port,
+        "GET",
+        &format!("/control/witness?since={last}"),
+        Some(&bearer),
+    );
+    assert_eq!(status, 200);
+    let tail: serde_json::Value = serde_json::from_str(&tail).unwrap();
+    assert_eq!(
+        tail.as_array().unwrap(),
+        &w.as_array().unwrap()[seqs.len() - 1..]
+    );
     // Another run, another token.
     assert_ne!(serve().token, token);
 }

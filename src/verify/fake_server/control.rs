@@ -151,7 +151,23 @@ pub(super) fn start_reloads(shared: &Arc<Shared>) {
     )));
 }
 
-pub(super) async fn control_witness(State(shared): State<Arc<Shared>>) -> impl IntoResponse {
-    let w: Vec<WitnessEntry> = lock(&shared.witness).entries.iter().cloned().collect();
+/// `GET /control/witness[?since=SEQ]`: what the server's witness log holds
+/// (from entry `SEQ` on, for a caller that polls it and keeps what it read).
+#[derive(Debug, serde::Deserialize)]
+pub(super) struct WitnessSince {
+    since: Option<u64>,
+}
+
+pub(super) async fn control_witness(
+    State(shared): State<Arc<Shared>>,
+    Query(from): Query<WitnessSince>,
+) -> impl IntoResponse {
+    let since = from.since.unwrap_or(0);
+    let w: Vec<WitnessEntry> = lock(&shared.witness)
+        .entries
+        .iter()
+        .filter(|e| e.seq >= since)
+        .cloned()
+        .collect();
     axum::Json(w)
 }

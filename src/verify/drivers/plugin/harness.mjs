@@ -180,11 +180,15 @@ async function runOne(r) {
     emit(r.id, "log", { level: "error", msg: `the fake server did not listen again as generation ${g}` });
   }
   // Wait until the server's witness log shows what `match` looks for (an event, not a guess), bounded.
+  // Each poll asks only for the entries after those already read.
+  const seen = [];
   async function witnessed(match, waitMs = 5000) {
     const until = Date.now() + waitMs;
     while (Date.now() < until) {
-      const w = await fetch(`${r.controlBase}/control/witness`, { headers: controlAuth }).then((x) => x.json()).catch(() => []);
-      if (match(w)) return true;
+      const since = seen.length ? seen[seen.length - 1].seq + 1 : 0;
+      const more = await fetch(`${r.controlBase}/control/witness?since=${since}`, { headers: controlAuth }).then((x) => x.json()).catch(() => []);
+      if (Array.isArray(more)) seen.push(...more);
+      if (match(seen)) return true;
       await sleep(5);
     }
     emit(r.id, "log", { level: "error", msg: "the awaited server event never came" });
