@@ -182,12 +182,7 @@ mod tests {
             rpc_method: Some("tools/\u{1b}]0;owned\u{7}list\u{1b}[2J".into()),
             session_sent: Some("ab\rcd".into()),
             status: 404,
-            session_issued: None,
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-            initialize: None,
+            ..Default::default()
         };
         assert_eq!(
             console_line(&e),

@@ -184,7 +184,7 @@ impl Default for ServerLimits {
 }
 
 /// One request as the server saw it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct WitnessEntry {
     /// Position in the log since the server started (never reused).
     pub seq: u64,

@@ -738,12 +738,7 @@ mod tests {
             rpc_method: (!rpc.is_empty()).then(|| rpc.to_string()),
             session_sent: sent.map(str::to_string),
             status,
-            session_issued: None,
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-            initialize: None,
+            ..Default::default()
         }
     }
 

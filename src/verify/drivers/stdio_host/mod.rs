@@ -805,11 +805,7 @@ mod tests {
             session_sent: sent.map(str::to_string),
             status,
             session_issued: issued.map(str::to_string),
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-            initialize: None,
+            ..Default::default()
         }
     }
 

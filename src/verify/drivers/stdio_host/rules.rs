@@ -168,11 +168,7 @@ mod tests {
                 200
             },
             session_issued: issued.map(str::to_string),
-            call_id: None,
-            executed: None,
-            call_ok: None,
-            note: None,
-            initialize: None,
+            ..Default::default()
         }
     }
 

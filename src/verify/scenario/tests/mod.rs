@@ -43,12 +43,7 @@ fn entry(
         rpc_method: rpc.map(str::to_string),
         session_sent: sent.map(str::to_string),
         status,
-        session_issued: None,
-        call_id: None,
-        executed: None,
-        call_ok: None,
-        note: None,
-        initialize: None,
+        ..Default::default()
     }
 }
 
