@@ -454,6 +454,18 @@ fn passed(v: &Verdicts) -> Vec<&str> {
         .collect()
 }
 
+/// `run` on each build, side by side (the suite waits on its scenarios'
+/// clients and timeouts more than on the CPU), in the order of `builds`.
+fn both_builds(builds: &[Build], run: impl Fn(Build) -> Verdicts + Sync) -> Vec<Verdicts> {
+    let run = &run;
+    std::thread::scope(|s| {
+        let runs: Vec<_> = builds.iter().map(|&b| s.spawn(move || run(b))).collect();
+        runs.into_iter()
+            .map(|r| r.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+            .collect()
+    })
+}
+
 /// The suite on `release` before and after `apply`, both builds.
 fn before_and_after_apply(release: &Release) {
     let started = Instant::now();
@@ -480,10 +492,9 @@ fn before_and_after_apply(release: &Release) {
     );
 
     let builds = [Build::Esm, Build::Cjs];
-    let before: Vec<Verdicts> = builds
-        .iter()
-        .map(|&b| run_scenarios(&project, release, b, "before apply", &results))
-        .collect();
+    let before: Vec<Verdicts> = both_builds(&builds, |b| {
+        run_scenarios(&project, release, b, "before apply", &results)
+    });
     let must_pass: Vec<&str> = known
         .iter()
         .map(String::as_str)
@@ -523,10 +534,9 @@ fn before_and_after_apply(release: &Release) {
         "both builds are patched before the suite runs again: {v:#}"
     );
 
-    let after: Vec<Verdicts> = builds
-        .iter()
-        .map(|&b| run_scenarios(&project, release, b, "after apply", &results))
-        .collect();
+    let after: Vec<Verdicts> = both_builds(&builds, |b| {
+        run_scenarios(&project, release, b, "after apply", &results)
+    });
     let mut changed = Vec::new();
     for ((build, b), a) in builds.iter().zip(&before).zip(&after) {
         for (scenario, was) in b {
