@@ -8,7 +8,6 @@
 use serde_json::Value;
 
 use super::gemini::{json, original_of};
-use super::gemini_verify::heavy;
 use super::sdk_scenarios::numbers_as_n;
 use super::*;
 
@@ -73,7 +72,8 @@ fn passes_the_patch_and_catches(
     mutant: &str,
     caught: (&str, &str),
 ) {
-    let _one = heavy();
+    // One CLI at a time: it runs beside the others, as the few-scenario
+    // verifies of gemini_verify do.
     let sb = Sandbox::new();
     let (pkg, chunk) = patched(&sb);
     assert_eq!(
