@@ -71,6 +71,13 @@ impl VerifyOptions {
             },
         )
     }
+
+    /// Whether the explored runs are left out because the fixed table
+    /// already failed (`table_failed`): only those `verify` adds by itself;
+    /// `--explore N` always runs (see [`explore::not_run_after_failed_table`]).
+    pub(crate) fn explores_after(&self, table_failed: bool) -> bool {
+        !table_failed || self.explore.is_some()
+    }
 }
 
 /// The scenarios named, in the order verify reports them (when none are

@@ -618,5 +618,16 @@ mod unknown_revisions {
         );
         assert_ne!(sha256_file(&file), broken);
         assert_eq!(backup_count(&sb), 1);
+
+        // Its whole table, strict: STUCK, and the short exploration is left
+        // out, saying why (the verdict is known; failing runs would only add
+        // minutes, to apply's refusal above too).
+        let (rc, v) = crate::verify::verify_json(&sb, &["--strict", "--path", p]);
+        assert_eq!(rc, 1, "{v:#}");
+        assert_eq!(v["installs"][0]["overall"], "STUCK", "{v:#}");
+        assert_eq!(
+            v["installs"][0]["exploration"],
+            serde_json::json!({"seed": 2026, "runs": 0, "left_out": "the fixed table already failed, so the short exploration was not run (`--explore 3` runs it)", "ok": true, "failures": []})
+        );
     }
 }

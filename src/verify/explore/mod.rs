@@ -87,6 +87,25 @@ pub struct Exploration {
     pub failures: Vec<ExploreFailure>,
 }
 
+/// Why the short exploration `verify` adds by default is not run once the
+/// fixed table failed: the verdict is already known, and failing runs (each
+/// shrunk) would only add minutes, to `apply`'s refusal of a patched copy too.
+const AFTER_FAILED_TABLE: &str =
+    "the fixed table already failed, so the short exploration was not run (`--explore 3` runs it)";
+
+/// The exploration of an install whose fixed table failed, when none was
+/// asked for: left out, saying why ([`AFTER_FAILED_TABLE`]).
+pub(crate) fn not_run_after_failed_table(seed: u64) -> Exploration {
+    Exploration {
+        seed,
+        runs: 0,
+        builds: Vec::new(),
+        left_out: Some(AFTER_FAILED_TABLE.to_string()),
+        ok: true,
+        failures: Vec::new(),
+    }
+}
+
 /// How a driver runs explored plans through its client.
 pub(crate) trait PlanRunner {
     /// The plan seed `seed` gives for this driver's client.

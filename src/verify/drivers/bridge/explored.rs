@@ -48,26 +48,6 @@ pub(super) async fn explore(
     explore::explore(&runner, runs, seed, progress).await
 }
 
-/// Why the short exploration `verify` adds by default is not run on a bridge
-/// whose fixed table failed: the verdict is already known, and a bridge's
-/// failing runs (each shrunk, a process per plan) would only add minutes, to
-/// `apply`'s refusal of a patched copy too.
-const AFTER_FAILED_TABLE: &str =
-    "the fixed table already failed, so the short exploration was not run (`--explore 3` runs it)";
-
-/// The exploration of a bridge whose fixed table failed, when none was asked
-/// for: left out, saying why ([`AFTER_FAILED_TABLE`]).
-pub(super) fn not_run_after_failed_table(opts: &VerifyOptions) -> Exploration {
-    Exploration {
-        seed: opts.seed.unwrap_or(explore::DEFAULT_SEED),
-        runs: 0,
-        builds: Vec::new(),
-        left_out: Some(AFTER_FAILED_TABLE.to_string()),
-        ok: true,
-        failures: Vec::new(),
-    }
-}
-
 /// `result` with the exploration `found` added: a failed one fails a passing
 /// install; with `--explore-only` (no scenario ran) one that kept every rule
 /// says EXPLORED.

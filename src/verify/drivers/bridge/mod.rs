@@ -17,6 +17,7 @@ use crate::node::Node;
 use crate::registry::PatchSpec;
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::{ClientDriver, Job, Verifying};
+use crate::verify::explore;
 use crate::verify::report::{InstallResult, ScenarioResult};
 use crate::verify::scenario::{Scenario, ScenarioName};
 use crate::verify::target::{Target, COPY_PREFIX};
@@ -144,8 +145,10 @@ async fn verify_install(
     };
     let explore_runs = explored::runs(target, opts);
     let table_failed = !runs.iter().all(|r| r.judgement.ok);
-    let found = if explore_runs > 0 && table_failed && opts.explore.is_none() {
-        Some(explored::not_run_after_failed_table(opts))
+    let found = if explore_runs > 0 && !opts.explores_after(table_failed) {
+        Some(explore::not_run_after_failed_table(
+            opts.seed.unwrap_or(explore::DEFAULT_SEED),
+        ))
     } else if explore_runs > 0 {
         Some(
             explored::explore(

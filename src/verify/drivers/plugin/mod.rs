@@ -198,7 +198,11 @@ async fn verify_install(
     let mut result = InstallResult::checked(install, target, node_version, expectations, results);
     result.left_out.extend(no_auth);
     let explore_runs = opts.explore_runs(seamless);
-    if explore_runs > 0 {
+    let table_failed = result.scenarios.iter().any(|s| !s.judgement.ok);
+    if explore_runs > 0 && !opts.explores_after(table_failed) {
+        let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
+        result.exploration = Some(explore::not_run_after_failed_table(seed));
+    } else if explore_runs > 0 {
         let seed = opts.seed.unwrap_or(explore::DEFAULT_SEED);
         let runner = explored::HarnessPlans {
             node,

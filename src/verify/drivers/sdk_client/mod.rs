@@ -91,6 +91,8 @@ async fn verify_install(
     let mut explored: Option<Exploration> = None;
     let seamless = Expectations::of(target.is_current_patch(), verify.strict).seamless();
     let explore_runs = verify.explore_runs(seamless);
+    // Each build's table, then its explored runs (left out once a table failed).
+    let mut table_failed = false;
     for (build, file) in &builds {
         let mirror = if target.load != *file && *file == target.file {
             Some(mirror::build(file, file, &target.load, COPY_PREFIX)?)
@@ -144,7 +146,35 @@ async fn verify_install(
             // The SDK's client opens its GET stream once connected.
             get_stream: true,
         };
-        if explore_runs > 0 {
+        if !verify.explore_only {
+            let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
+            table_failed |= runs.iter().any(|r| !r.judgement.ok);
+            // Every scenario asked for needs what this install's host cannot do.
+            if runs.is_empty() {
+                return Err(Error::NothingToRunFor {
+                    target: spec.target,
+                    left_out: out
+                        .iter()
+                        .map(|l| format!("{}: {}", l.name, l.why))
+                        .collect(),
+                });
+            }
+            if rank(this) > rank(overall) {
+                overall = this;
+            }
+            if left_out.is_empty() {
+                left_out = out;
+            }
+            all.extend(runs.into_iter().map(|r| ScenarioResult {
+                build: Some(build.clone()),
+                name: r.name,
+                policy: "bridge",
+                expected: r.expected,
+                judgement: r.judgement,
+                node_version: node.version.clone(),
+            }));
+        }
+        if explore_runs > 0 && verify.explores_after(table_failed) {
             let runner = super::stdio_host::HostPlans {
                 launch: &launch,
                 environment: &opts.environment,
@@ -159,34 +189,11 @@ async fn verify_install(
             let why = runner.left_out.lock().ok().and_then(|l| *l);
             explored = Some(add_build(explored, found, build, why));
         }
-        if verify.explore_only {
-            continue;
-        }
-        let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;
-        // Every scenario asked for needs what this install's host cannot do.
-        if runs.is_empty() {
-            return Err(Error::NothingToRunFor {
-                target: spec.target,
-                left_out: out
-                    .iter()
-                    .map(|l| format!("{}: {}", l.name, l.why))
-                    .collect(),
-            });
-        }
-        if rank(this) > rank(overall) {
-            overall = this;
-        }
-        if left_out.is_empty() {
-            left_out = out;
-        }
-        all.extend(runs.into_iter().map(|r| ScenarioResult {
-            build: Some(build.clone()),
-            name: r.name,
-            policy: "bridge",
-            expected: r.expected,
-            judgement: r.judgement,
-            node_version: node.version.clone(),
-        }));
+    }
+    if explore_runs > 0 && explored.is_none() && table_failed {
+        explored = Some(explore::not_run_after_failed_table(
+            verify.seed.unwrap_or(explore::DEFAULT_SEED),
+        ));
     }
     let mut result = super::stdio_host::checked_install(
         install,
