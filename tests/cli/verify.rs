@@ -96,9 +96,32 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
     assert_eq!(
         verdicts(&v),
         rows([
-            "STUCK", "STUCK", "STUCK", "STUCK", "STUCK", "HELD", "HELD", "HELD", "STUCK", "STUCK",
-            "STUCK", "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK",
-            "STUCK", "BROKEN", "STUCK", "STUCK", "FAILED-FAST", "STUCK", "STUCK"
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "HELD",
+            "HELD",
+            "HELD",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "BOUNDED",
+            "STUCK",
+            "STUCK",
+            "HELD",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "BROKEN",
+            "STUCK",
+            "STUCK",
+            "FAILED-FAST",
+            "STUCK",
+            "STUCK"
         ])
     );
     for s in v["installs"][0]["scenarios"].as_array().unwrap() {

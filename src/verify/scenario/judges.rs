@@ -843,7 +843,11 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
             "{how}, the waiting call failed after {} ms and the next after {} ms{}",
             waiting.ms,
             after.ms,
-            if ev.seamless { ", with the server's words" } else { "" }
+            if ev.seamless {
+                ", with the server's words"
+            } else {
+                ""
+            }
         ),
     )
 }
