@@ -404,9 +404,9 @@ pub const LOSSES_APART_HEALTHY: Duration = Duration::from_millis(1500);
 /// `losses-apart`: the label of each call that meets a loss (`outage1`, ...),
 /// and of the call made after the last.
 pub const OUTAGE_CALL: &str = "outage";
+pub const LAST_CALL: &str = "last";
 /// `losses-apart`: the ordinary failure (the fake server's `fail` tool) of each call that meets a loss.
 pub const LOSSES_APART_FAIL: &str = "http500";
-pub const LAST_CALL: &str = "last";
 /// `refused-once`: the label of the call that meets the loss (and the refused new session).
 pub const REFUSED_CALL: &str = "refused";
 /// The error the harness reports for a call whose promise never settled.

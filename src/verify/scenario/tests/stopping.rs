@@ -59,6 +59,19 @@ fn losses_apart() -> Run {
     }
 }
 
+#[test]
+fn the_losses_come_after_the_policys_max_delay_and_outnumber_its_attempts() {
+    let policy = Policy::for_scenario(ScenarioName::LossesApart);
+    // Each new session stays healthy long enough to end its outage, with room for a busy machine...
+    assert!(LOSSES_APART_HEALTHY >= policy.max_delay() + std::time::Duration::from_millis(300));
+    // ...and losses counted as one outage use up the attempts: the client gives up.
+    assert!(LOSSES_APART as u32 > policy.max_attempts());
+    assert_eq!(
+        Policy::for_scenario(ScenarioName::ReconnectDisabled).max_attempts(),
+        0
+    );
+}
+
 fn judge_apart(run: &Run) -> Judgement {
     run.judge_with(ScenarioName::LossesApart, Expectation::Reset, Policy::Brief)
 }
