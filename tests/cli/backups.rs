@@ -298,7 +298,7 @@ fn apply_after_revert_reuses_the_backup_of_the_same_original_and_a_new_original_
     assert_eq!(ids.len(), 2, "{ids:?}");
     assert_eq!(
         sb.normalize(&o.stdout),
-        format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 24 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n", short(&sha256_file(&file)), ids[1], node22_version())
+        format!("patched [SANDBOX]/g/lib/node_modules/{CLIENT} (0.1.0-rc.8)\n  sha256 now {}, file as it was (modified, not a revision mcpatch knows) saved as backup {}\n  verified first (a revision mcpatch does not know): all 26 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n", short(&sha256_file(&file)), ids[1], node22_version())
     );
     let o = sb.run(&["revert", "--yes", "--path", p]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));

@@ -233,6 +233,8 @@ fn a_bridge_that_renegotiates_and_resends_passes_every_scenario_it_can_run() {
             "deadline-resend",
             "long-backoff",
             "gave-up",
+            "losses-apart",
+            "reconnect-disabled",
             "auth-session-401",
             "auth-token-401",
             "get-stream-loss",

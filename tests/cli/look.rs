@@ -271,7 +271,7 @@ fn verify_json_shows_progress_on_a_terminal_while_stdout_goes_to_a_file() {
 #[test]
 fn scenario_names_are_listed_by_help_and_completions() {
     let sb = Sandbox::new();
-    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss call-during-renewal forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up refused-once reload reload-5s auth-session-401 auth-token-401 get-stream-loss late-answers lost-again cut-kept reinit-timeout tools-changed";
+    let names = "expired-404 expired-400 expired-401 idle-timeout restart restart-persisted ordinary-errors sse-404 strict-reinit concurrent-loss call-during-renewal forgetful cut-mid-call expired-404-sdk2 slow-timeout slow-relist abort-waiting deadline-waiting deadline-resend long-backoff gave-up refused-once losses-apart reconnect-disabled reload reload-5s auth-session-401 auth-token-401 get-stream-loss late-answers lost-again cut-kept reinit-timeout tools-changed";
     let o = sb.run(&["verify", "--help"]);
     assert_eq!(code(&o), 0);
     assert_eq!(

@@ -146,7 +146,7 @@ fn revision_1_on_a_locally_edited_file_is_outdated_and_apply_yes_upgrades_it() {
     assert_eq!(
         sb.normalize(&o.stdout),
         format!(
-            "upgraded {DIR} (0.1.0-rc.8) from patch revision 1\n  sha256 now {}, modified file patch revision 1 was put on saved as backup {id}\n  verified first (a revision mcpatch does not know): all 24 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n",
+            "upgraded {DIR} (0.1.0-rc.8) from patch revision 1\n  sha256 now {}, modified file patch revision 1 was put on saved as backup {id}\n  verified first (a revision mcpatch does not know): all 26 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node {})\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client`\n",
             short(&sha256_file(&file)),
             String::from_utf8_lossy(
                 &std::process::Command::new(node22_dir().join("node"))

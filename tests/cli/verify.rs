@@ -36,7 +36,7 @@ fn verdicts(v: &serde_json::Value) -> Vec<(String, String, String)> {
 }
 
 /// Every scenario run, in report order, with `verdicts[i]` for run i.
-fn rows(verdicts: [&str; 24]) -> Vec<(String, String, String)> {
+fn rows(verdicts: [&str; 26]) -> Vec<(String, String, String)> {
     let names = [
         ("expired-404", "short"),
         ("expired-400", "short"),
@@ -60,6 +60,8 @@ fn rows(verdicts: [&str; 24]) -> Vec<(String, String, String)> {
         ("long-backoff", "long"),
         ("gave-up", "brief"),
         ("refused-once", "short"),
+        ("losses-apart", "brief"),
+        ("reconnect-disabled", "disabled"),
         ("get-stream-loss", "short"),
         ("expired-404", "default"),
     ];
@@ -94,9 +96,32 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
     assert_eq!(
         verdicts(&v),
         rows([
-            "STUCK", "STUCK", "STUCK", "STUCK", "STUCK", "HELD", "HELD", "HELD", "STUCK", "STUCK",
-            "STUCK", "BOUNDED", "STUCK", "STUCK", "HELD", "STUCK", "STUCK", "STUCK", "STUCK",
-            "STUCK", "BROKEN", "STUCK", "STUCK", "STUCK"
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "HELD",
+            "HELD",
+            "HELD",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "BOUNDED",
+            "STUCK",
+            "STUCK",
+            "HELD",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "STUCK",
+            "BROKEN",
+            "STUCK",
+            "STUCK",
+            "FAILED-FAST",
+            "STUCK",
+            "STUCK"
         ])
     );
     for s in v["installs"][0]["scenarios"].as_array().unwrap() {
@@ -149,6 +174,8 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
             "SEAMLESS",
             "FAILED-FAST",
             "SEAMLESS",
+            "RESET",
+            "FAILED-FAST",
             "SEAMLESS",
             "SEAMLESS"
         ])
@@ -197,7 +224,15 @@ fn the_unpatched_real_client_is_stuck_and_the_patched_one_recovers_seamlessly() 
             }
             "FAILED-FAST" => {
                 assert_eq!(s["failed_calls"], 2, "{s:#}");
-                assert_eq!(s["initialize_count"], 1, "every new session refused: {s:#}");
+                assert_eq!(
+                    s["initialize_count"], 1,
+                    "every new session refused, or reconnect disabled: {s:#}"
+                );
+            }
+            "RESET" => {
+                // Each of the 3 losses met by a call the server fails with 500 on every session.
+                assert_eq!(s["failed_calls"], 3, "{s:#}");
+                assert_eq!(s["initialize_count"], 4, "one new session per loss: {s:#}");
             }
             other => panic!("unexpected verdict {other}: {s:#}"),
         }
@@ -418,7 +453,7 @@ fn an_unknown_scenario_is_an_error_listing_the_known_ones() {
     assert_eq!(code(&o), 2);
     assert_eq!(
         stderr(&o),
-        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, call-during-renewal, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up, refused-once, reload, reload-5s, auth-session-401, auth-token-401, get-stream-loss, late-answers, lost-again, cut-kept, reinit-timeout, tools-changed]\n\nFor more information, try '--help'.\n"
+        "error: invalid value 'nope' for '--scenario <NAME>'\n  [possible values: expired-404, expired-400, expired-401, idle-timeout, restart, restart-persisted, ordinary-errors, sse-404, strict-reinit, concurrent-loss, call-during-renewal, forgetful, cut-mid-call, expired-404-sdk2, slow-timeout, slow-relist, abort-waiting, deadline-waiting, deadline-resend, long-backoff, gave-up, refused-once, losses-apart, reconnect-disabled, reload, reload-5s, auth-session-401, auth-token-401, get-stream-loss, late-answers, lost-again, cut-kept, reinit-timeout, tools-changed]\n\nFor more information, try '--help'.\n"
     );
 }
 

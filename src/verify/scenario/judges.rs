@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use super::evidence::{Evidence, Judgement};
 use super::invariants;
+use super::policy::Policy;
 use super::table::*;
 use crate::verify::fake_server::{WitnessEntry, ORDINARY_ERROR_WORDS};
 
@@ -103,6 +104,7 @@ pub fn judge_with(
         Expectation::FailFast => judge_fail_fast(scenario, ev, base),
         Expectation::Reloaded => crate::verify::scenario::reload::judge(scenario, ev, base),
         Expectation::AuthKept => super::auth::judge(ev, base),
+        Expectation::Reset => super::apart::judge(ev, base),
     };
     j.ok = match expect {
         Expectation::Recover => matches!(j.verdict, "SEAMLESS" | "RECOVERED"),
@@ -746,28 +748,58 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
             "the waiting call or the call after it was never made".into(),
         );
     };
+    // With reconnect disabled (`reconnect-disabled`) reconnecting stops at the
+    // loss itself: no new session is tried, and the waiting call fails at once.
+    let disabled = ev.policy == Policy::Disabled;
     let refused = ev.refused_initializes();
-    if refused == 0 {
+    if disabled {
+        let met = ev.witness.iter().any(|e| {
+            e.call_id.as_deref() == Some(waiting.call_id.as_str())
+                && e.executed == Some(false)
+                && matches!(e.status, 400 | 401 | 404)
+        });
+        if !met {
+            return verdict(
+                "BROKEN",
+                format!(
+                    "call {} never met the lost session: nothing was tested",
+                    waiting.name
+                ),
+            );
+        }
+    } else if refused == 0 {
         return verdict(
             "BROKEN",
             "the client never tried a new session: nothing was tested".into(),
         );
     }
+    let (stopped, waiting_limit, why, at_once) = if disabled {
+        (
+            "reconnect is disabled",
+            FAIL_FAST_LIMIT,
+            "reconnect is disabled",
+            "with reconnect disabled",
+        )
+    } else {
+        (
+            "the server refused every new session",
+            GIVE_UP_WAIT_LIMIT,
+            "gave up",
+            "once reconnecting has stopped",
+        )
+    };
     if let Some(c) = [waiting, after].into_iter().find(|c| c.ok) {
         return verdict(
             "BROKEN",
-            format!(
-                "call {} succeeded although the server refused every new session",
-                c.name
-            ),
+            format!("call {} succeeded although {stopped}", c.name),
         );
     }
-    for (c, limit) in [(waiting, GIVE_UP_WAIT_LIMIT), (after, FAIL_FAST_LIMIT)] {
+    for (c, limit) in [(waiting, waiting_limit), (after, FAIL_FAST_LIMIT)] {
         if c.ms > limit.as_millis() as u64 {
             return verdict(
                 "LATE",
                 format!(
-                    "call {} failed only after {} ms: once reconnecting has stopped it must fail at once (limit {} ms, its timeout {} ms)",
+                    "call {} failed only after {} ms: {at_once} it must fail at once (limit {} ms, its timeout {} ms)",
                     c.name,
                     c.ms,
                     limit.as_millis(),
@@ -780,7 +812,7 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
     // The call that met the loss gets the server's answer; the call made after
     // reconnecting stopped also says why.
     if ev.seamless {
-        for (c, why) in [(waiting, None), (after, Some("gave up"))] {
+        for (c, why) in [(waiting, None), (after, Some(why))] {
             let error = c.error.as_deref().unwrap_or("");
             let said = error.contains(words) && why.is_none_or(|w| error.contains(w));
             if !said {
@@ -800,13 +832,22 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
             }
         }
     }
+    let how = if disabled {
+        "with reconnect disabled".to_string()
+    } else {
+        format!("once reconnecting stopped ({refused} refused initialize(s))")
+    };
     verdict(
         "FAILED-FAST",
         format!(
-            "once reconnecting stopped ({refused} refused initialize(s)), the waiting call failed after {} ms and the next after {} ms{}",
+            "{how}, the waiting call failed after {} ms and the next after {} ms{}",
             waiting.ms,
             after.ms,
-            if ev.seamless { ", with the server's words" } else { "" }
+            if ev.seamless {
+                ", with the server's words"
+            } else {
+                ""
+            }
         ),
     )
 }

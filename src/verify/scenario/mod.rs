@@ -3,6 +3,7 @@
 //! with, and the judges that turn a run's evidence — the server's witness log
 //! and per-call counts, the caller's view of each call — into a verdict.
 
+mod apart;
 pub mod auth;
 pub mod evidence;
 pub mod extra;

@@ -31,6 +31,8 @@ pub enum Policy {
     /// The package's default policy and its default call timeout (60 s), not
     /// verify's usual 3 s: the calls of `reload` must be answered at once either way.
     Package,
+    /// Reconnecting disabled (`reconnect.enabled: false`): no attempt at all.
+    Disabled,
 }
 
 impl Policy {
@@ -41,13 +43,15 @@ impl Policy {
             Policy::Brief => "brief",
             Policy::Long => "long",
             Policy::Package => "package",
+            Policy::Disabled => "disabled",
         }
     }
 
     /// The policy a scenario runs with (`expired-404` runs once more with the package's default).
     pub fn for_scenario(name: ScenarioName) -> Policy {
         match name {
-            ScenarioName::GaveUp => Policy::Brief,
+            ScenarioName::GaveUp | ScenarioName::LossesApart => Policy::Brief,
+            ScenarioName::ReconnectDisabled => Policy::Disabled,
             ScenarioName::LongBackoff => Policy::Long,
             ScenarioName::Reload | ScenarioName::Reload5s => Policy::Default,
             _ => Policy::Short,
@@ -57,7 +61,7 @@ impl Policy {
     /// The first reconnect delay (the package's default is 500 ms).
     pub fn initial_delay(self) -> Duration {
         match self {
-            Policy::Short | Policy::Brief => Duration::from_millis(100),
+            Policy::Short | Policy::Brief | Policy::Disabled => Duration::from_millis(100),
             Policy::Default | Policy::Package => Duration::from_millis(500),
             Policy::Long => Duration::from_millis(5000),
         }
@@ -70,13 +74,14 @@ impl Policy {
             Policy::Brief => 2,
             Policy::Long => 3,
             Policy::Default | Policy::Package => 10,
+            Policy::Disabled => 0,
         }
     }
 
     /// The most one reconnect delay grows to (the package's default is 30 s).
     pub fn max_delay(self) -> Duration {
         match self {
-            Policy::Short | Policy::Brief => Duration::from_millis(1000),
+            Policy::Short | Policy::Brief | Policy::Disabled => Duration::from_millis(1000),
             Policy::Default | Policy::Package | Policy::Long => Duration::from_secs(30),
         }
     }

@@ -79,6 +79,12 @@ pub enum ScenarioName {
     #[value(name = "refused-once")]
     #[serde(rename = "refused-once")]
     RefusedOnce,
+    #[value(name = "losses-apart")]
+    #[serde(rename = "losses-apart")]
+    LossesApart,
+    #[value(name = "reconnect-disabled")]
+    #[serde(rename = "reconnect-disabled")]
+    ReconnectDisabled,
     #[value(name = "reload")]
     #[serde(rename = "reload")]
     Reload,
@@ -136,6 +142,8 @@ impl ScenarioName {
             ScenarioName::LongBackoff => "long-backoff",
             ScenarioName::GaveUp => "gave-up",
             ScenarioName::RefusedOnce => "refused-once",
+            ScenarioName::LossesApart => "losses-apart",
+            ScenarioName::ReconnectDisabled => "reconnect-disabled",
             ScenarioName::Reload => "reload",
             ScenarioName::Reload5s => "reload-5s",
             ScenarioName::AuthSession401 => "auth-session-401",
@@ -190,8 +198,10 @@ pub enum Plan {
     /// As `DeadlineWaiting`, with a slow probe whose repeat must end by the call's
     /// own deadline, not a fresh `toolCallTimeoutMs`.
     DeadlineResend,
-    /// Call, have the server drop the session and refuse every new one; one call
-    /// waits while reconnecting gives up, one more is made after it.
+    /// Call, have the server drop the session; one call waits while
+    /// reconnecting stops (the server refuses every new session until the
+    /// policy's attempts are used up, or the policy disables reconnecting),
+    /// one more is made after it.
     GiveUp,
     /// Call, have the server drop the session, make one call that meets the
     /// loss (the server refuses the first new session), then call until it works.
@@ -209,6 +219,12 @@ pub enum Plan {
     /// As `Invalidate`, then call the tool the new session no longer lists,
     /// then call again (extra.rs).
     ToolsChanged,
+    /// Call; then [`LOSSES_APART`] times: the server drops the session, a call
+    /// the server fails with HTTP 500 meets the loss (sent again on the new
+    /// session, it fails there too, so that session serves nothing), the new
+    /// session stays healthy [`LOSSES_APART_HEALTHY`]; then call once more
+    /// (apart.rs).
+    LossesApart,
 }
 
 impl Plan {
@@ -234,6 +250,7 @@ impl Plan {
             Plan::TokenRefused => "token-refused",
             Plan::StreamLoss => "stream-loss",
             Plan::ToolsChanged => "tools-changed",
+            Plan::LossesApart => "losses-apart",
         }
     }
 
@@ -275,6 +292,10 @@ pub enum Expectation {
     /// A 401 that names no session goes to the client's own auth flow: no new
     /// session, the call not sent again, the session kept (AUTH-KEPT, auth.rs).
     AuthKept,
+    /// Losses apart, each after a healthy session, are each a new outage:
+    /// every call that met one is sent again on a new session, and the client
+    /// never gives up (RESET, apart.rs).
+    Reset,
 }
 
 impl Expectation {
@@ -290,6 +311,7 @@ impl Expectation {
             Expectation::FailFast => "FAILED-FAST",
             Expectation::Reloaded => "RELOADED",
             Expectation::AuthKept => "AUTH-KEPT",
+            Expectation::Reset => "RESET",
         }
     }
 }
@@ -373,6 +395,18 @@ pub const FAIL_FAST_LIMIT: Duration = Duration::from_millis(1000);
 /// the policy's first backoff is at least twice as long (`long-backoff`: 5 s),
 /// so a client that waits it shows, and a loaded machine does not.
 pub const FIRST_RECONNECT_LIMIT: Duration = Duration::from_millis(2500);
+/// `losses-apart`: how many times the server drops the session, and how long
+/// each new session stays healthy before the next loss: past the brief
+/// policy's `maxDelayMs` (1 s), after which the client starts counting its
+/// attempts again.
+pub const LOSSES_APART: usize = 3;
+pub const LOSSES_APART_HEALTHY: Duration = Duration::from_millis(1500);
+/// `losses-apart`: the label of each call that meets a loss (`outage1`, ...),
+/// and of the call made after the last.
+pub const OUTAGE_CALL: &str = "outage";
+pub const LAST_CALL: &str = "last";
+/// `losses-apart`: the ordinary failure (the fake server's `fail` tool) of each call that meets a loss.
+pub const LOSSES_APART_FAIL: &str = "http500";
 /// `refused-once`: the label of the call that meets the loss (and the refused new session).
 pub const REFUSED_CALL: &str = "refused";
 /// The error the harness reports for a call whose promise never settled.
@@ -589,6 +623,20 @@ pub fn all() -> Vec<Scenario> {
             },
             plan: Plan::RefusedOnce,
             expect: Expectation::Recover,
+        },
+        Scenario {
+            name: ScenarioName::LossesApart,
+            what: "drops the session 3 times, 1.5 s apart; each time a call the server fails with HTTP 500 meets the loss, so the new session serves nothing but stays healthy; reconnect allows 2 attempts per outage",
+            behaviour: base.clone(),
+            plan: Plan::LossesApart,
+            expect: Expectation::Reset,
+        },
+        Scenario {
+            name: ScenarioName::ReconnectDisabled,
+            what: "drops the session; the client's reconnect is disabled; one call meets the loss, one more comes after it (the host kept the tool)",
+            behaviour: base.clone(),
+            plan: Plan::GiveUp,
+            expect: Expectation::FailFast,
         },
         reload_scenario(ScenarioName::Reload, RELOAD, &base),
         reload_scenario(ScenarioName::Reload5s, RELOAD_5S, &base),

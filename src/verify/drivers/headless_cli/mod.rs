@@ -87,7 +87,7 @@ pub fn left_out_why(s: &Scenario) -> Option<&'static str> {
         | Plan::Reload => None,
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; gemini-cli bundles its own SDK, whose error shape each release's own run shows"),
         Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its abort signal or deadline is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a model cannot pass to gemini-cli"),
-        Plan::GiveUp => Some(POLICY),
+        Plan::GiveUp | Plan::LossesApart => Some(POLICY),
         Plan::TokenRefused => Some(NO_AUTH),
         // The new session gets no answer at all: the server's words are the lost session's.
         Plan::RefusedOnce if s.behaviour.refusal_delay.is_some() => None,

@@ -321,6 +321,18 @@ async function runOne(r) {
       await call("echo", { text: "after" }, "after", { def: kept });
       break;
     }
+    case "losses-apart": {
+      await call("echo", { text: "before" });
+      // Each loss is met by a call the server fails on every session, so the
+      // new session serves nothing; it stays healthy past the policy's maxDelayMs.
+      for (let k = 1; k <= knobs.losses; k++) {
+        await control("invalidate");
+        await call("fail", { kind: knobs.failKind }, `${knobs.outageLabel}${k}`);
+        await sleep(knobs.healthyMs);
+      }
+      await call("echo", { text: "last" }, knobs.lastLabel);
+      break;
+    }
     case "reload": {
       await call("echo", { text: "before" });
       await control("reload");

@@ -23,7 +23,8 @@ use crate::verify::scenario::{
     CONCURRENT_LATE_CALLS, CONCURRENT_RAN_BEFORE_LOSS, DEADLINE_CALL_TIMEOUT,
     DEADLINE_RESEND_CALL_TIMEOUT, DEADLINE_RESEND_REINIT_DELAY, DEADLINE_RESEND_TOOL,
     DEADLINE_SIGNAL, DEADLINE_WAIT_REINIT_DELAY, FORGETFUL_CALLS, GIVE_UP_CALL_TIMEOUT, IDLE_FOR,
-    NEVER_SETTLED, SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
+    LAST_CALL, LOSSES_APART, LOSSES_APART_FAIL, LOSSES_APART_HEALTHY, NEVER_SETTLED, OUTAGE_CALL,
+    SLOW_TIMEOUT_CALL, SLOW_TIMEOUT_TOOL,
 };
 
 /// Words of the patched plugin's warning that a lost session is being
@@ -39,6 +40,7 @@ fn policy_config(policy: Policy) -> Value {
         Policy::Short => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 5}),
         Policy::Brief => json!({"initialDelayMs": 100, "maxDelayMs": 1000, "maxAttempts": 2}),
         Policy::Long => json!({"initialDelayMs": 5000, "maxDelayMs": 30000, "maxAttempts": 3}),
+        Policy::Disabled => json!({"enabled": false}),
         Policy::Default | Policy::Package => Value::Null,
     }
 }
@@ -66,10 +68,17 @@ fn plan_knobs(plan: Plan) -> Value {
             "probe": {"tool": "slow", "args": {"text": "probe", "ms": ms(DEADLINE_RESEND_TOOL)}, "signalMs": ms(DEADLINE_SIGNAL)},
             "pollExtraMs": ms(DEADLINE_RESEND_REINIT_DELAY),
         }),
+        // `attempts`: the refused initializes to wait for, the run's policy's (RunSpec::knobs).
         Plan::GiveUp => json!({
             "toolCallTimeoutMs": ms(GIVE_UP_CALL_TIMEOUT),
             "signalMs": ms(GIVE_UP_CALL_TIMEOUT),
-            "attempts": Policy::Brief.max_attempts(),
+        }),
+        Plan::LossesApart => json!({
+            "losses": LOSSES_APART,
+            "healthyMs": ms(LOSSES_APART_HEALTHY),
+            "failKind": LOSSES_APART_FAIL,
+            "outageLabel": OUTAGE_CALL,
+            "lastLabel": LAST_CALL,
         }),
         Plan::Sdk2 => json!({"sdk2": true}),
         Plan::StreamLoss => json!({"reopenWaitMs": ms(GET_REOPEN_WAIT)}),
@@ -113,9 +122,13 @@ impl RunSpec {
         })
     }
 
-    /// The plan's knobs, with the reload cycle's.
+    /// The plan's knobs, with the reload cycle's and the policy's attempts.
     fn knobs(&self) -> Value {
         let mut knobs = plan_knobs(self.plan);
+        if self.plan == Plan::GiveUp {
+            // Reconnecting stops once this many new sessions were refused (none when disabled).
+            knobs["attempts"] = json!(self.policy.max_attempts());
+        }
         if let Some(c) = self.reload {
             knobs["reloads"] = json!(c.times);
             knobs["everyMs"] = json!(c.every.as_millis() as u64);

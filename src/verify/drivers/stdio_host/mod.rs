@@ -195,7 +195,7 @@ fn left_out_why(s: &Scenario, caller_bounds: bool, auth_provider: bool) -> Optio
         Plan::Sdk2 => Some("it reshapes the errors of the DSH plugin's bundled SDK inside the plugin harness; a bridge's SDK errors never reach mcpatch"),
         Plan::Timeout | Plan::AbortWaiting | Plan::DeadlineWaiting | Plan::DeadlineResend => Some("its deadline or abort signal is an argument of the DSH plugin's call API (toolCallTimeoutMs, AbortSignal), which a bridge's stdio host cannot pass"),
         Plan::Relist | Plan::ToolsChanged => Some("a bridge keeps no tool list of its own: its host re-lists the tools"),
-        Plan::GiveUp => Some(POLICY),
+        Plan::GiveUp | Plan::LossesApart => Some(POLICY),
     }
 }
 

@@ -7,6 +7,7 @@ mod get_stream;
 mod hold;
 mod recovery;
 mod refused;
+mod stopping;
 mod timing;
 
 use std::collections::HashMap;
