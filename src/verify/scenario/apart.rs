@@ -12,8 +12,7 @@
 
 use std::collections::HashSet;
 
-use super::evidence::{Evidence, HarnessCall, Judgement};
-use super::judges::counted;
+use super::evidence::{counted, Evidence, HarnessCall, Judgement};
 use super::table::{LAST_CALL, LOSSES_APART, LOSSES_APART_HEALTHY, OUTAGE_CALL};
 use crate::verify::fake_server::WitnessEntry;
 

@@ -74,3 +74,12 @@ pub struct Judgement {
     pub trigger_error: Option<String>,
     pub note: String,
 }
+
+/// `n` and `noun`, plural unless `n` is 1: "1 handshake", "2 handshakes".
+pub(super) fn counted(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use super::evidence::{Evidence, Judgement};
+use super::evidence::{counted, Evidence, Judgement};
 use super::invariants;
 use super::policy::Policy;
 use super::table::*;
@@ -557,15 +557,6 @@ fn judge_bounded_per_call(ev: &Evidence<'_>, base: Judgement) -> Judgement {
             counted(ev.calls.len(), "call")
         ),
     )
-}
-
-/// `n` and `noun`, plural unless `n` is 1: "1 handshake", "2 handshakes".
-pub(super) fn counted(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
 }
 
 /// How many handshakes a bounded run made, and what that says of its

@@ -12,6 +12,7 @@ mod timing;
 
 use std::collections::HashMap;
 
+use super::evidence::counted;
 use super::judges::*;
 use super::*;
 use crate::verify::fake_server::{CallCount, WitnessEntry, ORDINARY_ERROR_WORDS};
