@@ -161,6 +161,7 @@ fn verify_strict_passes_every_scenario_on_a_patched_release_of_each_family() {
         ("forgetful", "BOUNDED", 8),
         ("cut-mid-call", "NOT-RETRIED", 1),
         ("refused-once", "RECOVERED", 1),
+        ("late-answers", "SEAMLESS", 0),
     ]
     .into_iter()
     .map(|(n, v, f)| (n.to_string(), v.to_string(), f))

@@ -6,6 +6,7 @@
 //! every address it is given is on 127.0.0.1.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -28,6 +29,10 @@ const STDOUT_KEPT: usize = 4096;
 pub struct Cli {
     child: GroupChild,
     _home: Scratch,
+    /// Dropped after the CLI is killed and reaped (fields drop in order): the
+    /// last CLI of an install removes the shared cache, which no CLI can then
+    /// write again.
+    _compile_cache: Arc<Scratch>,
     /// Becomes true once the CLI's stdout ended (it exited).
     pub ended: watch::Receiver<bool>,
     stdout: tokio::task::JoinHandle<String>,
@@ -37,14 +42,15 @@ impl Cli {
     /// Start the CLI at `entry` with the fake server at `server_url` (each MCP
     /// request limited to `timeout`) and the fake model at `model_url`; node
     /// keeps the CLI's compiled code in `compile_cache` (a private folder the
-    /// runs of one install share: each CLI after the first starts faster).
+    /// runs of one install share: each CLI after the first starts faster;
+    /// removed with the last of them).
     pub fn start(
         node: &Node,
         entry: &Path,
         server_url: &str,
         timeout: Duration,
         model_url: &str,
-        compile_cache: &Path,
+        compile_cache: Arc<Scratch>,
     ) -> Result<Cli> {
         let home = crate::stage::scratch_dir("mcpatch-gemini-home-")?;
         let settings = json!({
@@ -79,7 +85,7 @@ impl Cli {
                 root.join("system-defaults.json"),
             )
             .env("GEMINI_CLI_NO_RELAUNCH", "true")
-            .env("NODE_COMPILE_CACHE", compile_cache)
+            .env("NODE_COMPILE_CACHE", compile_cache.path())
             .env("NO_COLOR", "1")
             .env("NO_BROWSER", "1")
             .env("CI", "1");
@@ -103,6 +109,7 @@ impl Cli {
         Ok(Cli {
             child,
             _home: home,
+            _compile_cache: compile_cache,
             ended,
             stdout,
         })

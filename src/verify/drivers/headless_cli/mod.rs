@@ -249,7 +249,7 @@ async fn run_one(
     node: &Node,
     entry: &std::path::Path,
     s: &Scenario,
-    compile_cache: &std::path::Path,
+    compile_cache: &std::sync::Arc<crate::stage::Scratch>,
 ) -> Result<(CliRun, FakeServer)> {
     let server = FakeServer::start(behaviour(s), 0).await?;
     let model = FakeModel::start().await?;
@@ -259,7 +259,7 @@ async fn run_one(
         &server.url(),
         mcp_timeout(s),
         &model.url(),
-        compile_cache,
+        compile_cache.clone(),
     )?;
     let mut ended = cli.ended.clone();
     let started = tokio::select! {
@@ -495,14 +495,15 @@ async fn verify_install(
             node_version: node.version.clone(),
         }
     };
-    // The CLI's compiled code, shared by this install's runs, removed with it.
-    let compile_cache = crate::stage::scratch_dir("mcpatch-gemini-code-")?;
+    // The CLI's compiled code, shared by this install's runs; each CLI holds
+    // it, so it is removed once the last CLI is gone (an interrupt included).
+    let compile_cache = std::sync::Arc::new(crate::stage::scratch_dir("mcpatch-gemini-code-")?);
     // At most `jobs` CLIs at once, each scenario judged as soon as it ends.
     let slots = std::sync::Arc::new(tokio::sync::Semaphore::new(jobs));
     let mut set = tokio::task::JoinSet::new();
     for (i, s) in chosen.iter().enumerate() {
         let (node, entry, s, slots) = (node.clone(), entry.clone(), (*s).clone(), slots.clone());
-        let cache = compile_cache.path().to_path_buf();
+        let cache = compile_cache.clone();
         set.spawn(async move {
             let _slot = slots.acquire_owned().await;
             let mut run = run_one(&node, &entry, &s, &cache).await;
