@@ -45,26 +45,31 @@ fn strict_one(sb: &Sandbox, dir: &Path, scenario: &str) -> (i32, String, String)
     )
 }
 
+/// A scenario's exit code, verdict and note ([`strict_one`]).
+type Verdict = (i32, String, String);
+
+/// What `verify --strict` says of `scenario`: on mcp-remote `release` patched
+/// by `apply` (the control), then on the same copy broken by the catalogue's
+/// `mutant`.
+fn control_then_mutant(release: &str, scenario: &str, mutant: &str) -> (Verdict, Verdict) {
+    let sb = Sandbox::new();
+    let dir = patched(&sb, release, "p");
+    let control = strict_one(&sb, &dir, scenario);
+    let pkg = dir.join("node_modules/mcp-remote");
+    mutate_builds(&pkg, &[chunk_of(release).as_str()], "mcp-remote", mutant);
+    (control, strict_one(&sb, &dir, scenario))
+}
+
 #[test]
 fn the_bridges_own_initialize_answered_to_the_host_is_caught_and_the_patched_release_passes() {
-    let sb = Sandbox::new();
-    let dir = patched(&sb, "0.1.44", "p");
-    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-404");
+    let (control, (rc, verdict, note)) =
+        control_then_mutant("0.1.44", "expired-404", "23-initialize-answer-leaks");
     assert_eq!(
-        (rc, verdict.as_str()),
+        (control.0, control.1.as_str()),
         (0, "SEAMLESS"),
-        "the control: {note}"
+        "the control: {}",
+        control.2
     );
-
-    let pkg = dir.join("node_modules/mcp-remote");
-    let chunk = chunk_of("0.1.44");
-    mutate_builds(
-        &pkg,
-        &[chunk.as_str()],
-        "mcp-remote",
-        "23-initialize-answer-leaks",
-    );
-    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-404");
     assert_eq!((rc, verdict.as_str()), (1, "BROKEN"), "{note}");
     let lead = "invariant answers-to-host-ids: 1 answer(s) to ids the host never sent reached the host, the first: an answer to no request of mcpatch: ";
     assert!(note.starts_with(lead), "{note}");
@@ -76,24 +81,14 @@ fn the_bridges_own_initialize_answered_to_the_host_is_caught_and_the_patched_rel
 
 #[test]
 fn a_repeat_that_meets_the_loss_again_and_fails_without_the_servers_words_is_caught() {
-    let sb = Sandbox::new();
-    let dir = patched(&sb, "0.15.1", "p");
-    let (rc, verdict, note) = strict_one(&sb, &dir, "forgetful");
+    let (control, (rc, verdict, note)) =
+        control_then_mutant("0.15.1", "forgetful", "20-second-loss-words-dropped");
     assert_eq!(
-        (rc, verdict.as_str()),
+        (control.0, control.1.as_str()),
         (0, "BOUNDED"),
-        "the control: {note}"
+        "the control: {}",
+        control.2
     );
-
-    let pkg = dir.join("node_modules/mcp-remote");
-    let chunk = chunk_of("0.15.1");
-    mutate_builds(
-        &pkg,
-        &[chunk.as_str()],
-        "mcp-remote",
-        "20-second-loss-words-dropped",
-    );
-    let (rc, verdict, note) = strict_one(&sb, &dir, "forgetful");
     assert_eq!((rc, verdict.as_str()), (1, "BROKEN"), "{note}");
     assert_eq!(
         note,
@@ -103,19 +98,14 @@ fn a_repeat_that_meets_the_loss_again_and_fails_without_the_servers_words_is_cau
 
 #[test]
 fn a_401_naming_the_session_taken_for_a_sign_in_is_caught_though_the_bridge_recovers() {
-    let sb = Sandbox::new();
-    let dir = patched(&sb, "0.15.1", "p");
-    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-401");
+    let (control, (rc, verdict, note)) =
+        control_then_mutant("0.15.1", "expired-401", "07-fetch-hook-off");
     assert_eq!(
-        (rc, verdict.as_str()),
+        (control.0, control.1.as_str()),
         (0, "SEAMLESS"),
-        "the control: {note}"
+        "the control: {}",
+        control.2
     );
-
-    let pkg = dir.join("node_modules/mcp-remote");
-    let chunk = chunk_of("0.15.1");
-    mutate_builds(&pkg, &[chunk.as_str()], "mcp-remote", "07-fetch-hook-off");
-    let (rc, verdict, note) = strict_one(&sb, &dir, "expired-401");
     assert_eq!((rc, verdict.as_str()), (1, "BROKEN"), "{note}");
     // The request's number in the server's log varies with the bridge's start-up.
     let lead = "invariant session-401-not-sign-in: the server answered tools/call on a lost session with 401 naming the session (request ";
@@ -127,11 +117,10 @@ fn a_401_naming_the_session_taken_for_a_sign_in_is_caught_though_the_bridge_reco
 
 #[test]
 fn a_loss_answered_late_after_the_new_session_is_up_starts_no_second_session() {
-    let sb = Sandbox::new();
-    let dir = patched(&sb, "0.15.1", "p");
-    let (rc, verdict, note) = strict_one(&sb, &dir, "late-answers");
+    let (control, (rc, verdict, note)) =
+        control_then_mutant("0.15.1", "late-answers", "14-renewed-session-renewed-again");
     assert_eq!(
-        (rc, verdict.as_str(), note.as_str()),
+        (control.0, control.1.as_str(), control.2.as_str()),
         (
             0,
             "SEAMLESS",
@@ -139,16 +128,6 @@ fn a_loss_answered_late_after_the_new_session_is_up_starts_no_second_session() {
         ),
         "the control"
     );
-
-    let pkg = dir.join("node_modules/mcp-remote");
-    let chunk = chunk_of("0.15.1");
-    mutate_builds(
-        &pkg,
-        &[chunk.as_str()],
-        "mcp-remote",
-        "14-renewed-session-renewed-again",
-    );
-    let (rc, verdict, note) = strict_one(&sb, &dir, "late-answers");
     assert_eq!(
         (rc, verdict.as_str(), note.as_str()),
         (
