@@ -156,7 +156,7 @@ impl Shared {
     }
 
     /// A witness entry that is only a note: no request, no session, no call.
-    fn log_note(&self, http_method: String, status: u16, note: String) {
+    pub(super) fn log_note(&self, http_method: String, status: u16, note: String) {
         let now = self.now_ms();
         self.log(WitnessEntry {
             seq: 0,

@@ -18,22 +18,11 @@ use super::sessions::Shared;
 /// it: its `http_method` is the method and the path (`GET /register`), so no
 /// rule about the MCP endpoint's GET or POST takes it for one of those.
 pub(super) async fn unrouted(State(shared): State<Arc<Shared>>, request: Request) -> Response {
-    let now = shared.now_ms();
-    shared.log(WitnessEntry {
-        seq: 0,
-        t_ms: now,
-        answered_ms: now,
-        http_method: format!("{} {}", request.method(), request.uri().path()),
-        rpc_method: None,
-        session_sent: None,
-        status: StatusCode::NOT_FOUND.as_u16(),
-        session_issued: None,
-        call_id: None,
-        executed: None,
-        call_ok: None,
-        note: Some(UNROUTED_NOTE.to_string()),
-        initialize: None,
-    });
+    shared.log_note(
+        format!("{} {}", request.method(), request.uri().path()),
+        StatusCode::NOT_FOUND.as_u16(),
+        UNROUTED_NOTE.to_string(),
+    );
     (StatusCode::NOT_FOUND, "Not Found").into_response()
 }
 
