@@ -147,8 +147,11 @@ field() {
   "$NODE" -e 'const m = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); process.stdout.write(String(m[process.argv[2]] ?? ""))' "$1" "$2"
 }
 
-# The `--scenario NAME` arguments of a mutant's "scenarios", one a line (none without it).
+# The `--scenario NAME` arguments of a mutant's "scenarios", one a line (none without it,
+# and none with --explore-only in VERIFY_EXTRA: the explorer alone runs no scenario of the
+# table, so such a mutant is judged by the explored runs alone, as every other).
 scenario_args() {
+  [[ " ${VERIFY_EXTRA:-} " == *" --explore-only "* ]] && return 0
   "$NODE" -e 'const m = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); for (const s of m.scenarios ?? []) console.log(`--scenario\n${s}`)' "$1"
 }
 

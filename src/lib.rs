@@ -202,6 +202,8 @@ pub fn run(cli: Cli) -> Result<Outcome> {
                     auth_provider: false,
                     // Whether a bridge named by --command keeps a GET stream is not known.
                     get_stream: false,
+                    // Its own resources (a fixed port, a lock file) are not known: one at a time.
+                    jobs: 1,
                 },
                 explore.as_ref(),
             )

@@ -122,7 +122,11 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
             .contains(&n)
     };
 
-    let (c, v, err) = verify(&sb, &pkg, &extra);
+    // Before apply, the scenarios the patch must make recover, each STUCK (what
+    // the others do on the original is not the bug; they run after apply).
+    let before: Vec<&str> = names.iter().copied().filter(|n| recovers(n)).collect();
+    let before_args: Vec<&str> = before.iter().flat_map(|s| ["--scenario", *s]).collect();
+    let (c, v, err) = verify(&sb, &pkg, &before_args);
     let i = &v["installs"][0];
     assert_eq!(
         (c, i["overall"].as_str()),
@@ -132,10 +136,14 @@ fn stuck_then_seamless(version: &str, scenarios: &[&str]) {
     assert_eq!(i["state"], "affected");
     assert_eq!(i["sha256"], original.as_str());
     assert_eq!(i["note"], "not patched: run `mcpatch apply`");
-    for (name, verdict, ok) in verdicts(i) {
-        if recovers(&name) {
-            assert_eq!((verdict.as_str(), ok), ("STUCK", false), "{name}: {v:#}");
-        }
+    let got = verdicts(i);
+    assert_eq!(
+        got.iter().map(|(n, _, _)| n.as_str()).collect::<Vec<_>>(),
+        before,
+        "{v:#}"
+    );
+    for (name, verdict, ok) in got {
+        assert_eq!((verdict.as_str(), ok), ("STUCK", false), "{name}: {v:#}");
     }
 
     let o = sb.run(&["apply", "--yes", "--quiet", "--path", pkg.to_str().unwrap()]);

@@ -815,12 +815,30 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
         err.starts_with(&format!("{PKG}/dist/chunk-KJCT2FXL.js is a revision mcpatch does not know: verifying the patched copy before writing it\n{PKG} (a copy to check): mcp-remote as a stdio bridge\n")),
         "{err}"
     );
+    // One line per scenario as each ends: the first runs alone, the rest side by side.
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.starts_with('[') && l.contains("/15] "))
+        .collect();
+    assert_eq!(lines.len(), 15, "{err}");
     assert!(
-        err.contains("\n[13/15] cut-mid-call: NOT-RETRIED at ")
-            && err.contains("\n[14/15] refused-once: RECOVERED at ")
-            && err.contains("\n[15/15] late-answers: SEAMLESS at "),
+        lines[0].starts_with("[1/15] expired-404: SEAMLESS at "),
         "{err}"
     );
+    for (n, line) in lines.iter().enumerate() {
+        assert!(line.starts_with(&format!("[{}/15] ", n + 1)), "{err}");
+    }
+    for want in [
+        "] cut-mid-call: NOT-RETRIED at ",
+        "] refused-once: RECOVERED at ",
+        "] late-answers: SEAMLESS at ",
+    ] {
+        assert_eq!(
+            lines.iter().filter(|l| l.contains(want)).count(),
+            1,
+            "{want}: {err}"
+        );
+    }
     assert_eq!(
         status_json(&sb, &["--path", path])["installs"][0]["state"],
         "patched"

@@ -137,6 +137,7 @@ async fn verify_install(
         auth_provider: false,
         // mcp-remote's bundled SDK client opens its GET stream once connected.
         get_stream: true,
+        jobs: opts.jobs.unwrap_or(stdio_host::DEFAULT_JOBS),
     };
     let (runs, overall, left_out) = if opts.explore_only {
         (Vec::new(), "FAILED", Vec::new())

@@ -145,6 +145,7 @@ async fn verify_install(
             auth_provider: true,
             // The SDK's client opens its GET stream once connected.
             get_stream: true,
+            jobs: verify.jobs.unwrap_or(super::stdio_host::DEFAULT_JOBS),
         };
         if !verify.explore_only {
             let (runs, this, out) = super::stdio_host::run_launch(&opts, &launch, progress).await?;

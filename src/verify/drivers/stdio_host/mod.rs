@@ -39,6 +39,10 @@ use crate::verify::signals::Interrupts;
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
+/// Scenario runs of an installed bridge at once when `--jobs` is not given:
+/// each is a node process of its own, and a loaded machine that starts many
+/// at once answers late enough to fail a call's deadline.
+pub const DEFAULT_JOBS: usize = 4;
 /// Test-only: panic at the named step (only `bridge-ran`), to prove that a
 /// panic unwinding through a run still kills and reaps the bridge.
 const PANIC_AT: &str = "MCPATCH_TEST_PANIC_AT";
@@ -74,6 +78,11 @@ pub struct BridgeOptions {
     /// mcp-remote), so `get-stream-loss` runs by default; for a bridge named
     /// by `--command` it runs only when named.
     pub get_stream: bool,
+    /// Scenario runs at once after the first (each a bridge process of its
+    /// own): `--jobs`, else [`DEFAULT_JOBS`] for an install mcpatch found; 1 for
+    /// a bridge named by `--command`, whose own resources (a fixed port, a
+    /// lock file) mcpatch cannot know.
+    pub jobs: usize,
 }
 
 /// The argv and the variables of a bridge to start against a server's URL.
@@ -395,9 +404,11 @@ fn run_all(
     })
 }
 
-/// Run `chosen` one after another on the bridge `launch` starts, each
-/// result pushed to `results` as it comes; a scenario the host turned out
-/// unable to run (its handshake said so) goes to `left_out`.
+/// Run `chosen` on the bridge `launch` starts: the first alone, then the rest
+/// `opts.jobs` at a time (each run has a server and a bridge process of its
+/// own), each verdict printed as it comes and every result pushed to
+/// `results` in the table's order; a scenario the host turned out unable to
+/// run (its handshake said so) goes to `left_out`.
 async fn run_scenarios(
     opts: &BridgeOptions,
     launch: Launch<'_>,
@@ -406,45 +417,66 @@ async fn run_scenarios(
     left_out: &mut Vec<LeftOut>,
     progress: bool,
 ) -> Result<Outcome> {
+    use futures_util::stream::{self, StreamExt};
+
     let started = Instant::now();
     let total = chosen.len();
     // A bridge that could not start once is not started again (each try may
-    // wait the whole start-up limit): the scenarios left say so.
-    let mut not_started: Option<ScenarioName> = None;
-    for (i, s) in chosen.iter().enumerate() {
-        let one = match not_started {
-            Some(first) => not_run(s, first),
-            None => run_one(s, launch, opts).await?,
-        };
-        if !one.started && not_started.is_none() {
-            not_started = Some(s.name);
-        }
-        if let Some(why) = one.left_out {
-            if progress {
-                crate::errln!("[{}/{total}] {}: left out", i + 1, s.name);
+    // wait the whole start-up limit): the scenarios left say so. The first
+    // runs alone so that a bridge that cannot start is started once.
+    let not_started: std::cell::Cell<Option<ScenarioName>> = std::cell::Cell::new(None);
+    let mut done: Vec<Option<BridgeScenario>> = chosen.iter().map(|_| None).collect();
+    let mut finished = 0;
+    let mut report = |i: usize, one: BridgeScenario| {
+        finished += 1;
+        if progress {
+            let name = chosen[i].name;
+            match &one.left_out {
+                Some(_) => crate::errln!("[{finished}/{total}] {name}: left out"),
+                None => {
+                    let shown = shown_verdict(color::stderr(), &one.judgement, one.expected);
+                    crate::errln!(
+                        "[{finished}/{total}] {name}: {shown} at {:.1} s",
+                        started.elapsed().as_secs_f64()
+                    );
+                }
             }
+        }
+        if opts.verbose && one.left_out.is_none() {
+            crate::errln!("--- stderr of the bridge ({}) ---", chosen[i].name);
+            if !one.stderr.is_empty() {
+                crate::errln!("{}", crate::output::clean_lines(&one.stderr));
+            }
+            crate::errln!("--- end ---");
+        }
+        done[i] = Some(one);
+    };
+    if let Some(first) = chosen.first() {
+        report(0, run_unless(first, launch, opts, &not_started).await?);
+    }
+    let mut rest = stream::iter(chosen.iter().enumerate().skip(1))
+        .map(|(i, s)| {
+            let not_started = &not_started;
+            async move {
+                run_unless(s, launch, opts, not_started)
+                    .await
+                    .map(|one| (i, one))
+            }
+        })
+        .buffer_unordered(opts.jobs.max(1));
+    while let Some(ran) = rest.next().await {
+        let (i, one) = ran?;
+        report(i, one);
+    }
+    drop(rest);
+    for (s, one) in chosen.iter().zip(done) {
+        let Some(mut one) = one else { continue };
+        if let Some(why) = one.left_out.take() {
             left_out.push(LeftOut {
                 name: s.name.to_string(),
                 why,
             });
             continue;
-        }
-        if progress {
-            let j = &one.judgement;
-            let shown = shown_verdict(color::stderr(), j, one.expected);
-            crate::errln!(
-                "[{}/{total}] {}: {shown} at {:.1} s",
-                i + 1,
-                s.name,
-                started.elapsed().as_secs_f64()
-            );
-        }
-        if opts.verbose {
-            crate::errln!("--- stderr of the bridge ({}) ---", s.name);
-            if !one.stderr.is_empty() {
-                crate::errln!("{}", crate::output::clean_lines(&one.stderr));
-            }
-            crate::errln!("--- end ---");
         }
         results.push(one);
     }
@@ -453,6 +485,24 @@ async fn run_scenarios(
     } else {
         Outcome::Attention
     })
+}
+
+/// Run `s`, unless a scenario before it found that the bridge does not
+/// start (`not_started`, set here when `s` finds so).
+async fn run_unless(
+    s: &Scenario,
+    launch: Launch<'_>,
+    opts: &BridgeOptions,
+    not_started: &std::cell::Cell<Option<ScenarioName>>,
+) -> Result<BridgeScenario> {
+    let one = match not_started.get() {
+        Some(first) => not_run(s, first),
+        None => run_one(s, launch, opts).await?,
+    };
+    if !one.started && not_started.get().is_none() {
+        not_started.set(Some(s.name));
+    }
+    Ok(one)
 }
 
 async fn run_one(s: &Scenario, launch: Launch<'_>, opts: &BridgeOptions) -> Result<BridgeScenario> {
@@ -1037,6 +1087,7 @@ mod tests {
             caller_bounds: false,
             auth_provider: false,
             get_stream,
+            jobs: 1,
         };
         let runs = |o: &BridgeOptions| {
             let (chosen, out) = choose(o).unwrap();
