@@ -292,25 +292,26 @@ fn a_release_never_seen_whose_patched_copy_stays_stuck_is_refused_untouched() {
     let file = pkg.join(&chunk);
     let broken = edit_file(&file, keeps_its_client);
     let path = pkg.to_str().unwrap();
-    let o = sb.run(&["apply", "--yes", "--quiet", "--path", path]);
-    assert_eq!(code(&o), 1, "{}", stderr(&o));
-    assert_eq!(stdout(&o), "");
-    assert_eq!(
-        sb.normalize(&o.stderr),
-        format!("refused: [SANDBOX]/g/lib/node_modules/@google/gemini-cli (0.61.0): sha256 {broken} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: STUCK); the install is untouched\n")
-    );
-    assert_eq!(sha256_file(&file), broken, "untouched");
-    assert_eq!(backup_count(&sb), 0);
-    assert_eq!(leftovers(&pkg), Vec::<String>::new());
-    // Shown with each scenario that failed.
+    // One gated apply (the quiet form of a gated refusal is evidence.rs's):
+    // the refusal, then each scenario that failed.
     let o = sb.run(&["apply", "--yes", "--path", path]);
     assert_eq!(code(&o), 1, "{}", stderr(&o));
     let out = sb.normalize(&o.stdout);
+    let head = format!("refused: [SANDBOX]/g/lib/node_modules/@google/gemini-cli (0.61.0)\n  sha256 {broken} is not a revision mcpatch knows, and its patched copy did not recover as the current patch revision must (verify: STUCK); the install is untouched\n");
+    assert!(out.starts_with(&head), "{out}");
     assert!(
         out.contains("\n  expired-404: STUCK (expected SEAMLESS): "),
         "{out}"
     );
+    assert!(
+        out[head.len()..]
+            .lines()
+            .all(|l| l.starts_with("  ") && l.contains(" (expected ")),
+        "{out}"
+    );
     assert_eq!(sha256_file(&file), broken, "untouched");
+    assert_eq!(backup_count(&sb), 0);
+    assert_eq!(leftovers(&pkg), Vec::<String>::new());
 }
 
 #[test]
