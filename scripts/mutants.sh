@@ -43,7 +43,8 @@ CARGO_MUTANTS_VERSION=27.1.0
 NEXTEST_VERSION=0.9.143 # installed into .cache/ only when cargo-nextest is missing or older than 0.9.100
 CORE=(src/apply.rs src/revert.rs src/backup.rs src/replace.rs src/transaction.rs
   src/identity.rs src/classify.rs src/stage.rs src/verify/scenario/table.rs
-  src/verify/scenario/judges.rs)
+  src/verify/scenario/judges.rs src/verify/scenario/invariants.rs
+  src/verify/scenario/invariants/closing.rs src/verify/scenario/invariants/relisted.rs)
 WORK=$ROOT/target/mutants
 TREE=$WORK/tree
 
