@@ -13,7 +13,11 @@
 #                                           that reach it during one full test run
 # Options: --file PATH (repeatable): only these core files; --list: list the
 # mutants and the cli tests each file's mutants leave out, test nothing; --timeout SECS:
-# per mutant test run (default: 3x the measured run of its tests, at least 120).
+# per mutant test run (default: 3x the measured run of its tests, at least 120);
+# --unit-only: run the unit tests alone (seconds a mutant, not the cli tests' minutes):
+# its "missed" are the mutants no unit test catches, to kill with unit tests before
+# a run with the cli tests pays for each of them (a miss there runs every selected
+# cli test: up to 40 min on 2 cores).
 #
 # It tests the committed HEAD, in a copy at target/mutants/tree (uncommitted
 # changes are not in it), one file and one mutant at a time, building in
@@ -57,7 +61,7 @@ usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
-mode=diff base=main shard="" list=0 timeout="" files=()
+mode=diff base=main shard="" list=0 timeout="" unit_only=0 files=()
 while (($#)); do
   case "$1" in
   --base) base=${2:?--base needs a git ref}; shift ;;
@@ -65,6 +69,7 @@ while (($#)); do
   --shard) shard=${2:?--shard needs K/N}; shift ;;
   --file) files+=("${2:?--file needs a path}"); shift ;;
   --list) list=1 ;;
+  --unit-only) unit_only=1 ;;
   --timeout) timeout=${2:?--timeout needs seconds}; shift ;;
   --check-selection) mode=check ;;
   -h | --help) usage; exit 0 ;;
@@ -657,6 +662,7 @@ if [[ $mode == diff ]]; then
 else
   run_name=all
 fi
+((unit_only)) && run_name+=-unit-only
 if [[ -n $shard ]]; then
   select_args+=(--shard "$shard" --sharding round-robin)
   run_name+=-shard-${shard/\//-of-}
@@ -671,7 +677,11 @@ declare -A kept left_out count filter
 todo=()
 for f in "${files[@]}"; do
   IFS=$'\t' read -r _ "kept[$f]" "left_out[$f]" < <(grep -P "^\Q$f\E\t" "$OUT/selection.tsv")
-  filter[$f]=$(filter_for "${left_out[$f]}")
+  if ((unit_only)); then
+    filter[$f]="kind(lib)" kept[$f]=0
+  else
+    filter[$f]=$(filter_for "${left_out[$f]}")
+  fi
   "$MUTANTS" mutants --list -d "$TREE" --file "$f" "${select_args[@]}" >"$OUT/${f//\//_}.list" ||
     die "cargo mutants --list failed for $f"
   count[$f]=$(grep -c . "$OUT/${f//\//_}.list" || true)
