@@ -40,9 +40,9 @@ use crate::verify::signals::Interrupts;
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
 /// Scenario runs of an installed bridge at once when `--jobs` is not given:
-/// each is a node process of its own, and a loaded machine that starts many
-/// at once answers late enough to fail a call's deadline.
-pub const DEFAULT_JOBS: usize = 4;
+/// one, as each is a node process of its own, and a loaded 2-core machine
+/// that runs several answers late enough to fail a call's deadline.
+pub const DEFAULT_JOBS: usize = 1;
 /// Test-only: panic at the named step (only `bridge-ran`), to prove that a
 /// panic unwinding through a run still kills and reaps the bridge.
 const PANIC_AT: &str = "MCPATCH_TEST_PANIC_AT";
