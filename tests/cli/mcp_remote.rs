@@ -815,7 +815,7 @@ fn an_unknown_release_the_patch_fits_is_written_after_its_patched_copy_passes_ve
         err.starts_with(&format!("{PKG}/dist/chunk-KJCT2FXL.js is a revision mcpatch does not know: verifying the patched copy before writing it\n{PKG} (a copy to check): mcp-remote as a stdio bridge\n")),
         "{err}"
     );
-    // One line per scenario as each ends: the first runs alone, the rest side by side.
+    // One line per scenario as each ends (the first runs alone, the rest `--jobs` at a time).
     let lines: Vec<&str> = err
         .lines()
         .filter(|l| l.starts_with('[') && l.contains("/15] "))

@@ -468,7 +468,6 @@ async fn run_scenarios(
         let (i, one) = ran?;
         report(i, one);
     }
-    drop(rest);
     for (s, one) in chosen.iter().zip(done) {
         let Some(mut one) = one else { continue };
         if let Some(why) = one.left_out.take() {

@@ -242,23 +242,26 @@ fn recovery_scenarios_expect_seamless_of_the_current_revision_only() {
 #[test]
 fn the_reload_rows_restart_as_their_names_say_and_answer_as_their_servers_do() {
     use crate::verify::fake_server::LostSessionAnswer;
-    // reload: the SDK's example server, 400 "No valid session ID provided", every 2 s.
-    let r = find(ScenarioName::Reload);
-    assert_eq!(r.behaviour.reload, Some(RELOAD));
-    assert_eq!(
-        r.behaviour.lost_session,
-        LostSessionAnswer::BadRequestNoValidSession
-    );
-    assert!(r.what.contains("every 2 s, 15 times"), "{}", r.what);
-    // reload-5s: the SDK's own transport, 404 + JSON-RPC -32001, every 5 s.
-    let r5 = find(ScenarioName::Reload5s);
-    assert_eq!(r5.behaviour.reload, Some(RELOAD_5S));
-    assert_eq!(
-        r5.behaviour.lost_session,
-        LostSessionAnswer::NotFoundJsonRpc
-    );
-    assert!(r5.what.contains("every 5 s, 8 times"), "{}", r5.what);
-    for s in [&r, &r5] {
+    for (name, cycle, answer, words) in [
+        // reload: the SDK's example server, 400 "No valid session ID provided", every 2 s.
+        (
+            ScenarioName::Reload,
+            RELOAD,
+            LostSessionAnswer::BadRequestNoValidSession,
+            "every 2 s, 15 times",
+        ),
+        // reload-5s: the SDK's own transport, 404 + JSON-RPC -32001, every 5 s.
+        (
+            ScenarioName::Reload5s,
+            RELOAD_5S,
+            LostSessionAnswer::NotFoundJsonRpc,
+            "every 5 s, 8 times",
+        ),
+    ] {
+        let s = find(name);
+        assert_eq!(s.behaviour.reload, Some(cycle), "{name}");
+        assert_eq!(s.behaviour.lost_session, answer, "{name}");
+        assert!(s.what.contains(words), "{}", s.what);
         assert_eq!((s.plan, s.expect), (Plan::Reload, Expectation::Reloaded));
     }
     // Of the other rows only lost-again forgets every session on a cycle.
