@@ -250,6 +250,7 @@ pub(crate) fn broken(note: String) -> Judgement {
         initialize_count: 0,
         trigger_error: None,
         note,
+        late_only: false,
     }
 }
 

@@ -345,3 +345,92 @@ fn verify_file_judges_a_file_inside_an_install_by_strict_expectations() {
         (Expectations::Relaxed, "RECOVERED")
     );
 }
+
+/// A run that fails beside the others while the harness stalls (here, or by
+/// a time limit) is run again alone, and its lone verdict stands. The patched
+/// file here blocks its event loop for 800 ms at each lost session, as a
+/// loaded machine does: six runs side by side, the blocks add up and the
+/// later recoveries are late; alone, none is.
+#[test]
+fn a_run_failed_beside_the_others_while_the_harness_stalled_is_run_again_alone() {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    edit_file(&client.join("lib/index.js"), |t| {
+        let at = "\tfunction sessionLost(generation, error) {\n";
+        assert_eq!(t.matches(at).count(), 1);
+        let block = "\t\tfor (const t = Date.now(); Date.now() - t < 800;);\n";
+        t.replacen(at, &format!("{at}{block}"), 1)
+    });
+    let mut args = vec!["verify", "--json", "--strict", "--explore", "0"];
+    for name in [
+        "expired-404",
+        "expired-400",
+        "expired-401",
+        "expired-404-sdk2",
+        "strict-reinit",
+        "idle-timeout",
+    ] {
+        args.extend(["--scenario", name]);
+    }
+    args.extend(["--path", client.to_str().unwrap()]);
+    let o = sb.run(&args);
+    let err = stderr(&o);
+    assert_eq!(code(&o), 0, "{}{err}", stdout(&o));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let scenarios = v["installs"][0]["scenarios"].as_array().unwrap();
+    assert_eq!(
+        scenarios.len(),
+        7,
+        "expired-404 once more under the default policy"
+    );
+    assert!(scenarios.iter().all(|s| s["ok"] == true), "{v:#}");
+    let again = scenarios
+        .iter()
+        .filter(|s| {
+            let note = s["note"].as_str().unwrap();
+            note.contains(" (run again alone: beside 6 other runs it was STUCK: ")
+        })
+        .count();
+    assert!(again > 0, "{v:#}");
+}
+
+/// A run whose client failed to start while every run's client started at
+/// once (a connection timed out on a loaded machine) is run again alone. The
+/// patched file here makes its second instance's start fail, once.
+#[test]
+fn a_run_whose_client_failed_to_start_beside_the_others_is_run_again_alone() {
+    let sb = Sandbox::new();
+    let client = patched(&sb);
+    edit_file(&client.join("lib/index.js"), |t| {
+        let at = "async function apply(ctx, config) {\n";
+        assert_eq!(t.matches(at).count(), 1);
+        let once = "\tif ((globalThis.startsSeen = (globalThis.startsSeen ?? 0) + 1) === 2) throw new Error(\"busy\");\n";
+        t.replacen(at, &format!("{at}{once}"), 1)
+    });
+    let (rc, v) = verify_json(
+        &sb,
+        &[
+            "--strict",
+            "--explore",
+            "0",
+            "--scenario",
+            "expired-404",
+            "--scenario",
+            "expired-400",
+            "--path",
+            client.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(rc, 0, "{v:#}");
+    let scenarios = v["installs"][0]["scenarios"].as_array().unwrap();
+    let notes: Vec<&str> = scenarios
+        .iter()
+        .map(|s| s["note"].as_str().unwrap())
+        .collect();
+    let again = " (run again alone: beside 2 other runs it was BROKEN: the harness failed this run: apply() failed: Error: busy";
+    assert_eq!(
+        notes.iter().filter(|n| n.contains(again)).count(),
+        1,
+        "{v:#}"
+    );
+}

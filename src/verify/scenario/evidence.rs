@@ -73,6 +73,30 @@ pub struct Judgement {
     /// The error the caller got for the call that met the loss, if it failed.
     pub trigger_error: Option<String>,
     pub note: String,
+    /// The run failed only by a time limit (a recovery, a call or a reopened
+    /// stream later than its bound), which a loaded machine can miss as well as
+    /// a broken client: a driver that ran it beside others runs it again alone
+    /// ([`again_alone`]).
+    #[serde(skip)]
+    pub late_only: bool,
+}
+
+/// The verdict of a run made again alone after `beside`, made while `others`
+/// other runs shared the machine, failed (by a time limit, or while the
+/// machine stalled): the lone run's verdict stands. When it passed, its note
+/// says what the shared run saw; a lone run that failed too is told as it is.
+pub fn again_alone(beside: &Judgement, alone: Judgement, others: usize) -> Judgement {
+    if !alone.ok {
+        return alone;
+    }
+    let note = format!(
+        "{} (run again alone: beside {} it was {}: {})",
+        alone.note,
+        counted(others, "other run"),
+        beside.verdict,
+        beside.note
+    );
+    Judgement { note, ..alone }
 }
 
 /// `n` and `noun`, plural unless `n` is 1: "1 handshake", "2 handshakes".

@@ -112,10 +112,13 @@ pub(super) fn judge(ev: &Evidence<'_>, base: Judgement) -> Judgement {
     let reopen_ms = reopened.t_ms.saturating_sub(loss.answered_ms);
     let limit = GET_REOPEN_LIMIT.as_millis() as u64;
     if reopen_ms > limit {
-        return verdict(
-            "STUCK",
-            format!("the GET stream opened on the new session only {reopen_ms} ms after it met the loss (limit {limit} ms)"),
-        );
+        return Judgement {
+            late_only: true,
+            ..verdict(
+                "STUCK",
+                format!("the GET stream opened on the new session only {reopen_ms} ms after it met the loss (limit {limit} ms)"),
+            )
+        };
     }
     let established = w[new_init].answered_ms;
     let dead_later = w.iter().filter(|e| dead(e) && e.t_ms > established).count();

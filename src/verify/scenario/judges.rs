@@ -46,6 +46,7 @@ pub fn judge_with(
         initialize_count,
         trigger_error: None,
         note: String::new(),
+        late_only: false,
     };
     if let Some(c) = ev
         .calls
@@ -272,10 +273,13 @@ pub(super) fn judge_recovery_within(
     }
     let recovery_ms = called.answered_ms.saturating_sub(t_fail);
     if recovery_ms > deadline.as_millis() as u64 {
-        return stuck(format!(
-            "recovered only after {recovery_ms} ms, past the {} ms a healthy client needs under this policy",
-            deadline.as_millis()
-        ));
+        return Judgement {
+            late_only: true,
+            ..stuck(format!(
+                "recovered only after {recovery_ms} ms, past the {} ms a healthy client needs under this policy",
+                deadline.as_millis()
+            ))
+        };
     }
     let relisted_words = if relist_tools {
         ", tools re-listed"
@@ -627,14 +631,15 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
         ..base.clone()
     };
     let bound_ms = bound.as_millis() as u64;
+    let late = |note: String| Judgement {
+        late_only: true,
+        ..verdict("LATE", note)
+    };
     if probe.ms > (bound + TIMELY_SLACK).as_millis() as u64 {
-        return verdict(
-            "LATE",
-            format!(
-                "call {} ended after {} ms, past its {what} of {bound_ms} ms",
-                probe.call_id, probe.ms
-            ),
-        );
+        return late(format!(
+            "call {} ended after {} ms, past its {what} of {bound_ms} ms",
+            probe.call_id, probe.ms
+        ));
     }
     if probe.ok {
         return verdict(
@@ -674,7 +679,7 @@ fn judge_timely(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judg
     }
     if scenario.plan == Plan::DeadlineResend {
         if let Some(note) = repeat_outlived_deadline(ev, &probe.call_id, lost_at, bound, what) {
-            return verdict("LATE", note);
+            return late(note);
         }
     }
     if !worked_on_new_session(ev, lost_at) {
@@ -787,16 +792,19 @@ fn judge_fail_fast(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> J
     }
     for (c, limit) in [(waiting, waiting_limit), (after, FAIL_FAST_LIMIT)] {
         if c.ms > limit.as_millis() as u64 {
-            return verdict(
-                "LATE",
-                format!(
-                    "call {} failed only after {} ms: {at_once} it must fail at once (limit {} ms, its timeout {} ms)",
-                    c.name,
-                    c.ms,
-                    limit.as_millis(),
-                    GIVE_UP_CALL_TIMEOUT.as_millis()
-                ),
-            );
+            return Judgement {
+                late_only: true,
+                ..verdict(
+                    "LATE",
+                    format!(
+                        "call {} failed only after {} ms: {at_once} it must fail at once (limit {} ms, its timeout {} ms)",
+                        c.name,
+                        c.ms,
+                        limit.as_millis(),
+                        GIVE_UP_CALL_TIMEOUT.as_millis()
+                    ),
+                )
+            };
         }
     }
     let words = scenario.behaviour.lost_session.words();

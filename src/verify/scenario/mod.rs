@@ -16,7 +16,7 @@ mod refused;
 pub mod reload;
 pub mod table;
 
-pub use evidence::{Evidence, HarnessCall, Judgement};
+pub use evidence::{again_alone, Evidence, HarnessCall, Judgement};
 pub use judges::{judge, judge_with};
 pub use policy::Policy;
 pub use table::*;

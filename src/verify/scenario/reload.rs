@@ -91,6 +91,7 @@ pub fn judge(scenario: &Scenario, ev: &Evidence<'_>, base: Judgement) -> Judgeme
                 "{slow} of {} calls took longer than {limit} ms (the slowest {slowest} ms): a reconnect after a completed recovery waited a backoff",
                 ev.calls.len()
             ),
+            late_only: true,
             ..base
         };
     }

@@ -357,6 +357,7 @@ fn stopped(run: &CliRun, witness: &[WitnessEntry]) -> Judgement {
             .count(),
         trigger_error: None,
         note,
+        late_only: false,
     }
 }
 

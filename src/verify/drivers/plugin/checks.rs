@@ -118,6 +118,7 @@ mod tests {
             initialize_count: 2,
             trigger_error: None,
             note: "one fresh initialize".into(),
+            late_only: false,
         }
     }
 

@@ -24,6 +24,17 @@ if (typeof Promise.withResolvers !== "function") {
   shim = true;
 }
 emit(null, "node", { version: process.version, shim });
+// How late the event loop ran, sampled every 20 ms: a run that saw a long
+// stall (a loaded machine, or a client blocking the loop) may have failed for
+// the machine, and is then run again alone.
+const stalls = [];
+let lastTick = Date.now();
+setInterval(() => {
+  const now = Date.now();
+  if (now - lastTick - 20 > 50) stalls.push([now, now - lastTick - 20]);
+  lastTick = now;
+}, 20).unref();
+const stalledSince = (since) => stalls.reduce((most, [at, ms]) => (at >= since && ms > most ? ms : most), 0);
 // One run's stray rejection must not end the others.
 process.on("unhandledRejection", (e) => emit(null, "log", { level: "error", msg: `unhandled rejection: ${e?.stack ?? e}` }));
 
@@ -219,6 +230,8 @@ async function runOne(r) {
     return;
   }
   emit(r.id, "ready", { tools: [...tools.keys()].sort() });
+  // Stalls count from here: loading the plugin and its SDK stalls every run at the start.
+  const runStarted = Date.now();
 
   switch (r.plan) {
     case "invalidate":
@@ -421,7 +434,7 @@ async function runOne(r) {
   // What the host has registered at the end, each tool with the description it got.
   const described = [...tools].sort(([a], [b]) => (a < b ? -1 : 1)).map(([n, d]) => [n, String(d.description ?? "")]);
   emit(r.id, "tools", { tools: [...tools.keys()].sort(), described });
-  emit(r.id, "done");
+  emit(r.id, "done", { stalled_ms: stalledSince(runStarted) });
   for (const d of disposers.reverse()) {
     try { await d(); } catch {}
   }

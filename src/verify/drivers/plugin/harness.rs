@@ -156,6 +156,10 @@ pub struct HarnessRun {
     pub reshaped: usize,
     /// Whether the plugin's `apply()` returned (the run's plan started).
     pub ready: bool,
+    /// The longest the harness's event loop ran late while this run went on,
+    /// past 50 ms (0 if never): how much the machine, or a client blocking the
+    /// loop, held every run back.
+    pub stalled_ms: u64,
 }
 
 impl HarnessRun {
@@ -349,6 +353,8 @@ pub async fn run_all(
                         finished.fatal = s("error");
                     } else {
                         finished.done = true;
+                        finished.stalled_ms =
+                            v.get("stalled_ms").and_then(Value::as_u64).unwrap_or(0);
                     }
                     on_done(run, finished);
                 }

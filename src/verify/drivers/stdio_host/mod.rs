@@ -143,6 +143,7 @@ fn not_run(s: &Scenario, first: ScenarioName) -> BridgeScenario {
             initialize_count: 0,
             trigger_error: None,
             note: format!("not run: the bridge did not get through its handshake in {first}"),
+            late_only: false,
         },
         checks: Vec::new(),
         sessions_before_host: 0,
@@ -672,6 +673,7 @@ fn stopped(
             .count(),
         trigger_error: None,
         note,
+        late_only: false,
     }
 }
 

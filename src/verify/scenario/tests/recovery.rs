@@ -37,7 +37,8 @@ fn recovery_at_the_policys_deadline_counts_and_a_millisecond_later_is_stuck() {
     assert_eq!((j.verdict, j.recovery_ms), ("SEAMLESS", Some(deadline)));
     let j = seamless_recovery(404, 111 + deadline)
         .judge(ScenarioName::Expired404, Expectation::Seamless);
-    assert_eq!((j.verdict, j.ok), ("STUCK", false));
+    // Late only: a driver that ran it beside others runs it again alone.
+    assert_eq!((j.verdict, j.ok, j.late_only), ("STUCK", false, true));
     assert_eq!(
         j.note,
         format!("recovered only after {} ms, past the {deadline} ms a healthy client needs under this policy", deadline + 1)
@@ -313,4 +314,30 @@ fn a_new_initialize_with_other_params_than_the_first_is_broken() {
     run.witness.insert(0, refused);
     let j = run.judge(ScenarioName::Expired404, Expectation::Seamless);
     assert_eq!((j.verdict, j.ok), ("SEAMLESS", true), "{}", j.note);
+}
+
+#[test]
+fn a_run_again_alone_keeps_its_lone_verdict_and_says_what_the_shared_run_saw() {
+    let deadline = Policy::Short.deadline().as_millis() as u64;
+    let beside = seamless_recovery(404, 111 + deadline)
+        .judge(ScenarioName::Expired404, Expectation::Seamless);
+    let alone = seamless_recovery(404, 130).judge(ScenarioName::Expired404, Expectation::Seamless);
+    // Failed alone too: the lone run is told as it is.
+    let failed = seamless_recovery(404, 112 + deadline)
+        .judge(ScenarioName::Expired404, Expectation::Seamless);
+    let j = crate::verify::scenario::again_alone(&beside, failed, 25);
+    assert_eq!((j.verdict, j.ok), ("STUCK", false));
+    assert_eq!(
+        j.note,
+        format!("recovered only after {} ms, past the {deadline} ms a healthy client needs under this policy", deadline + 2)
+    );
+    let j = crate::verify::scenario::again_alone(&beside, alone, 25);
+    assert_eq!(
+        (j.verdict, j.ok, j.recovery_ms),
+        ("SEAMLESS", true, Some(20))
+    );
+    assert_eq!(
+        j.note,
+        format!("one fresh initialize without the dead id, tools re-listed, calls succeeded (run again alone: beside 25 other runs it was STUCK: recovered only after {} ms, past the {deadline} ms a healthy client needs under this policy)", deadline + 1)
+    );
 }

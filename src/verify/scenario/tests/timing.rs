@@ -279,7 +279,7 @@ fn a_waiting_call_is_timely_only_when_it_ends_by_its_signal_and_is_not_sent_agai
     );
     assert_eq!(j.note, "call c2 ended after 1100 ms, within its abort signal (400 ms), sent 1 time(s); calls worked again on a new session");
     let j = waited(1101, 1).judge(ScenarioName::AbortWaiting, Expectation::Timely);
-    assert_eq!((j.verdict, j.ok), ("LATE", false));
+    assert_eq!((j.verdict, j.ok, j.late_only), ("LATE", false, true));
     assert_eq!(
         j.note,
         "call c2 ended after 1101 ms, past its abort signal of 400 ms"
@@ -290,7 +290,7 @@ fn a_waiting_call_is_timely_only_when_it_ends_by_its_signal_and_is_not_sent_agai
         "call c2 ended after 1701 ms, past its toolCallTimeoutMs of 1000 ms"
     );
     let j = waited(500, 2).judge(ScenarioName::AbortWaiting, Expectation::Timely);
-    assert_eq!((j.verdict, j.ok), ("REPEATED", false));
+    assert_eq!((j.verdict, j.ok, j.late_only), ("REPEATED", false, false));
     assert_eq!(
         j.note,
         "call c2 was sent 2 times; once its abort signal has passed it must not be sent again"
