@@ -233,7 +233,11 @@ fn revert_without_yes_refuses_a_backup_of_an_unknown_original() {
     let file = client.join("lib/index.js");
     let p = client.to_str().unwrap();
     let modified = edit_file(&file, |t| t + "\n// local edit\n");
-    assert_eq!(code(&sb.run(&["apply", "--yes", "--path", p])), 0);
+    // The gate before writing an unknown revision is checked in evidence.rs.
+    assert_eq!(
+        code(&sb.run(&["apply", "--yes", "--no-verify", "--path", p])),
+        0
+    );
     let patched = sha256_file(&file);
     let id = backup_ids(&sb).remove(0);
     let o = sb.run(&["revert", "--path", p]);
@@ -256,7 +260,11 @@ fn revert_backup_id_restores_the_named_backup_not_the_newest() {
     assert_eq!(code(&sb.run(&["apply", "--path", p])), 0);
     assert_eq!(code(&sb.run(&["revert", "--path", p])), 0);
     let edited = edit_file(&file, |t| t + "\n// local edit\n");
-    assert_eq!(code(&sb.run(&["apply", "--yes", "--path", p])), 0);
+    // The gate before writing an unknown revision is checked in evidence.rs.
+    assert_eq!(
+        code(&sb.run(&["apply", "--yes", "--no-verify", "--path", p])),
+        0
+    );
     let ids = backup_ids(&sb);
     assert_eq!(ids.len(), 2);
     let (first, newest) = (&ids[0], &ids[1]);
