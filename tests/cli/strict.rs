@@ -348,7 +348,7 @@ fn verify_file_judges_a_file_inside_an_install_by_strict_expectations() {
 
 /// A run that fails beside the others while the harness stalls (here, or by
 /// a time limit) is run again alone, and its lone verdict stands. The patched
-/// file here blocks its event loop for 800 ms at each lost session, as a
+/// file here blocks its event loop for 600 ms at each lost session, as a
 /// loaded machine does: six runs side by side, the blocks add up and the
 /// later recoveries are late; alone, none is.
 #[test]
@@ -358,7 +358,7 @@ fn a_run_failed_beside_the_others_while_the_harness_stalled_is_run_again_alone()
     edit_file(&client.join("lib/index.js"), |t| {
         let at = "\tfunction sessionLost(generation, error) {\n";
         assert_eq!(t.matches(at).count(), 1);
-        let block = "\t\tfor (const t = Date.now(); Date.now() - t < 800;);\n";
+        let block = "\t\tfor (const t = Date.now(); Date.now() - t < 600;);\n";
         t.replacen(at, &format!("{at}{block}"), 1)
     });
     let mut args = vec!["verify", "--json", "--strict", "--explore", "0"];
