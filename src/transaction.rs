@@ -142,3 +142,105 @@ impl Drop for Transaction {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A folder with `file` holding "original", and a backup folder beside it.
+    struct Scene {
+        _dir: tempfile::TempDir,
+        file: PathBuf,
+        backup: PathBuf,
+    }
+
+    fn scene() -> Scene {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("index.js");
+        std::fs::write(&file, "original").unwrap();
+        let backup = dir.path().join("backup");
+        std::fs::create_dir(&backup).unwrap();
+        Scene {
+            file,
+            backup,
+            _dir: dir,
+        }
+    }
+
+    /// A transaction on `s.file` as read now, its backup `s.backup`, the new bytes renamed into place.
+    fn replaced(s: &Scene, bytes: &[u8]) -> Transaction {
+        let mut t = Transaction::begin(
+            &s.file,
+            identity::read(&s.file).unwrap(),
+            "the original was restored",
+            APPLY_CHANGED_HELP,
+        );
+        t.set_backup(s.backup.clone());
+        let pending = t.stage(bytes).unwrap();
+        t.replace(pending).unwrap();
+        t
+    }
+
+    /// Put other bytes at `path` as another program would: a new file renamed over it.
+    fn replaced_by_another_program(path: &Path, bytes: &str) {
+        let other = path.with_extension("other");
+        std::fs::write(&other, bytes).unwrap();
+        std::fs::rename(&other, path).unwrap();
+    }
+
+    #[test]
+    fn a_committed_change_keeps_the_new_file_and_its_backup() {
+        let s = scene();
+        let t = replaced(&s, b"patched");
+        assert_eq!(std::fs::read(&s.file).unwrap(), b"patched");
+        let sha = crate::identity::sha256_hex(b"patched");
+        assert_eq!(t.confirm(&sha).unwrap(), sha);
+        t.commit();
+        assert_eq!(std::fs::read(&s.file).unwrap(), b"patched");
+        assert!(s.backup.is_dir());
+    }
+
+    #[test]
+    fn a_change_dropped_uncommitted_puts_the_original_back_and_removes_its_backup() {
+        let s = scene();
+        drop(replaced(&s, b"patched"));
+        assert_eq!(std::fs::read(&s.file).unwrap(), b"original");
+        assert!(!s.backup.exists());
+    }
+
+    #[test]
+    fn a_file_changed_before_the_rename_is_left_as_it_is() {
+        let s = scene();
+        let mut t = Transaction::begin(
+            &s.file,
+            identity::read(&s.file).unwrap(),
+            "the original was restored",
+            APPLY_CHANGED_HELP,
+        );
+        let pending = t.stage(b"patched").unwrap();
+        replaced_by_another_program(&s.file, "theirs");
+        let e = t.replace(pending).unwrap_err();
+        assert!(matches!(e, Error::FileChanged { .. }), "{e}");
+        drop(t);
+        assert_eq!(std::fs::read_to_string(&s.file).unwrap(), "theirs");
+    }
+
+    #[test]
+    fn confirm_names_a_wrong_hash_and_a_file_replaced_after_the_rename() {
+        let s = scene();
+        let t = replaced(&s, b"patched");
+        let found = crate::identity::sha256_hex(b"patched");
+        match t.confirm("0000").unwrap_err() {
+            Error::HashMismatch {
+                expected, found: f, ..
+            } => assert_eq!((expected.as_str(), f), ("0000", found.clone())),
+            e => panic!("{e}"),
+        }
+        replaced_by_another_program(&s.file, "theirs");
+        let e = t.confirm(&found).unwrap_err();
+        assert!(matches!(e, Error::FileChanged { .. }), "{e}");
+        // The rollback leaves another program's file alone.
+        drop(t);
+        assert_eq!(std::fs::read_to_string(&s.file).unwrap(), "theirs");
+    }
+}
