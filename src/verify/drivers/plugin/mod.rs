@@ -102,15 +102,21 @@ async fn verify_install(
     let total = runs.len();
     let started = Instant::now();
     let side_by_side = jobs.unwrap_or(total).min(total);
+    // Each run's line as it ends: `head`, its scenario, policy and verdict, the time.
+    let line = |head: String, (scenario, policy): (&Scenario, Policy), j: &Judgement| {
+        if progress {
+            let shown = shown_verdict(color::stderr(), j, scenario.expectation(seamless));
+            crate::errln!(
+                "{head} {} ({} policy): {shown} at {:.1} s",
+                scenario.name,
+                policy.as_str(),
+                started.elapsed().as_secs_f64()
+            );
+        }
+    };
     let (mut judged, node_report) =
         run_and_judge(node, target, &runs, side_by_side, seamless, |n, i, j| {
-            if progress {
-                crate::errln!(
-                    "[{n}/{total}] {} at {:.1} s",
-                    progress_words(runs[i].0, runs[i].1, j, seamless),
-                    started.elapsed().as_secs_f64()
-                );
-            }
+            line(format!("[{n}/{total}]"), runs[i], j)
         })
         .await?;
     // A run that failed beside others only by a time limit, while the harness
@@ -131,13 +137,7 @@ async fn verify_install(
     if !late.is_empty() {
         let again: Vec<(&Scenario, Policy)> = late.iter().map(|&i| runs[i]).collect();
         let (alone, _) = run_and_judge(node, target, &again, 1, seamless, |_, k, j| {
-            if progress {
-                crate::errln!(
-                    "[again alone] {} at {:.1} s",
-                    progress_words(again[k].0, again[k].1, j, seamless),
-                    started.elapsed().as_secs_f64()
-                );
-            }
+            line("[again alone]".into(), again[k], j)
         })
         .await?;
         for (&i, lone) in late.iter().zip(alone) {
@@ -197,13 +197,6 @@ struct JudgedRun {
     /// The client's start failed with an error (a connection that timed out
     /// while every run's client started at once, or a broken client).
     failed_to_start: bool,
-}
-
-/// A progress line's words for one judged run: its scenario, its policy and
-/// its verdict (with what was expected, when it failed).
-fn progress_words(scenario: &Scenario, policy: Policy, j: &Judgement, seamless: bool) -> String {
-    let shown = shown_verdict(color::stderr(), j, scenario.expectation(seamless));
-    format!("{} ({} policy): {shown}", scenario.name, policy.as_str())
 }
 
 /// Start a fake server for each of `runs`, drive them through the harness
