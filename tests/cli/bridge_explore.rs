@@ -155,18 +155,14 @@ fn a_broken_patch_the_fixed_table_passes_is_caught_by_the_explorer_alone() {
     });
     let p = dir.to_str().unwrap();
 
-    // The fixed table and exploration alone, side by side (each waits on its
-    // scenarios' pauses more than on the CPU).
-    let (table, explored) = std::thread::scope(|s| {
-        let table = s.spawn(|| verify_json(&sb, &["--strict", "--explore", "0", "--path", p]));
-        let explored = s.spawn(|| {
-            verify_json(
-                &sb,
-                &["--strict", "--explore-only", "--explore", "4", "--path", p],
-            )
-        });
-        (table.join().unwrap(), explored.join().unwrap())
-    });
+    // The fixed table, then exploration alone: one after the other, since run
+    // side by side on a loaded machine the table's late-answers call outlived
+    // its 5 s limit (HANG) beside the exploration's bridges.
+    let table = verify_json(&sb, &["--strict", "--explore", "0", "--path", p]);
+    let explored = verify_json(
+        &sb,
+        &["--strict", "--explore-only", "--explore", "4", "--path", p],
+    );
 
     // The table passes it: none of its scenarios answers a 400 that mentions a session.
     let (rc, v) = table;
