@@ -340,6 +340,15 @@ impl Anchors {
         src.contains(self.marker.as_str()) && self.unpatched(src).is_some()
     }
 
+    /// The text these anchors patched into `src`, when `src` is proven
+    /// patched by them (an earlier revision's anchors take themselves out).
+    pub fn original_of(&self, src: &str) -> Option<String> {
+        if !src.contains(self.marker.as_str()) {
+            return None;
+        }
+        self.unpatched(src)
+    }
+
     /// `src` with each replacement turned back into its anchor's text, when
     /// `src` is exactly what the anchors make of that text.
     fn unpatched(&self, src: &str) -> Option<String> {

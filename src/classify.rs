@@ -235,6 +235,12 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
                 )
             };
         }
+        let earlier = || {
+            spec.earlier_anchors
+                .iter()
+                .rev()
+                .find(|e| e.anchors.is_patched(&text))
+        };
         return if anchors.is_patched(&text) {
             of(
                 State::Patched,
@@ -243,6 +249,19 @@ pub fn assess(spec: &PatchSpec, bytes: &[u8], sha256: &str) -> Assessment {
                     "carries the mcpatch patch marker on a revision mcpatch has no record of"
                         .into(),
                 ),
+            )
+        } else if let Some(e) = earlier() {
+            of(
+                State::Outdated,
+                None,
+                Some(format!(
+                    "patched by an earlier mcpatch revision ({}) on a revision mcpatch has no record of{}",
+                    e.revision,
+                    e.falls_short
+                        .as_deref()
+                        .map(|f| format!(": {f}"))
+                        .unwrap_or_default()
+                )),
             )
         } else {
             match anchors.check(&text) {

@@ -91,6 +91,9 @@ pub fn remove_earlier(
     current_hash: &str,
     path: &Path,
 ) -> Result<(String, u32)> {
+    if spec.anchors.is_some() {
+        return remove_earlier_anchors(spec, current, current_hash, path);
+    }
     let Some(earlier) = spec.earlier_with_hash(current_hash) else {
         return spec
             .earlier
@@ -130,6 +133,48 @@ pub fn remove_earlier(
         });
     }
     Ok((original, earlier.revision))
+}
+
+/// [`remove_earlier`] for a target patched by content anchors: the newest
+/// earlier revision whose anchors prove `current` theirs puts their anchors'
+/// text back. For a file known by its hash, that must give the original it
+/// records, byte for byte.
+fn remove_earlier_anchors(
+    spec: &PatchSpec,
+    current: &str,
+    current_hash: &str,
+    path: &Path,
+) -> Result<(String, u32)> {
+    let Some((base, revision)) = spec
+        .earlier_anchors
+        .iter()
+        .rev()
+        .find_map(|e| e.anchors.original_of(current).map(|b| (b, e.revision)))
+    else {
+        return Err(Error::PatchDoesNotApply {
+            reinstall: spec.texts.reinstall,
+            path: path.to_path_buf(),
+            detail: format!(
+                "sha256 {current_hash} carries no earlier revision of the patch that comes out cleanly"
+            ),
+        });
+    };
+    let recorded = spec
+        .revision(current_hash)
+        .and_then(|r| r.original_sha256.as_deref());
+    if let Some(expected) = recorded {
+        let found = crate::identity::sha256_hex(base.as_bytes());
+        if !found.eq_ignore_ascii_case(expected) {
+            return Err(Error::PatchDoesNotApply {
+                reinstall: spec.texts.reinstall,
+                path: path.to_path_buf(),
+                detail: format!(
+                    "taking patch revision {revision} out gives sha256 {found}, not the original {expected}"
+                ),
+            });
+        }
+    }
+    Ok((base, revision))
 }
 
 /// What to do when the system temp folder cannot be written.

@@ -67,6 +67,10 @@ pub struct PatchSpec {
     /// Content anchors (see [`crate::anchors`]): when given, they patch the
     /// file instead of diffs, and `patches` is empty.
     pub anchors: Option<Anchors>,
+    /// Earlier revisions of the anchors, oldest first: a file one of them
+    /// patched is upgraded by putting their anchors' text back, then
+    /// patching that with the current anchors.
+    pub earlier_anchors: Vec<EarlierAnchors>,
     /// The build this file is (`esm`, `cjs`), for a target whose installs
     /// hold several files patched together (mcp-sdk); None for one file.
     pub role: Option<String>,
@@ -181,6 +185,16 @@ pub struct EarlierPatch {
     pub falls_short: Option<String>,
 }
 
+/// An earlier revision of a target's content anchors, kept so `apply` can
+/// take it back out.
+#[derive(Debug, Clone)]
+pub struct EarlierAnchors {
+    pub revision: u32,
+    pub anchors: Anchors,
+    /// What it does not do that the current revision does.
+    pub falls_short: Option<String>,
+}
+
 /// A known revision of the patched file.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Revision {
@@ -257,6 +271,16 @@ struct ManifestFile {
     #[serde(default)]
     placeholder: Option<String>,
     #[serde(default)]
+    anchors: Vec<AnchorEntry>,
+    #[serde(default)]
+    earlier_anchors: Vec<EarlierAnchorsFile>,
+}
+
+#[derive(Deserialize)]
+struct EarlierAnchorsFile {
+    revision: u32,
+    #[serde(default)]
+    falls_short: Option<String>,
     anchors: Vec<AnchorEntry>,
 }
 
@@ -410,6 +434,14 @@ const EMBEDDED: &[Folder] = &[
             (
                 "fragments/callable-call-tool.js",
                 include_str!("../../patches/gemini-cli/fragments/callable-call-tool.js"),
+            ),
+            (
+                "fragments/revision-1/mcp-client-fields.js",
+                include_str!("../../patches/gemini-cli/fragments/revision-1/mcp-client-fields.js"),
+            ),
+            (
+                "fragments/revision-1/callable-call-tool.js",
+                include_str!("../../patches/gemini-cli/fragments/revision-1/callable-call-tool.js"),
             ),
         ],
     ),
@@ -586,6 +618,24 @@ pub fn load(
     if patches.is_empty() && anchors.is_none() {
         return Err(bad("the manifest names no patch".into()));
     }
+    let mut earlier_anchors = Vec::new();
+    for e in &parsed.earlier_anchors {
+        if anchors.is_none() {
+            return Err(bad(
+                "the manifest gives earlier_anchors but no anchors".into()
+            ));
+        }
+        let placeholder = parsed.placeholder.as_deref().unwrap_or_default();
+        let loaded = Anchors::load(placeholder, &parsed.patch_marker, &e.anchors, |name| {
+            diff_name_to_text(name)
+        })
+        .map_err(|why| bad(format!("earlier_anchors revision {}: {why}", e.revision)))?;
+        earlier_anchors.push(EarlierAnchors {
+            revision: e.revision,
+            anchors: loaded,
+            falls_short: e.falls_short.clone(),
+        });
+    }
     let mut earlier = Vec::new();
     for e in &parsed.earlier_patches {
         let text = diff_name_to_text(&e.patch)
@@ -728,6 +778,7 @@ pub fn load(
         verify_left_out,
         texts,
         anchors,
+        earlier_anchors,
         role: None,
         companions: Vec::new(),
     })
@@ -1124,14 +1175,18 @@ mod tests {
                         n == "manifest.json" || n.ends_with(".patch") || n.ends_with(".mjs")
                     })
                     .collect();
-                // Anchor replacements live in `fragments/`.
-                if let Ok(fragments) = std::fs::read_dir(e.path().join("fragments")) {
-                    files.extend(
-                        fragments
-                            .flatten()
-                            .map(|f| format!("fragments/{}", f.file_name().to_string_lossy())),
-                    );
-                }
+                // Anchor replacements live in `fragments/`, an earlier
+                // revision's in a folder of their own there.
+                files.extend(
+                    walkdir::WalkDir::new(e.path().join("fragments"))
+                        .into_iter()
+                        .flatten()
+                        .filter(|f| f.file_type().is_file())
+                        .map(|f| {
+                            let rel = f.path().strip_prefix(e.path()).unwrap();
+                            rel.to_string_lossy().into_owned()
+                        }),
+                );
                 files.sort();
                 (e.file_name().to_string_lossy().into_owned(), files)
             })

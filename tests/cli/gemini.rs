@@ -109,6 +109,84 @@ fn proven_release_is_affected_patched_once_and_reverted_byte_for_byte(version: &
     }
 }
 
+/// `text` as the earlier patch revision `revision` of gemini-cli made it.
+fn patched_by_earlier_revision(text: &str, revision: u32) -> String {
+    let earlier = target_spec("gemini-cli")
+        .earlier_anchors
+        .iter()
+        .find(|e| e.revision == revision)
+        .unwrap();
+    match earlier.anchors.apply(text).unwrap() {
+        mcpatch::anchors::Applied::Patched(t) => t,
+        other => panic!("revision {revision} did not patch: {other:?}"),
+    }
+}
+
+#[test]
+fn a_copy_patched_by_revision_1_is_outdated_and_apply_upgrades_it_to_the_current_revision() {
+    let sb = Sandbox::new();
+    let pkg = sb.gemini_install("0.61.0", "g").canonicalize().unwrap();
+    let path = pkg.to_str().unwrap();
+    let (original, chunk, patched) = original_of("0.61.0");
+    let file = pkg.join(&chunk);
+    // Revision 1 on the original gives the hash the manifest records as outdated.
+    let r1 = edit_file(&file, |t| patched_by_earlier_revision(&t, 1));
+    assert_eq!(
+        r1,
+        "012c034f4b54c7bf78d4468348f73631e7526fe60f579e9064a2d65acba173d8"
+    );
+    let o = sb.run(&["status", "--json", "--path", path]);
+    let v = json(&o);
+    let i = &v["installs"][0];
+    assert_eq!(
+        (code(&o), i["state"].as_str()),
+        (1, Some("outdated")),
+        "{v:#}"
+    );
+    assert_eq!(
+        i["next_step"],
+        "run `mcpatch apply` to upgrade to the current patch revision"
+    );
+    let o = sb.run(&["apply", "--json", "--no-verify", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["installs"][0]["state_before"], "outdated", "{v:#}");
+    assert_eq!(v["installs"][0]["state_after"], "patched", "{v:#}");
+    assert_eq!(sha256_file(&file), patched);
+    // The backup holds the original, so revert gives it back byte for byte.
+    let o = sb.run(&["revert", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), original);
+
+    // A release mcpatch has no record of, patched by revision 1: outdated by
+    // its content, upgraded to what the current anchors make of its original.
+    let unrecorded = edit_file(&file, |t| format!("{t}// a release mcpatch has not seen\n"));
+    let base = std::fs::read_to_string(&file).unwrap();
+    edit_file(&file, |t| patched_by_earlier_revision(&t, 1));
+    let o = sb.run(&["status", "--json", "--path", path]);
+    let v = json(&o);
+    let i = &v["installs"][0];
+    assert_eq!(i["state"], "outdated", "{v:#}");
+    assert_eq!(
+        i["note"],
+        "patched by an earlier mcpatch revision (1) on a revision mcpatch has no record of: a late refusal of a session already replaced starts a second new session when the calls were of one tool, and after a new session that got no answer the next call is sent on the lost session"
+    );
+    let o = sb.run(&["apply", "--yes", "--no-verify", "--json", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let current = target_spec("gemini-cli").anchors.as_ref().unwrap();
+    let want = match current.apply(&base).unwrap() {
+        mcpatch::anchors::Applied::Patched(t) => t,
+        other => panic!("{other:?}"),
+    };
+    assert!(
+        std::fs::read_to_string(&file).unwrap() == want,
+        "not the current revision on the unrecorded original"
+    );
+    let o = sb.run(&["revert", "--path", path]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(sha256_file(&file), unrecorded);
+}
+
 // One test per release, so the harness runs them beside the others.
 #[test]
 fn release_0_61_0_is_affected_patched_once_and_reverted_byte_for_byte() {

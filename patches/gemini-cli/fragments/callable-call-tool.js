@@ -5,17 +5,24 @@
         arguments: call.args,
         _meta: { progressToken }
       }, void 0, { timeout: this.timeout });
+      const mcpatchOwner = this.progressReporter;
+      const mcpatchRecovers = typeof mcpatchOwner?.mcpatchRecoverSession === "function";
+      // The client this call is sent on: a session this tool holds that is known lost is replaced first.
+      let mcpatchSent = this.client;
+      if (mcpatchRecovers && mcpatchOwner.mcpatchLost.has(mcpatchSent)) {
+        mcpatchSent = await mcpatchOwner.mcpatchRecoverSession(mcpatchSent);
+        this.client = mcpatchSent;
+      }
       let {{RESULT}};
       try {
-        {{RESULT}} = await mcpatchSend(this.client);
+        {{RESULT}} = await mcpatchSend(mcpatchSent);
       } catch (mcpatchError) {
-        const mcpatchOwner = this.progressReporter;
-        if (typeof mcpatchOwner?.mcpatchRecoverSession !== "function" || !mcpatchOwner.mcpatchIsSessionLost(mcpatchError)) {
+        if (!mcpatchRecovers || !mcpatchOwner.mcpatchIsSessionLost(mcpatchError)) {
           throw mcpatchError;
         }
         let mcpatchClient;
         try {
-          mcpatchClient = await mcpatchOwner.mcpatchRecoverSession(this.client);
+          mcpatchClient = await mcpatchOwner.mcpatchRecoverSession(mcpatchSent, mcpatchError);
         } catch {
           throw mcpatchError;
         }

@@ -17,8 +17,12 @@ var McpClient = class {
    * client for a new session: one new transport and initialize (without the dead session
    * id), shared by all calls of this server that meet the loss meanwhile, then the server's
    * tools are listed again, and the call is sent once more. Nothing else is sent twice.
+   * A client is recovered only while it is this client's current one: a late refusal of
+   * a session already replaced gets the new client. A lost client stays known as lost, so
+   * no call is sent on it again, even when its new session could not be opened.
    */
   mcpatchRecovery = void 0;
+  mcpatchLost = new WeakSet();
   mcpatchIsSessionLost(error) {
     if (typeof error !== "object" || error === null) return false;
     const message = typeof error.message === "string" ? error.message : "";
@@ -32,20 +36,20 @@ var McpClient = class {
     if (status !== 400 && status !== 401) return false;
     return /\bno valid (?:mcp-)?session\b|\b(?:invalid|unknown|expired|missing)(?: or expired)? (?:mcp-)?session\b|\bsession(?:[ -]id)? (?:is )?(?:not found|invalid|unknown|expired)\b|\bsession[ -]id(?: header)? (?:is )?(?:missing|required)\b|\bsession (?:has )?expired\b|\bserver not initialized\b/i.test(message);
   }
-  async mcpatchRecoverSession(failed) {
+  async mcpatchRecoverSession(failed, lostError) {
+    if (lostError !== void 0) this.mcpatchLost.add(failed);
     if (this.mcpatchRecovery) return this.mcpatchRecovery;
-    if (this.client !== failed) {
-      if (this.client) return this.client;
-      throw new Error(`MCP server '${this.serverName}' is not connected`);
-    }
+    const lost = this.client;
+    if (!lost) throw new Error(`MCP server '${this.serverName}' is not connected`);
+    if (lost !== failed && !this.mcpatchLost.has(lost)) return lost;
     this.mcpatchRecovery = (async () => {
       try {
-        failed.onerror = () => {
+        lost.onerror = () => {
         };
         this.updateStatus({{STATUS}}.DISCONNECTED);
         await this.connect();
         setTimeout(() => {
-          failed.close().catch(() => {
+          lost.close().catch(() => {
           });
         }, 3e4).unref?.();
         this.cliConfig.emitMcpDiagnostic("info", `MCP server '${this.serverName}' lost the session; started a new one (mcpatch)`, void 0, this.serverName);

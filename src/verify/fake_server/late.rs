@@ -19,9 +19,21 @@ use super::sessions::{lock, Shared};
 use super::RAN_BEFORE_LOSS_DELAY;
 
 /// The tool whose held call, answered as lost, gets its answer late: a tool
-/// of its own, so no other call's recovery has touched what the client
-/// holds for it (an `echo` among the batch's others).
+/// other than the batch's `echo` calls.
 pub const LATE_LOST_TOOL: &str = "add";
+
+/// The `b` argument that marks the call of [`LATE_LOST_TOOL`] whose lost
+/// answer comes late. Any other call of that tool in the batch is answered
+/// at once: a client that keeps a session per tool (gemini-cli's tool
+/// adapter holds its own client) has then moved that tool to the new session
+/// before the late answer of the old one comes, and must not take it for a
+/// second loss.
+pub const LATE_MARK_B: i64 = 1;
+
+/// The arguments of the call whose lost answer comes late.
+pub fn late_call_args(a: usize) -> Value {
+    json!({"a": a, "b": LATE_MARK_B})
+}
 
 /// How long the answer of a held call that ran before the loss waits.
 pub(super) fn ran_before_loss_delay(b: &ServerBehaviour) -> Duration {
@@ -31,7 +43,12 @@ pub(super) fn ran_before_loss_delay(b: &ServerBehaviour) -> Duration {
 /// How long the lost answer of a held call (its tools/call `params`) waits.
 pub(super) fn lost_delay(b: &ServerBehaviour, params: &Value) -> Duration {
     match b.late_old_answers {
-        Some(late) if params.get("name").and_then(Value::as_str) == Some(LATE_LOST_TOOL) => late,
+        Some(late)
+            if params.get("name").and_then(Value::as_str) == Some(LATE_LOST_TOOL)
+                && params.pointer("/arguments/b").and_then(Value::as_i64) == Some(LATE_MARK_B) =>
+        {
+            late
+        }
         _ => Duration::ZERO,
     }
 }
@@ -126,14 +143,16 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn only_the_late_tools_lost_answer_waits_and_only_when_asked() {
+    fn only_the_marked_late_calls_lost_answer_waits_and_only_when_asked() {
         let late = ServerBehaviour {
             late_old_answers: Some(Duration::from_millis(1800)),
             ..ServerBehaviour::default()
         };
-        let add = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
+        let add = json!({"name": "add", "arguments": late_call_args(6)});
+        let unmarked = json!({"name": "add", "arguments": {"a": 1, "b": 2}});
         let echo = json!({"name": "echo", "arguments": {"text": "x"}});
         assert_eq!(lost_delay(&late, &add), Duration::from_millis(1800));
+        assert_eq!(lost_delay(&late, &unmarked), Duration::ZERO);
         assert_eq!(lost_delay(&late, &echo), Duration::ZERO);
         assert_eq!(ran_before_loss_delay(&late), Duration::from_millis(1800));
         let usual = ServerBehaviour::default();

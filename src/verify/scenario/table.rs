@@ -758,11 +758,13 @@ pub const LOST_AGAIN: ReloadCycle = ReloadCycle {
 
 /// `reinit-timeout`: the client's limit per request, for a driver that sets
 /// it (gemini-cli's server `timeout`), and how late the refusal of the first
-/// new session comes, past it. The limit is short so the call after the one
-/// that timed out comes within the time a call may still be sent on the lost
-/// session (the invariant nothing-on-lost-session), as in `refused-once`.
-pub const REINIT_TIMEOUT_CALL: Duration = Duration::from_millis(1000);
-pub const REFUSAL_DELAY: Duration = Duration::from_millis(1500);
+/// new session comes, past it. The limit is long enough that the call after
+/// the one that timed out comes past the time a call may still be sent on
+/// the lost session (the invariant nothing-on-lost-session): a client that
+/// still holds the lost session after its new one got no answer sends that
+/// call on it (seen on gemini-cli's patch before it was mended).
+pub const REINIT_TIMEOUT_CALL: Duration = Duration::from_millis(2500);
+pub const REFUSAL_DELAY: Duration = Duration::from_millis(3000);
 
 /// Whether `name` is one of the extra scenarios (extra.rs judges them).
 pub fn is_extra(name: ScenarioName) -> bool {
@@ -818,7 +820,7 @@ fn extra_rows(base: &ServerBehaviour) -> Vec<Scenario> {
         },
         Scenario {
             name: ScenarioName::ReinitTimeout,
-            what: "drops the session; the first new initialize gets no answer within the client's 1 s limit (a 503 after 1.5 s), later ones are answered",
+            what: "drops the session; the first new initialize gets no answer within the client's 2.5 s limit (a 503 after 3 s), later ones are answered",
             behaviour: ServerBehaviour {
                 refuse_first_reinit: true,
                 refusal_delay: Some(REFUSAL_DELAY),

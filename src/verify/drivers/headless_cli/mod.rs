@@ -23,7 +23,7 @@ use crate::node::Node;
 use crate::registry::{FileFind, PatchSpec};
 use crate::verify::drivers::mirror;
 use crate::verify::drivers::steps::{self, Stop};
-use crate::verify::fake_server::late::LATE_LOST_TOOL;
+use crate::verify::fake_server::late::{late_call_args, LATE_LOST_TOOL, LATE_MARK_B};
 use crate::verify::fake_server::{FakeServer, ServerBehaviour, WitnessEntry};
 use crate::verify::render::shown_verdict;
 use crate::verify::report::install_note;
@@ -124,7 +124,8 @@ struct ModelCaller<'a> {
     calls: Mutex<Vec<HarnessCall>>,
     next: AtomicU32,
     /// The server answers a lost call of [`LATE_LOST_TOOL`] late
-    /// (`late-answers`): the first batch of calls at once ends with one.
+    /// (`late-answers`): the first batch of calls at once ends with one,
+    /// after a call of that tool whose loss is answered at once.
     late_tool: bool,
     /// A batch of calls at once was asked already.
     batched: std::sync::atomic::AtomicBool,
@@ -209,7 +210,17 @@ impl steps::Caller for ModelCaller<'_> {
             .map(|i| {
                 if self.late_tool && first_batch && i + 1 == n {
                     // Asked last, so it arrives after the calls that run before the loss.
-                    let args = json!({"a": i, "b": 1});
+                    return (
+                        LATE_LOST_TOOL,
+                        late_call_args(i),
+                        LATE_LOST_TOOL.to_string(),
+                    );
+                }
+                if self.late_tool && first_batch && i + 2 == n {
+                    // The same tool once more, its loss answered at once: its
+                    // recovery moves the tool's adapter (one per tool, shared
+                    // by its calls) to the new session before the late answer.
+                    let args = json!({"a": i, "b": LATE_MARK_B + 1});
                     return (LATE_LOST_TOOL, args, LATE_LOST_TOOL.to_string());
                 }
                 (

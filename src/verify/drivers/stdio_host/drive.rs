@@ -16,7 +16,7 @@ use crate::verify::drivers::steps::{self, Within};
 use crate::verify::explore::plan::{
     ExplorePlan, Step, CALL_TIMEOUT_MS, HEALTHY_MS, LAST_CALL, RECOVER_MS,
 };
-use crate::verify::fake_server::late::LATE_LOST_TOOL;
+use crate::verify::fake_server::late::{late_call_args, LATE_LOST_TOOL};
 use crate::verify::fake_server::FakeServer;
 use crate::verify::process::GroupChild;
 use crate::verify::scenario::host_report::HostReport;
@@ -167,7 +167,7 @@ impl steps::Caller for Caller {
             let me = self.clone();
             if self.late_tool && first_batch && i + 1 == n {
                 // Sent last, so it arrives after the calls that run before the loss.
-                let args = json!({"a": i, "b": 1});
+                let args = late_call_args(i);
                 set.spawn(async move { me.call(LATE_LOST_TOOL, args, LATE_LOST_TOOL).await });
                 continue;
             }
