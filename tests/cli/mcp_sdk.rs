@@ -702,3 +702,94 @@ fn strict_verify_breaks_an_sdk_whose_refused_new_session_reaches_the_caller_with
     };
     assert_eq!((rc, runs), (1, vec![want("esm"), want("cjs")]));
 }
+
+#[test]
+fn a_run_that_hangs_only_beside_the_others_is_run_again_alone_and_passes() {
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let o = sb.run(&[
+        "apply",
+        "--yes",
+        "--no-verify",
+        "--path",
+        project.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    // Each host registers its pid here; a tools/call never leaves a host
+    // while another host is alive: a host starved beside other runs.
+    let registry = sb.root().join("hosts-alive");
+    let hang = format!(
+        r#"        {{
+            const fs = await import("node:fs");
+            const dir = {dir:?};
+            fs.mkdirSync(dir, {{ recursive: true }});
+            fs.writeFileSync(`${{dir}}/${{process.pid}}`, "");
+            const alive = (pid) => {{ try {{ process.kill(pid, 0); return true; }} catch {{ return false; }} }};
+            const others = fs.readdirSync(dir).map(Number).some((pid) => pid !== process.pid && alive(pid));
+            if (message.method === "tools/call" && others) return new Promise(() => {{}});
+        }}
+        return this._mcpatchSend(message, options);
+"#,
+        dir = registry.to_str().unwrap()
+    );
+    let pkg = project.join("node_modules").join(SDK);
+    for rel in [ESM, CJS] {
+        edit_file(&pkg.join(rel), |t| {
+            let send = "        return this._mcpatchSend(message, options);\n";
+            assert_eq!(t.matches(send).count(), 1, "{rel}");
+            t.replacen(send, &hang, 1)
+        });
+    }
+    let mut args = vec!["verify", "--json", "--jobs", "2", "--target", "mcp-sdk"];
+    for s in ["expired-404", "expired-400", "expired-401"] {
+        args.extend(["--scenario", s]);
+    }
+    args.extend(["--path", project.to_str().unwrap()]);
+    let o = output_within(
+        sb.command(&args),
+        std::time::Duration::from_secs(180),
+        "verify",
+    );
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    let runs: Vec<(String, String, String, String)> = v["installs"][0]["scenarios"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
+        .iter()
+        .map(|s| {
+            let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
+            // The call that hung varies: keep what the note says of the rerun.
+            let note = f("note");
+            let rerun = note
+                .split_once(" (run again alone: ")
+                .map(|(_, r)| r.split(": call ").next().unwrap_or_default().to_string())
+                .unwrap_or_default();
+            (f("build"), f("name"), f("verdict"), rerun)
+        })
+        .collect();
+    let want = |b: &str, s: &str, rerun: &str| {
+        (
+            b.to_string(),
+            s.to_string(),
+            "SEAMLESS".to_string(),
+            rerun.to_string(),
+        )
+    };
+    let beside = "beside 1 other run it was HANG";
+    assert_eq!(
+        (code(&o), runs),
+        (
+            0,
+            vec![
+                want("esm", "expired-404", ""),
+                want("esm", "expired-400", beside),
+                want("esm", "expired-401", beside),
+                want("cjs", "expired-404", ""),
+                want("cjs", "expired-400", beside),
+                want("cjs", "expired-401", beside),
+            ]
+        ),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -469,6 +469,38 @@ async fn run_scenarios(
         let (i, one) = ran?;
         report(i, one);
     }
+    drop(rest);
+    // A run that failed beside others only by a time limit (a late recovery,
+    // a call with no answer in time: a bridge starved of the CPU looks the
+    // same) is run again alone once the others are done: the lone verdict
+    // stands, and its note says what the shared run saw.
+    let side_by_side = opts.jobs.max(1).min(total.saturating_sub(1));
+    for (i, s) in chosen.iter().enumerate().skip(1) {
+        let again = side_by_side > 1
+            && done[i].as_ref().is_some_and(|one| {
+                one.left_out.is_none()
+                    && one.started
+                    && !one.judgement.ok
+                    && one.judgement.late_only
+            });
+        if !again {
+            continue;
+        }
+        let mut lone = run_one(s, launch, opts).await?;
+        if let Some(beside) = &done[i] {
+            lone.judgement =
+                scenario::again_alone(&beside.judgement, lone.judgement, side_by_side - 1);
+        }
+        if progress {
+            let shown = shown_verdict(color::stderr(), &lone.judgement, lone.expected);
+            crate::errln!(
+                "[again alone] {}: {shown} at {:.1} s",
+                s.name,
+                started.elapsed().as_secs_f64()
+            );
+        }
+        done[i] = Some(lone);
+    }
     for (s, one) in chosen.iter().zip(done) {
         let Some(mut one) = one else { continue };
         if let Some(why) = one.left_out.take() {
@@ -673,7 +705,9 @@ fn stopped(
             .count(),
         trigger_error: None,
         note,
-        late_only: false,
+        // A call with no answer within its limit: a time limit, which a
+        // bridge starved of the CPU misses as well as a broken one.
+        late_only: matches!(stop, drive::Stop::Hang(_)),
     }
 }
 
@@ -1163,6 +1197,8 @@ mod tests {
             j.note,
             "the bridge's stdout ended while call c2 (echo) waited (exit status: 3); its stderr ended: first | \\u{1b}]0;owned\\u{7}last"
         );
+        // A bridge that ended is no time limit: never run again alone.
+        assert!(!j.late_only);
         let j = stopped(
             &drive::Stop::Hang("call c2 (echo) got no answer within 5000 ms".into()),
             &[],
@@ -1175,5 +1211,7 @@ mod tests {
             j.note,
             "call c2 (echo) got no answer within 5000 ms; the bridge was still running"
         );
+        // A call with no answer in time is run again alone when it ran beside others.
+        assert!(j.late_only);
     }
 }
