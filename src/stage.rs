@@ -429,4 +429,64 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match"), "{msg}");
     }
+
+    /// A small text gemini-cli's anchors fit: its McpClient fields and its
+    /// tool adapter's `callTool`, with code around them.
+    fn fitting_text() -> String {
+        [
+            "var x = 1;",
+            "var McpClient = class {",
+            "  serverName;",
+            "  serverConfig;",
+            "  workspaceContext;",
+            "  cliConfig;",
+            "  debugMode;",
+            "  clientVersion;",
+            "  onContextUpdated;",
+            "  client;",
+            "  transport;",
+            "  status = MCPServerStatus2.DISCONNECTED;",
+            "};",
+            "      const result2 = await this.client.callTool({",
+            "        name: call.name,",
+            "        // eslint-disable-next-line @typescript-eslint/no-unsafe-type-assertion",
+            "        arguments: call.args,",
+            "        _meta: { progressToken }",
+            "      }, void 0, { timeout: this.timeout });",
+            "      return result2;",
+            "",
+        ]
+        .join("\n")
+    }
+
+    #[test]
+    fn an_earlier_anchor_revision_comes_out_to_the_text_it_was_put_on() {
+        let spec = crate::registry::all()
+            .unwrap()
+            .iter()
+            .find(|t| t.target == "gemini-cli")
+            .unwrap();
+        let original = fitting_text();
+        let Ok(crate::anchors::Applied::Patched(r1)) =
+            spec.earlier_anchors[0].anchors.apply(&original)
+        else {
+            panic!("revision 1 does not fit the text");
+        };
+        let path = Path::new("/x/bundle/chunk.js");
+        // A hash mcpatch has no record of: whatever base revision 1 was put on.
+        let unknown = "0".repeat(64);
+        assert_eq!(
+            remove_earlier(spec, &r1, &unknown, path).unwrap(),
+            (original.clone(), 1)
+        );
+        // A recorded outdated hash must come out to its recorded original.
+        let recorded = "012c034f4b54c7bf78d4468348f73631e7526fe60f579e9064a2d65acba173d8";
+        let found = crate::identity::sha256_hex(original.as_bytes());
+        assert_eq!(
+            remove_earlier(spec, &r1, recorded, path).unwrap_err().to_string(),
+            format!("the patch does not apply to /x/bundle/chunk.js: taking patch revision 1 out gives sha256 {found}, not the original 901004474485b55896feaed563d2e1f75bce021a9245ffbd50724028f7926ba6\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall gemini-cli (`npm install -g @google/gemini-cli`, or however it was installed), then run `mcpatch apply`")
+        );
+        // The current revision, or the text as it was, carries no earlier one.
+        assert!(remove_earlier(spec, &original, &unknown, path).is_err());
+    }
 }
