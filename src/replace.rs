@@ -241,4 +241,100 @@ mod tests {
         assert!(tmp.path().join("new").is_dir());
         assert!(tmp.path().join("backups").is_dir());
     }
+
+    #[test]
+    fn a_temp_copy_keeps_a_cjs_or_mjs_name_and_is_js_otherwise() {
+        assert_eq!(module_suffix(Path::new("/p/dist/cjs/index.cjs")), ".cjs");
+        assert_eq!(module_suffix(Path::new("/p/dist/esm/index.mjs")), ".mjs");
+        assert_eq!(module_suffix(Path::new("/p/dist/index.js")), ".js");
+        assert_eq!(module_suffix(Path::new("/p/bin/tool")), ".js");
+        let tmp = tempfile::tempdir().unwrap();
+        let temp = temp_beside(&tmp.path().join("index.cjs"), ".mcpatch-staged-").unwrap();
+        let name = temp
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        assert!(
+            name.starts_with(".mcpatch-staged-") && name.ends_with(".cjs"),
+            "{name}"
+        );
+        assert_eq!(
+            temp_path_of(tmp.path()),
+            tmp.path().join(".mcpatch-staged-*.js")
+        );
+    }
+
+    #[test]
+    fn a_pending_file_takes_only_the_permission_bits_of_its_mode_and_replaces_the_target() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("index.js");
+        std::fs::write(&target, "old").unwrap();
+        // A mode as stat gives it: the file type bits come along.
+        let pending = PendingFile::write_beside(&target, b"new", Some(0o100640), None).unwrap();
+        let mode = std::fs::metadata(pending.path())
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o640);
+        pending.persist().unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
+        let mode = std::fs::metadata(&target).unwrap().permissions().mode();
+        assert_eq!(mode & 0o7777, 0o640);
+    }
+
+    #[test]
+    fn only_temp_files_a_killed_run_left_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        for name in [
+            ".mcpatch-staged-a1.js",
+            ".mcpatch-staged-b2.cjs",
+            ".mcpatch-staged-c3.mjs",
+            ".mcpatch-staged-d4.txt",
+            "index.js",
+            "x.mcpatch-staged-e5.js",
+        ] {
+            std::fs::write(tmp.path().join(name), "").unwrap();
+        }
+        remove_stale_temps(&tmp.path().join("index.js"));
+        let mut left: Vec<String> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                ".mcpatch-staged-d4.txt",
+                "index.js",
+                "x.mcpatch-staged-e5.js"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_folder_that_cannot_be_synced_or_made_is_an_error() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("missing");
+        assert!(sync_dir(&missing).is_err());
+        let file = tmp.path().join("file");
+        std::fs::write(&file, "").unwrap();
+        let under_a_file = file.join("backups");
+        assert!(create_dirs_durably(&under_a_file, 0o700).is_err());
+        let made = tmp.path().join("a").join("b");
+        create_dirs_durably(&made, 0o700).unwrap();
+        assert!(made.is_dir());
+        // Made already: nothing to do.
+        create_dirs_durably(&made, 0o700).unwrap();
+    }
+
+    #[test]
+    fn root_is_told_by_the_effective_user_id() {
+        let id = std::process::Command::new("id").arg("-u").output().unwrap();
+        let uid = String::from_utf8_lossy(&id.stdout).trim().to_string();
+        assert_eq!(running_as_root(), uid == "0");
+    }
 }
