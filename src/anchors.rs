@@ -337,7 +337,7 @@ impl Anchors {
     /// once, and with each anchor's text put back in their place the anchors
     /// patch it into `src` byte for byte.
     pub fn is_patched(&self, src: &str) -> bool {
-        src.contains(self.marker.as_str()) && self.unpatched(src).is_some()
+        self.original_of(src).is_some()
     }
 
     /// The text these anchors patched into `src`, when `src` is proven

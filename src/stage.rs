@@ -102,37 +102,66 @@ pub fn remove_earlier(
             .find_map(|e| {
                 crate::classify::without_patch(current, &e.parsed_diff()).map(|b| (b, e.revision))
             })
-            .ok_or_else(|| Error::PatchDoesNotApply {
-                reinstall: spec.texts.reinstall,
-                path: path.to_path_buf(),
-                detail: format!(
-                    "sha256 {current_hash} carries no earlier revision of the patch that comes out cleanly"
-                ),
-            });
+            .ok_or_else(|| no_earlier_revision(spec, path, current_hash));
     };
     let forward = earlier.parsed_diff();
     let reversed = forward.reverse();
-    let original = diffy::apply(current, &reversed).map_err(|e| Error::PatchDoesNotApply {
-        reinstall: spec.texts.reinstall,
-        path: path.to_path_buf(),
-        detail: format!(
-            "patch revision {} does not come out cleanly: {e}",
-            earlier.revision
-        ),
+    let original = diffy::apply(current, &reversed).map_err(|e| {
+        does_not_come_out(
+            spec,
+            path,
+            format!(
+                "patch revision {} does not come out cleanly: {e}",
+                earlier.revision
+            ),
+        )
     })?;
     let found = crate::identity::sha256_hex(original.as_bytes());
     if !spec.is_original(&found) {
-        return Err(Error::PatchDoesNotApply {
-            reinstall: spec.texts.reinstall,
-            path: path.to_path_buf(),
-            detail: format!(
-                "taking patch revision {} out gives sha256 {found}, not the original {}",
-                earlier.revision,
-                spec.original_sha256()
-            ),
-        });
+        return Err(not_the_original(
+            spec,
+            path,
+            earlier.revision,
+            &found,
+            spec.original_sha256(),
+        ));
     }
     Ok((original, earlier.revision))
+}
+
+/// A file an earlier patch revision does not come out of as it must.
+fn does_not_come_out(spec: &PatchSpec, path: &Path, detail: String) -> Error {
+    Error::PatchDoesNotApply {
+        reinstall: spec.texts.reinstall,
+        path: path.to_path_buf(),
+        detail,
+    }
+}
+
+/// No earlier patch revision comes out of the file whose sha256 is `current_hash`.
+fn no_earlier_revision(spec: &PatchSpec, path: &Path, current_hash: &str) -> Error {
+    does_not_come_out(
+        spec,
+        path,
+        format!(
+            "sha256 {current_hash} carries no earlier revision of the patch that comes out cleanly"
+        ),
+    )
+}
+
+/// Taking `revision` out gave sha256 `found`, not the original `expected`.
+fn not_the_original(
+    spec: &PatchSpec,
+    path: &Path,
+    revision: u32,
+    found: &str,
+    expected: &str,
+) -> Error {
+    does_not_come_out(
+        spec,
+        path,
+        format!("taking patch revision {revision} out gives sha256 {found}, not the original {expected}"),
+    )
 }
 
 /// [`remove_earlier`] for a target patched by content anchors: the newest
@@ -151,13 +180,7 @@ fn remove_earlier_anchors(
         .rev()
         .find_map(|e| e.anchors.original_of(current).map(|b| (b, e.revision)))
     else {
-        return Err(Error::PatchDoesNotApply {
-            reinstall: spec.texts.reinstall,
-            path: path.to_path_buf(),
-            detail: format!(
-                "sha256 {current_hash} carries no earlier revision of the patch that comes out cleanly"
-            ),
-        });
+        return Err(no_earlier_revision(spec, path, current_hash));
     };
     let recorded = spec
         .revision(current_hash)
@@ -165,13 +188,7 @@ fn remove_earlier_anchors(
     if let Some(expected) = recorded {
         let found = crate::identity::sha256_hex(base.as_bytes());
         if !found.eq_ignore_ascii_case(expected) {
-            return Err(Error::PatchDoesNotApply {
-                reinstall: spec.texts.reinstall,
-                path: path.to_path_buf(),
-                detail: format!(
-                    "taking patch revision {revision} out gives sha256 {found}, not the original {expected}"
-                ),
-            });
+            return Err(not_the_original(spec, path, revision, &found, expected));
         }
     }
     Ok((base, revision))

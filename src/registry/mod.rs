@@ -477,13 +477,13 @@ pub fn load(
             refuses: p.refuses.clone(),
         });
     }
+    let placeholder = parsed.placeholder.as_deref().unwrap_or_default();
     let anchors = if parsed.anchors.is_empty() {
         None
     } else {
         if !patches.is_empty() {
             return Err(bad("the manifest gives both patches and anchors".into()));
         }
-        let placeholder = parsed.placeholder.as_deref().unwrap_or_default();
         Some(
             Anchors::load(placeholder, &parsed.patch_marker, &parsed.anchors, |name| {
                 diff_name_to_text(name)
@@ -501,7 +501,6 @@ pub fn load(
                 "the manifest gives earlier_anchors but no anchors".into()
             ));
         }
-        let placeholder = parsed.placeholder.as_deref().unwrap_or_default();
         let loaded = Anchors::load(placeholder, &parsed.patch_marker, &e.anchors, |name| {
             diff_name_to_text(name)
         })

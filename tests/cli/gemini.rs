@@ -109,6 +109,14 @@ fn proven_release_is_affected_patched_once_and_reverted_byte_for_byte(version: &
     }
 }
 
+/// `text` patched by `anchors` (gemini-cli's current ones, or an earlier revision's).
+fn patched_by(anchors: &mcpatch::anchors::Anchors, text: &str) -> String {
+    match anchors.apply(text).unwrap() {
+        mcpatch::anchors::Applied::Patched(t) => t,
+        other => panic!("the anchors did not patch: {other:?}"),
+    }
+}
+
 /// `text` as the earlier patch revision `revision` of gemini-cli made it.
 fn patched_by_earlier_revision(text: &str, revision: u32) -> String {
     let earlier = target_spec("gemini-cli")
@@ -116,10 +124,7 @@ fn patched_by_earlier_revision(text: &str, revision: u32) -> String {
         .iter()
         .find(|e| e.revision == revision)
         .unwrap();
-    match earlier.anchors.apply(text).unwrap() {
-        mcpatch::anchors::Applied::Patched(t) => t,
-        other => panic!("revision {revision} did not patch: {other:?}"),
-    }
+    patched_by(&earlier.anchors, text)
 }
 
 #[test]
@@ -174,10 +179,7 @@ fn a_copy_patched_by_revision_1_is_outdated_and_apply_upgrades_it_to_the_current
     let o = sb.run(&["apply", "--yes", "--no-verify", "--json", "--path", path]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let current = target_spec("gemini-cli").anchors.as_ref().unwrap();
-    let want = match current.apply(&base).unwrap() {
-        mcpatch::anchors::Applied::Patched(t) => t,
-        other => panic!("{other:?}"),
-    };
+    let want = patched_by(current, &base);
     assert!(
         std::fs::read_to_string(&file).unwrap() == want,
         "not the current revision on the unrecorded original"

@@ -740,31 +740,21 @@ fn a_run_that_hangs_only_beside_the_others_is_run_again_alone_and_passes() {
             t.replacen(send, &hang, 1)
         });
     }
-    let mut args = vec!["verify", "--json", "--jobs", "2", "--target", "mcp-sdk"];
+    let mut args = vec!["--jobs", "2", "--target", "mcp-sdk"];
     for s in ["expired-404", "expired-400", "expired-401"] {
         args.extend(["--scenario", s]);
     }
-    args.extend(["--path", project.to_str().unwrap()]);
-    let o = output_within(
-        sb.command(&args),
-        std::time::Duration::from_secs(180),
-        "verify",
-    );
-    let v: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
-    let runs: Vec<(String, String, String, String)> = v["installs"][0]["scenarios"]
-        .as_array()
-        .unwrap_or_else(|| panic!("no scenarios: {v:#}"))
-        .iter()
-        .map(|s| {
-            let f = |k: &str| s[k].as_str().unwrap_or_default().to_string();
-            // The call that hung varies: keep what the note says of the rerun.
-            let note = f("note");
+    let (rc, runs, notes) = super::sdk_scenarios::runs_and_notes(&sb, &project, &args, "verify");
+    // The call that hung varies: keep what each note says of the rerun.
+    let runs: Vec<(String, String, String, String)> = runs
+        .into_iter()
+        .zip(notes)
+        .map(|((build, name, verdict), note)| {
             let rerun = note
                 .split_once(" (run again alone: ")
                 .map(|(_, r)| r.split(": call ").next().unwrap_or_default().to_string())
                 .unwrap_or_default();
-            (f("build"), f("name"), f("verdict"), rerun)
+            (build, name, verdict, rerun)
         })
         .collect();
     let want = |b: &str, s: &str, rerun: &str| {
@@ -777,7 +767,7 @@ fn a_run_that_hangs_only_beside_the_others_is_run_again_alone_and_passes() {
     };
     let beside = "beside 1 other run it was HANG";
     assert_eq!(
-        (code(&o), runs),
+        (rc, runs),
         (
             0,
             vec![
@@ -788,8 +778,6 @@ fn a_run_that_hangs_only_beside_the_others_is_run_again_alone_and_passes() {
                 want("cjs", "expired-400", beside),
                 want("cjs", "expired-401", beside),
             ]
-        ),
-        "{}",
-        stderr(&o)
+        )
     );
 }

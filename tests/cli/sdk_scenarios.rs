@@ -20,16 +20,25 @@ pub(super) fn strict_runs(
     project: &Path,
     scenarios: &[&str],
 ) -> (i32, Vec<(String, String, String)>, Vec<String>) {
-    let mut args = vec!["verify", "--json", "--strict", "--target", target];
+    let mut args = vec!["--strict", "--target", target];
     for s in scenarios {
         args.extend(["--scenario", s]);
     }
-    args.extend(["--path", project.to_str().unwrap()]);
-    let o = output_within(
-        sb.command(&args),
-        std::time::Duration::from_secs(180),
-        "strict verify of the project's SDK",
-    );
+    runs_and_notes(sb, project, &args, "strict verify of the project's SDK")
+}
+
+/// `verify --json ARGS --path PROJECT` (`what` names it if it hangs): the
+/// exit code, each run as (build, scenario, verdict), and each run's note.
+pub(super) fn runs_and_notes(
+    sb: &Sandbox,
+    project: &Path,
+    args: &[&str],
+    what: &str,
+) -> (i32, Vec<(String, String, String)>, Vec<String>) {
+    let mut all = vec!["verify", "--json"];
+    all.extend_from_slice(args);
+    all.extend(["--path", project.to_str().unwrap()]);
+    let o = output_within(sb.command(&all), std::time::Duration::from_secs(180), what);
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
     let runs = v["installs"][0]["scenarios"]

@@ -208,19 +208,16 @@ impl steps::Caller for ModelCaller<'_> {
         let first_batch = !self.batched.swap(true, Ordering::SeqCst);
         let asked = (0..n)
             .map(|i| {
-                if self.late_tool && first_batch && i + 1 == n {
-                    // Asked last, so it arrives after the calls that run before the loss.
-                    return (
-                        LATE_LOST_TOOL,
-                        late_call_args(i),
-                        LATE_LOST_TOOL.to_string(),
-                    );
-                }
-                if self.late_tool && first_batch && i + 2 == n {
-                    // The same tool once more, its loss answered at once: its
-                    // recovery moves the tool's adapter (one per tool, shared
-                    // by its calls) to the new session before the late answer.
-                    let args = json!({"a": i, "b": LATE_MARK_B + 1});
+                if self.late_tool && first_batch && i + 2 >= n {
+                    // Asked last, after the calls that run before the loss: a
+                    // call of the late tool whose loss is answered at once (its
+                    // recovery moves the tool's adapter, one per tool and shared
+                    // by its calls, to the new session), then the one marked late.
+                    let args = if i + 1 == n {
+                        late_call_args(i)
+                    } else {
+                        json!({"a": i, "b": LATE_MARK_B + 1})
+                    };
                     return (LATE_LOST_TOOL, args, LATE_LOST_TOOL.to_string());
                 }
                 (

@@ -469,28 +469,23 @@ async fn run_scenarios(
         let (i, one) = ran?;
         report(i, one);
     }
-    drop(rest);
     // A run that failed beside others only by a time limit (a late recovery,
     // a call with no answer in time: a bridge starved of the CPU looks the
     // same) is run again alone once the others are done: the lone verdict
     // stands, and its note says what the shared run saw.
     let side_by_side = opts.jobs.max(1).min(total.saturating_sub(1));
     for (i, s) in chosen.iter().enumerate().skip(1) {
-        let again = side_by_side > 1
-            && done[i].as_ref().is_some_and(|one| {
-                one.left_out.is_none()
-                    && one.started
-                    && !one.judgement.ok
-                    && one.judgement.late_only
-            });
-        if !again {
+        let Some(beside) = done[i].as_ref().filter(|one| {
+            side_by_side > 1
+                && one.left_out.is_none()
+                && one.started
+                && !one.judgement.ok
+                && one.judgement.late_only
+        }) else {
             continue;
-        }
+        };
         let mut lone = run_one(s, launch, opts).await?;
-        if let Some(beside) = &done[i] {
-            lone.judgement =
-                scenario::again_alone(&beside.judgement, lone.judgement, side_by_side - 1);
-        }
+        lone.judgement = scenario::again_alone(&beside.judgement, lone.judgement, side_by_side - 1);
         if progress {
             let shown = shown_verdict(color::stderr(), &lone.judgement, lone.expected);
             crate::errln!(
