@@ -715,25 +715,34 @@ fn a_run_that_hangs_only_beside_the_others_is_run_again_alone_and_passes() {
         project.to_str().unwrap(),
     ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    // Each host registers its pid here; a tools/call never leaves a host
-    // while another host is alive: a host starved beside other runs.
-    let registry = sb.root().join("hosts-alive");
-    let hang = format!(
-        r#"        {{
+    // Each host takes the next numbered slot of its build when it first
+    // sends: the first run (alone) takes 0, the two side-by-side runs 1 and 2,
+    // the runs again alone 3 and 4. A tools/call never leaves slots 1 and 2:
+    // hosts starved beside other runs, whatever the machine's speed (a check
+    // of which hosts are alive depends on when each starts and is reaped).
+    let slots = sb.root().join("host-slots");
+    let pkg = project.join("node_modules").join(SDK);
+    for (build, rel) in [("esm", ESM), ("cjs", CJS)] {
+        let hang = format!(
+            r#"        {{
             const fs = await import("node:fs");
             const dir = {dir:?};
-            fs.mkdirSync(dir, {{ recursive: true }});
-            fs.writeFileSync(`${{dir}}/${{process.pid}}`, "");
-            const alive = (pid) => {{ try {{ process.kill(pid, 0); return true; }} catch {{ return false; }} }};
-            const others = fs.readdirSync(dir).map(Number).some((pid) => pid !== process.pid && alive(pid));
-            if (message.method === "tools/call" && others) return new Promise(() => {{}});
+            if (globalThis.mcpatchTestSlot === undefined) {{
+                fs.mkdirSync(dir, {{ recursive: true }});
+                let n = 0;
+                for (;;) {{
+                    try {{ fs.writeFileSync(`${{dir}}/{build}-${{n}}`, String(process.pid), {{ flag: "wx" }}); break; }}
+                    catch (e) {{ if (e.code !== "EEXIST") throw e; n += 1; }}
+                }}
+                globalThis.mcpatchTestSlot = n;
+            }}
+            const beside = globalThis.mcpatchTestSlot === 1 || globalThis.mcpatchTestSlot === 2;
+            if (message.method === "tools/call" && beside) return new Promise(() => {{}});
         }}
         return this._mcpatchSend(message, options);
 "#,
-        dir = registry.to_str().unwrap()
-    );
-    let pkg = project.join("node_modules").join(SDK);
-    for rel in [ESM, CJS] {
+            dir = slots.to_str().unwrap()
+        );
         edit_file(&pkg.join(rel), |t| {
             let send = "        return this._mcpatchSend(message, options);\n";
             assert_eq!(t.matches(send).count(), 1, "{rel}");
