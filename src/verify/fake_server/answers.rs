@@ -139,7 +139,7 @@ pub(super) async fn mcp(State(shared): State<Arc<Shared>>, request: Request) -> 
                             a
                         }
                         Dispatch::Late(a) => {
-                            renewal::until_renewed(&shared).await;
+                            renewal::until_renewed(&shared, renewal::HOLD_LIMIT).await;
                             a
                         }
                         Dispatch::Call {
@@ -710,7 +710,7 @@ pub(super) async fn call_tool(
         Some(HeldFate::Lost) => {
             let delay = super::late::lost_delay(&shared.behaviour, params);
             if !delay.is_zero() {
-                tokio::time::sleep(delay).await;
+                super::late::answer_late(shared, delay).await;
             }
             let mut a = lost_session(shared, id);
             a.executed = Some(false);
@@ -727,7 +727,12 @@ pub(super) async fn call_tool(
             }
             let a = run_tool(shared, id, params, call_id.as_deref()).await;
             if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
-                tokio::time::sleep(super::late::ran_before_loss_delay(&shared.behaviour)).await;
+                let delay = super::late::ran_before_loss_delay(&shared.behaviour);
+                if shared.behaviour.late_old_answers.is_some() {
+                    super::late::answer_late(shared, delay).await;
+                } else {
+                    tokio::time::sleep(delay).await;
+                }
             }
             a
         }

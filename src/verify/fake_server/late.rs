@@ -40,6 +40,19 @@ pub(super) fn ran_before_loss_delay(b: &ServerBehaviour) -> Duration {
     b.late_old_answers.unwrap_or(RAN_BEFORE_LOSS_DELAY)
 }
 
+/// Longest a late answer waits, past its delay, for the client's new session
+/// to be up: the delay plus this stays within a client's 3 s limit per request.
+pub(super) const LATE_HOLD_LIMIT: Duration = Duration::from_millis(1000);
+
+/// Wait `delay`, then until the session opened after the loss is up (at most
+/// [`LATE_HOLD_LIMIT`] more): a late answer comes after the client has its
+/// new session however slow the machine, so a client that takes it for a
+/// second loss is seen doing so, and not only when the new session was quick.
+pub(super) async fn answer_late(shared: &Shared, delay: Duration) {
+    tokio::time::sleep(delay).await;
+    super::renewal::until_renewed(shared, LATE_HOLD_LIMIT).await;
+}
+
 /// How long the lost answer of a held call (its tools/call `params`) waits.
 pub(super) fn lost_delay(b: &ServerBehaviour, params: &Value) -> Duration {
     match b.late_old_answers {

@@ -28,9 +28,9 @@ pub(super) fn applies(shared: &Shared) -> bool {
 }
 
 /// Wait until the session opened after the latest loss is up (see
-/// [`renewed`]), at most [`HOLD_LIMIT`].
-pub(super) async fn until_renewed(shared: &Shared) {
-    let deadline = tokio::time::Instant::now() + HOLD_LIMIT;
+/// [`renewed`]), at most `limit`.
+pub(super) async fn until_renewed(shared: &Shared, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < deadline && !renewed(shared) {
         tokio::time::sleep(POLL).await;
     }
@@ -195,5 +195,47 @@ mod tests {
             waited >= HOLD_LIMIT && waited < HOLD_LIMIT + Duration::from_secs(2),
             "{waited:?}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_late_lost_answer_comes_only_once_the_new_session_is_up_however_late_that_is() {
+        let late = Duration::from_millis(100);
+        let server = FakeServer::start(
+            ServerBehaviour {
+                late_old_answers: Some(late),
+                ..ServerBehaviour::default()
+            },
+            0,
+        )
+        .await
+        .unwrap();
+        let url = server.url();
+        let old = open(&url).await;
+        server.hold_calls(1, 0);
+        let marked = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+            "params": {"name": crate::verify::fake_server::late::LATE_LOST_TOOL,
+                "arguments": crate::verify::fake_server::late::late_call_args(2)}});
+        let start = Instant::now();
+        let lost = tokio::spawn({
+            let url = url.clone();
+            async move {
+                let answer = post(&url, Some(&old), marked).await;
+                (answer.0, Instant::now())
+            }
+        });
+        // The new session comes well past the answer's own delay, as on a slow machine.
+        tokio::time::sleep(late * 4).await;
+        let new = open(&url).await;
+        let up = Instant::now();
+        let (status, answered) = lost.await.unwrap();
+        assert_eq!(status, 404);
+        assert!(
+            answered >= up,
+            "the late answer came {:?} after the loss, before the new session ({:?})",
+            answered - start,
+            up - start
+        );
+        assert!(answered - start < late + super::super::late::LATE_HOLD_LIMIT + late * 4);
+        assert_eq!(post(&url, Some(&new), call("on-new")).await.0, 200);
     }
 }

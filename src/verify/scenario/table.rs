@@ -747,7 +747,9 @@ pub fn find(name: ScenarioName) -> Scenario {
 /// `late-answers`: how long after the loss the calls that ran before it, and
 /// the last call answered as lost, get their answers: past the new session's
 /// held-back initialize ([`REINIT_DELAY`]) and its tool list, within the
-/// client's 3 s limit per request.
+/// client's 3 s limit per request. The fake server also waits, at most 1 s
+/// more, for the new session to be up, so a slow machine cannot make the
+/// answers come while the client is still opening it.
 pub const LATE_OLD_ANSWERS: Duration = Duration::from_millis(1800);
 
 /// `lost-again`: every session forgotten twice, 2 s apart, one call after each.
@@ -786,7 +788,7 @@ fn extra_rows(base: &ServerBehaviour) -> Vec<Scenario> {
     vec![
         Scenario {
             name: ScenarioName::LateAnswers,
-            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s); then the new session announces a changed tool list",
+            what: "as concurrent-loss; the 2 calls that ran first, and the 404 to a call of another tool (add) among them, are answered only after the new session is up (1.8 s at the least); then the new session announces a changed tool list",
             behaviour: ServerBehaviour {
                 reinit_delay: Some(REINIT_DELAY),
                 late_old_answers: Some(LATE_OLD_ANSWERS),
