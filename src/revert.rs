@@ -667,3 +667,81 @@ fn render_listing(root: &Path, mut entries: Vec<Listed<'_>>, columns: Option<usi
     }
     s
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn damaged(id: &str) -> DamagedBackup {
+        DamagedBackup {
+            id: id.into(),
+            dir: PathBuf::from("/b").join(id),
+            damaged: "manifest.json is not JSON".into(),
+        }
+    }
+
+    fn backup(id: &str) -> Backup {
+        let manifest = serde_json::from_value(serde_json::json!({
+            "id": id,
+            "patch_id": "p",
+            "original_path": "/pkg/dist/index.js",
+            "package_dir": "/pkg",
+            "version": "1.0.0",
+            "sha256_before": "a".repeat(64),
+            "sha256_after": "b".repeat(64),
+            "mode": "0644",
+            "mcpatch_version": "0.1.0",
+            "created": "2026-12-02T00:00:00Z",
+        }))
+        .unwrap();
+        Backup {
+            id: id.into(),
+            dir: PathBuf::from("/b").join(id),
+            manifest,
+        }
+    }
+
+    #[test]
+    fn a_damaged_backup_is_named_only_when_newer_than_the_chosen_one() {
+        let list = [damaged("20261201T000000Z-1"), damaged("20261203T000000Z-1")];
+        let id = |d: Option<&DamagedBackup>| d.map(|d| d.id.clone());
+        let newest = Some("20261203T000000Z-1".to_string());
+        assert_eq!(id(damaged_newer_than(&list, None)), newest);
+        let older = backup("20261202T000000Z-1");
+        assert_eq!(id(damaged_newer_than(&list, Some(&older))), newest);
+        let newer = backup("20261204T000000Z-1");
+        assert_eq!(id(damaged_newer_than(&list, Some(&newer))), None);
+        let same = backup("20261203T000000Z-1");
+        assert_eq!(id(damaged_newer_than(&list, Some(&same))), None);
+    }
+
+    #[test]
+    fn a_patched_file_with_no_backup_names_the_folder_and_the_targets_way_back() {
+        let spec = crate::registry::session_loss().unwrap();
+        let (why, help) = no_backup(&spec, Path::new("/state/backups"));
+        assert_eq!(
+            why,
+            "it carries the patch, and no backup of it is under /state/backups"
+        );
+        assert_eq!(
+            help,
+            format!(
+                "to get the original back: {}; or, if it was patched with another state folder (sudo uses root's), run `MCPATCH_HOME=<that folder> mcpatch revert` (`--backup ID` picks one of the backups `mcpatch backups` lists there)",
+                spec.texts.reinstall
+            )
+        );
+    }
+
+    #[test]
+    fn a_file_carries_the_patch_only_when_it_holds_the_targets_marker() {
+        let spec = crate::registry::session_loss().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let patched = dir.path().join("patched.js");
+        std::fs::write(&patched, format!("a;\n// {}\nb;\n", spec.patch_marker)).unwrap();
+        let plain = dir.path().join("plain.js");
+        std::fs::write(&plain, "a;\nb;\n").unwrap();
+        assert!(carries_patch(&spec, &patched));
+        assert!(!carries_patch(&spec, &plain));
+        assert!(!carries_patch(&spec, &dir.path().join("missing.js")));
+    }
+}
