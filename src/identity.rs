@@ -11,8 +11,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 
-/// The most mcpatch reads of an installed `lib/index.js` or a saved copy: the
-/// known revisions are about 33 KB, so anything this large is not the package.
+/// The most mcpatch reads of an installed client file or a saved copy: DSH's
+/// plugin is about 33 KB and gemini-cli's bundle chunks a few MB, so a file
+/// this large is not one of them.
 pub const MAX_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// The most mcpatch reads of a small metadata file (package.json, manifest.json).
 pub const MAX_METADATA_BYTES: u64 = 1024 * 1024;
@@ -260,6 +261,38 @@ pub fn kind_of(meta: &std::fs::Metadata) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_installed_file_of_16_mib_is_read_and_one_byte_more_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("chunk.js");
+        let file = std::fs::File::create(&p).unwrap();
+        file.set_len(16 << 20).unwrap();
+        assert_eq!(read(&p).unwrap().bytes.len(), 16 << 20);
+        file.set_len((16 << 20) + 1).unwrap();
+        assert!(matches!(
+            read(&p),
+            Err(Error::TooLarge { limit, .. }) if limit == 16 << 20
+        ));
+    }
+
+    #[test]
+    fn a_package_json_of_1_mib_gives_its_version_and_one_byte_more_gives_none() {
+        let dir = tempfile::tempdir().unwrap();
+        let head = br#"{"version": "1.2.3", "pad": ""#;
+        let tail = br#""}"#;
+        let write = |size: usize| {
+            let mut text = head.to_vec();
+            text.resize(size - tail.len(), b'x');
+            text.extend_from_slice(tail);
+            std::fs::write(dir.path().join("package.json"), text).unwrap();
+        };
+        write(1 << 20);
+        let version = crate::classify::package_version(dir.path());
+        assert_eq!(version.as_deref(), Some("1.2.3"));
+        write((1 << 20) + 1);
+        assert_eq!(crate::classify::package_version(dir.path()), None);
+    }
 
     #[test]
     fn a_file_of_exactly_the_cap_is_read_and_one_byte_more_is_refused() {
