@@ -295,6 +295,19 @@ mod tests {
     }
 
     #[test]
+    fn a_files_sha256_is_the_lowercase_hex_of_the_standard_digest() {
+        // FIPS 180-2's example: what sha256sum prints for "abc".
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index.js");
+        std::fs::write(&p, b"abc").unwrap();
+        assert_eq!(read(&p).unwrap().sha256, sha256_hex(b"abc"));
+    }
+
+    #[test]
     fn a_file_of_exactly_the_cap_is_read_and_one_byte_more_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
