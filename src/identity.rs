@@ -308,6 +308,45 @@ mod tests {
     }
 
     #[test]
+    fn a_snapshot_carries_the_files_mode_and_owner() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("index.js");
+        std::fs::write(&p, b"a").unwrap();
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let snap = read(&p).unwrap();
+        // SAFETY: getuid and getgid only read the process's ids.
+        let me = unsafe { (libc::getuid(), libc::getgid()) };
+        assert_eq!((snap.mode & 0o7777, snap.owner), (0o640, me));
+    }
+
+    #[test]
+    fn a_symlink_is_refused_unless_followed_and_a_fifo_is_refused_without_blocking() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("index.js");
+        std::fs::write(&target, b"a").unwrap();
+        let link = dir.path().join("link.js");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        assert!(open_regular(&link, false).is_err());
+        assert!(open_regular(&link, true).unwrap().1.is_file());
+        let fifo = dir.path().join("fifo.js");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // A blocking open of a FIFO with no writer would never return.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(
+                open_regular(&fifo, true)
+                    .map(|_| ())
+                    .map_err(|e| e.to_string()),
+            );
+        });
+        let opened = rx.recv_timeout(std::time::Duration::from_secs(10));
+        assert!(matches!(opened, Ok(Err(_))), "{opened:?}");
+    }
+
+    #[test]
     fn a_file_of_exactly_the_cap_is_read_and_one_byte_more_is_refused() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("f");
