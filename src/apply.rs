@@ -751,3 +751,35 @@ fn prepare_file(
         gate,
     })))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_gate_says_how_an_unknown_revision_was_checked_in_full_and_in_few_words() {
+        let passed = Gate::Passed(GateReport {
+            passed: true,
+            overall: "SEAMLESS",
+            node_version: "v22.12.0".into(),
+            scenarios: Vec::new(),
+            exploration: None,
+        });
+        assert_eq!(
+            [Gate::Known.line(), passed.line(), Gate::Skipped.line()],
+            [
+                None,
+                Some("verified first (a revision mcpatch does not know): all 0 scenario runs of the patched copy met the current patch revision's expectations (overall SEAMLESS, node v22.12.0)".to_string()),
+                Some("not verified (--no-verify): a revision mcpatch does not know was written without proof that it recovers; check it with `mcpatch verify`".to_string()),
+            ]
+        );
+        assert_eq!(
+            [Gate::Known.short(), passed.short(), Gate::Skipped.short()],
+            [
+                "",
+                ", verified first (a revision mcpatch does not know)",
+                ", NOT verified (--no-verify; a revision mcpatch does not know)",
+            ]
+        );
+    }
+}
