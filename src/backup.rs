@@ -575,6 +575,99 @@ fn same_path(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
 
+    fn mode(path: &Path, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// `check_trusted_entry`'s verdict on `path` as the text of its refusal.
+    fn trust(path: &Path, folder: bool) -> std::result::Result<(), String> {
+        check_trusted_entry(path, folder)
+            .map_err(|e| e.to_string().lines().next().unwrap().to_string())
+    }
+
+    #[test]
+    fn as_root_a_backup_entry_is_trusted_only_when_root_owns_it_and_no_one_else_can_write_it() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = home.path().join("backups");
+        std::fs::create_dir(&dir).unwrap();
+        let file = dir.join(SAVED_FILE);
+        std::fs::write(&file, b"a").unwrap();
+        mode(&dir, 0o755);
+        mode(&file, 0o644);
+        if !replace::running_as_root() {
+            // Not root: nothing is refused (only root restores what others may have planted).
+            mode(&dir, 0o777);
+            assert_eq!(trust(&dir, true), Ok(()));
+            return;
+        }
+        let refused = |p: &Path, why: &str| {
+            Err(format!(
+                "refusing {}: {why}; running as root, mcpatch trusts a backups folder only when root owns it and no one else can write it",
+                p.display()
+            ))
+        };
+        assert_eq!(trust(&dir, true), Ok(()));
+        assert_eq!(trust(&file, false), Ok(()));
+        assert_eq!(trust(&dir.join("missing"), true), Ok(()));
+        assert_eq!(
+            trust(&file, true),
+            refused(&file, "it is a regular file, not a folder")
+        );
+        assert_eq!(
+            trust(&dir, false),
+            refused(&dir, "it is a folder, not a regular file")
+        );
+        mode(&dir, 0o775);
+        assert_eq!(
+            trust(&dir, true),
+            refused(&dir, "its group or others can write it (mode 0775)")
+        );
+        mode(&dir, 0o757);
+        assert_eq!(
+            trust(&dir, true),
+            refused(&dir, "its group or others can write it (mode 0757)")
+        );
+        mode(&dir, 0o755);
+        std::os::unix::fs::chown(&file, Some(1000), None).unwrap();
+        assert_eq!(
+            trust(&file, false),
+            refused(&file, "it is owned by uid 1000, not root")
+        );
+        // The whole check covers the backups folder and the target's folder in it.
+        let root = dir.join("p");
+        prepare_root(&root).unwrap();
+        assert_eq!(check_trusted(&root).map_err(|e| e.to_string()), Ok(()));
+        mode(&dir, 0o777);
+        assert!(check_trusted(&root).is_err());
+        assert!(check_root_for_dry_run(&root).is_err());
+    }
+
+    #[test]
+    fn prepare_root_makes_the_backups_folder_and_a_dry_run_checks_it_without_making_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let home = tempfile::tempdir().unwrap();
+        mode(home.path(), 0o755);
+        let spec = crate::registry::session_loss().unwrap();
+        let root = root(home.path(), &spec);
+        assert_eq!(root, home.path().join("backups").join(&spec.id));
+        assert!(check_root_for_dry_run(&root).is_ok());
+        assert!(!root.exists());
+        prepare_root(&root).unwrap();
+        let made = std::fs::metadata(&root).unwrap();
+        assert!(made.is_dir());
+        assert_eq!(made.permissions().mode() & 0o7777, 0o755);
+        assert!(check_root_for_dry_run(&root).is_ok());
+        // A file where the folder would go is refused, naming the folder.
+        let blocked = home.path().join("file");
+        std::fs::write(&blocked, b"").unwrap();
+        let err = check_root_for_dry_run(&blocked.join("backups")).unwrap_err();
+        assert!(
+            matches!(err, Error::BackupUnwritable { ref dir, .. } if *dir == blocked.join("backups")),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_backup_id_taken_in_the_same_millisecond_gets_the_next_free_number() {
         let root = tempfile::tempdir().unwrap();
