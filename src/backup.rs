@@ -575,6 +575,81 @@ fn same_path(a: &Path, b: &Path) -> bool {
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_saved_backup_is_listed_picked_read_back_reused_and_marked_reverted() {
+        let spec = crate::registry::session_loss().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        mode(home.path(), 0o755);
+        let root = root(home.path(), &spec);
+        let pkg = home.path().join("pkg");
+        let file = pkg.join("index.js");
+        let other = pkg.join("other.js");
+        let bytes = b"an original\n".to_vec();
+        let before = sha256_hex(&bytes);
+        let after = sha256_hex(b"patched\n");
+        fn new<'a>(
+            file: &'a Path,
+            pkg: &'a Path,
+            bytes: &'a [u8],
+            before: &'a str,
+            after: &'a str,
+        ) -> NewBackup<'a> {
+            NewBackup {
+                file,
+                package_dir: pkg,
+                version: Some("1.0.0".into()),
+                bytes,
+                sha256_before: before,
+                sha256_after: after,
+                replaced_sha256: None,
+                mode: Some(0o100644),
+            }
+        }
+        let new = |file| new(file, &pkg, &bytes, &before, &after);
+        assert_eq!(list(&root).unwrap().len(), 0);
+        let (first, reused) = save(&root, &spec, new(&file)).unwrap();
+        assert!(!reused);
+        // The same file patched the same way again keeps its one backup.
+        let (again, reused) = save(&root, &spec, new(&file)).unwrap();
+        assert_eq!((again.id.as_str(), reused), (first.id.as_str(), true));
+        let (second, _) = save(&root, &spec, new(&other)).unwrap();
+        let listed = list(&root).unwrap();
+        let ids: Vec<&str> = listed.iter().map(|b| b.id.as_str()).collect();
+        assert_eq!(ids, [first.id.as_str(), second.id.as_str()]);
+        assert_eq!(pick(&listed, &file, None).map(|b| &b.id), Some(&first.id));
+        assert_eq!(pick(&listed, &other, None).map(|b| &b.id), Some(&second.id));
+        assert!(pick(&listed, &file, Some(&second.id)).is_none());
+        assert!(pick(&listed, &pkg.join("none.js"), None).is_none());
+        assert_eq!(read_checked(&first, &spec).unwrap(), bytes);
+        assert_eq!(saved_file_damage(&first, &spec), None);
+        // Not a known original of the target: nothing to point a user to.
+        assert!(original_of(&root, &spec, &file).is_none());
+        assert!(!is_reverted(&first));
+        mark_reverted(&first, &first.id).unwrap();
+        assert!(is_reverted(&first));
+        unmark_reverted(&first);
+        assert!(!is_reverted(&first));
+        // A saved file that no longer hashes to its manifest is damaged, saying so.
+        let saved = first.dir.join(SAVED_FILE);
+        std::fs::write(&saved, b"changed\n").unwrap();
+        assert_eq!(
+            saved_file_damage(&first, &spec),
+            Some(format!(
+                "{} has sha256 {}, its manifest says {before}",
+                saved.display(),
+                sha256_hex(b"changed\n")
+            ))
+        );
+        assert!(read_checked(&first, &spec).is_err());
+        // A damaged backup is listed apart, and a new save does not reuse it.
+        std::fs::write(second.dir.join(MANIFEST), b"not json").unwrap();
+        let all = list_all(&root).unwrap();
+        assert_eq!((all.backups.len(), all.damaged.len()), (1, 1));
+        let (fresh, reused) = save(&root, &spec, new(&file)).unwrap();
+        assert!(!reused);
+        assert_ne!(fresh.id, first.id);
+    }
+
     fn mode(path: &Path, mode: u32) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
