@@ -576,6 +576,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_saved_copy_keeps_the_permission_bits_but_never_setuid_or_write_for_others() {
+        use std::os::unix::fs::PermissionsExt;
+        let spec = crate::registry::session_loss().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        mode(home.path(), 0o755);
+        let root = root(home.path(), &spec);
+        prepare_root(&root).unwrap();
+        let bytes = b"x\n";
+        let before = sha256_hex(bytes);
+        let saved_mode = |file: &str, mode: Option<u32>| {
+            let file = home.path().join(file);
+            let b = create(
+                &root,
+                &spec,
+                NewBackup {
+                    file: &file,
+                    package_dir: home.path(),
+                    version: None,
+                    bytes,
+                    sha256_before: &before,
+                    sha256_after: &before,
+                    replaced_sha256: None,
+                    mode,
+                },
+            )
+            .unwrap();
+            let meta = std::fs::metadata(b.dir.join(SAVED_FILE)).unwrap();
+            (meta.permissions().mode() & 0o7777, b.manifest.mode)
+        };
+        assert_eq!(saved_mode("a.js", Some(0o104777)), (0o755, Some(0o104777)));
+        assert_eq!(saved_mode("b.js", Some(0o100640)), (0o640, Some(0o100640)));
+        assert_eq!(saved_mode("c.js", None), (0o644, None));
+    }
+
+    #[test]
     fn a_saved_backup_is_listed_picked_read_back_reused_and_marked_reverted() {
         let spec = crate::registry::session_loss().unwrap();
         let home = tempfile::tempdir().unwrap();
