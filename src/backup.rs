@@ -578,10 +578,7 @@ mod tests {
     #[test]
     fn a_saved_copy_keeps_the_permission_bits_but_never_setuid_or_write_for_others() {
         use std::os::unix::fs::PermissionsExt;
-        let spec = crate::registry::session_loss().unwrap();
-        let home = tempfile::tempdir().unwrap();
-        mode(home.path(), 0o755);
-        let root = root(home.path(), &spec);
+        let (spec, home, root) = dsh_backups();
         prepare_root(&root).unwrap();
         let bytes = b"x\n";
         let before = sha256_hex(bytes);
@@ -612,10 +609,7 @@ mod tests {
 
     #[test]
     fn a_saved_backup_is_listed_picked_read_back_reused_and_marked_reverted() {
-        let spec = crate::registry::session_loss().unwrap();
-        let home = tempfile::tempdir().unwrap();
-        mode(home.path(), 0o755);
-        let root = root(home.path(), &spec);
+        let (spec, home, root) = dsh_backups();
         let pkg = home.path().join("pkg");
         let file = pkg.join("index.js");
         let other = pkg.join("other.js");
@@ -688,6 +682,16 @@ mod tests {
     fn mode(path: &Path, mode: u32) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// DSH's patch spec, a state folder only its owner can write, and its
+    /// backups folder for that target (not made yet).
+    fn dsh_backups() -> (PatchSpec, tempfile::TempDir, PathBuf) {
+        let spec = crate::registry::session_loss().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        mode(home.path(), 0o755);
+        let root = root(home.path(), &spec);
+        (spec, home, root)
     }
 
     /// `check_trusted_entry`'s verdict on `path` as the text of its refusal.

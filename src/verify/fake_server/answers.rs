@@ -727,12 +727,7 @@ pub(super) async fn call_tool(
             }
             let a = run_tool(shared, id, params, call_id.as_deref()).await;
             if matches!(fate, Some(HeldFate::RanBeforeLoss)) {
-                let delay = super::late::ran_before_loss_delay(&shared.behaviour);
-                if shared.behaviour.late_old_answers.is_some() {
-                    super::late::answer_late(shared, delay).await;
-                } else {
-                    tokio::time::sleep(delay).await;
-                }
+                super::late::hold_ran_before_loss(shared).await;
             }
             a
         }

@@ -53,6 +53,17 @@ pub(super) async fn answer_late(shared: &Shared, delay: Duration) {
     super::renewal::until_renewed(shared, LATE_HOLD_LIMIT).await;
 }
 
+/// Hold the answer of a held call that ran before the loss: briefly, or, for
+/// late answers, until the new session is up ([`answer_late`]).
+pub(super) async fn hold_ran_before_loss(shared: &Shared) {
+    let delay = ran_before_loss_delay(&shared.behaviour);
+    if shared.behaviour.late_old_answers.is_some() {
+        answer_late(shared, delay).await;
+    } else {
+        tokio::time::sleep(delay).await;
+    }
+}
+
 /// How long the lost answer of a held call (its tools/call `params`) waits.
 pub(super) fn lost_delay(b: &ServerBehaviour, params: &Value) -> Duration {
     match b.late_old_answers {
