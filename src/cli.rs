@@ -141,7 +141,7 @@ pub enum Command {
         /// Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli (and late-answers for mcp-remote).
         #[arg(long = "scenario", value_name = "NAME")]
         scenarios: Vec<ScenarioName>,
-        /// Scenario runs at once (default: all of them for the DSH plugin, in one node; 1 for a bridge or an SDK client, 3 for gemini-cli, each a process of its own).
+        /// Scenario runs at once (default: all of them for the DSH plugin, in one node; 4 for a bridge or an SDK client, 3 for gemini-cli, each a process of its own).
         #[arg(long, short = 'j', value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
         /// Judge every file by the current patch revision's expectations (SEAMLESS

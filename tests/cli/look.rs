@@ -285,7 +285,7 @@ Options:
       --npm                     Ask `npm root -g` for npm's global folder (starts npm) instead of reading npm's configuration, for setups mcpatch cannot read
       --backup [<ID>]           Check a saved original instead (the newest backup, or the one named): the control
       --scenario <NAME>         Run only these scenarios (repeatable); reload and reload-5s (30 s and 40 s) run only when named, late-answers, lost-again, cut-kept, reinit-timeout and tools-changed too but for gemini-cli (and late-answers for mcp-remote) [possible values: {}]
-  -j, --jobs <N>                Scenario runs at once (default: all of them for the DSH plugin, in one node; 1 for a bridge or an SDK client, 3 for gemini-cli, each a process of its own)
+  -j, --jobs <N>                Scenario runs at once (default: all of them for the DSH plugin, in one node; 4 for a bridge or an SDK client, 3 for gemini-cli, each a process of its own)
       --strict                  Judge every file by the current patch revision's expectations (SEAMLESS recovery, its rules), whatever its sha256: for hand-edited files and new releases
       --trust-owner             As root: run an install's code (the load check, verify) even when another user owns it or can write it or a folder on the way to it
       --explore <N>             Also drive the client through N plans generated from a seed, each judged by the rules every run keeps (default: 3 for a file judged by the current revision's expectations when no --scenario is named; 0: none)

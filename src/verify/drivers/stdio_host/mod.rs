@@ -39,10 +39,12 @@ use crate::verify::signals::Interrupts;
 
 /// The default of `--startup-timeout`: `npx` may download the bridge first.
 pub const DEFAULT_STARTUP: Duration = Duration::from_secs(60);
-/// Scenario runs of an installed bridge at once when `--jobs` is not given:
-/// one, as each is a node process of its own, and a loaded 2-core machine
-/// that runs several answers late enough to fail a call's deadline.
-pub const DEFAULT_JOBS: usize = 1;
+/// Scenario runs of an installed bridge or an SDK host at once after the
+/// first when `--jobs` is not given. Each is a node process of its own that
+/// mostly waits on its fake server, so four at a time take about a quarter of
+/// the time for the same CPU; a run made late by the others (a loaded 2-core
+/// machine) is run again alone, and its lone verdict stands.
+pub const DEFAULT_JOBS: usize = 4;
 /// Test-only: panic at the named step (only `bridge-ran`), to prove that a
 /// panic unwinding through a run still kills and reaps the bridge.
 const PANIC_AT: &str = "MCPATCH_TEST_PANIC_AT";
