@@ -714,4 +714,210 @@ mod tests {
         );
         assert_eq!(state, State::Unsupported);
     }
+
+    #[test]
+    fn each_state_has_the_name_status_json_prints() {
+        let names: Vec<&str> = [
+            State::Affected,
+            State::Patched,
+            State::Outdated,
+            State::UpstreamFixed,
+            State::Modified,
+            State::Unsupported,
+        ]
+        .into_iter()
+        .map(State::as_str)
+        .collect();
+        assert_eq!(
+            names,
+            [
+                "affected",
+                "patched",
+                "outdated",
+                "upstream-fixed",
+                "modified",
+                "unsupported"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_file_the_patch_does_not_fit_is_told_to_reinstall_not_to_patch_anyway() {
+        // DSH's plugin: the supervisor is there, the patch's context is not.
+        let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};";
+        let a = assess(&spec(), text.as_bytes(), &sha256_hex(text.as_bytes()));
+        assert_eq!(
+            (a.state, a.next_step),
+            (
+                State::Modified,
+                "reinstall @deepseek-ai/dsh, then run `mcpatch apply`"
+            )
+        );
+        // gemini-cli (content anchors): a text they do not fit, and one that is not UTF-8.
+        let gemini = registry::select(Some("gemini-cli")).unwrap()[0];
+        for bytes in [&b"export const x = 1;\n"[..], &b"\xff\xfe"[..]] {
+            let a = assess(gemini, bytes, &sha256_hex(bytes));
+            assert_eq!(a.state, State::Modified, "{:?}", a.note);
+            assert_eq!(a.next_step, gemini.texts.reinstall_step, "{:?}", a.note);
+            assert_ne!(a.next_step, NEXT_REVIEW_AND_PATCH);
+        }
+        let a = assess(gemini, b"\xff\xfe", &sha256_hex(b"\xff\xfe"));
+        assert_eq!(
+            a.note.as_deref(),
+            Some("unknown revision; it is not UTF-8 text (byte 0 is not), so the patch's content anchors cannot be put in")
+        );
+    }
+
+    #[test]
+    fn the_current_patch_on_a_base_mcpatch_does_not_know_is_patched() {
+        let s = spec();
+        let fits: String = s
+            .parsed_diff()
+            .hunks()
+            .iter()
+            .flat_map(|h| h.lines())
+            .filter_map(|l| match l {
+                diffy::Line::Context(t) | diffy::Line::Delete(t) => Some(*t),
+                diffy::Line::Insert(_) => None,
+            })
+            .collect();
+        // The supervisor's markers, then what the patch's hunks expect to find.
+        let base = format!("function connectGeneration(startup) {{}}\nfunction generationDown(generation) {{}}\ngeneration.onclose = () => {{}};\n{fits}");
+        let patched = diffy::apply(&base, &s.parsed_diff()).unwrap();
+        let a = assess(&s, patched.as_bytes(), &sha256_hex(patched.as_bytes()));
+        assert_eq!(
+            a,
+            Assessment {
+                state: State::Patched,
+                revision: None,
+                note: Some("carries the current patch revision, on a locally modified file".into()),
+                next_step: NEXT_PATCHED_ON_MODIFIED,
+            }
+        );
+    }
+
+    fn located(spec: &PatchSpec, dir: &Path, file: &Path) -> Located {
+        Located {
+            target: spec.target,
+            package_dir: dir.to_path_buf(),
+            file: file.to_path_buf(),
+            unfound: None,
+            found_via: Vec::new(),
+            same_file_as: Vec::new(),
+            hard_links: 1,
+            package: spec.package.clone(),
+            seen_at: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_remembered_sha256_of_a_recorded_revision_is_used_without_reading_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("index.js");
+        std::fs::write(&file, "export function apply() {}").unwrap();
+        let s = spec();
+        let here = located(&s, dir.path(), &file);
+        // Nothing remembered: the file is read and hashed.
+        let mut cache = crate::status_cache::StatusCache::load(None);
+        let i = classify_remembering(&s, &here, &mut cache).unwrap();
+        assert_eq!(
+            (i.state, i.sha256.as_str()),
+            (
+                State::Unsupported,
+                sha256_hex(b"export function apply() {}").as_str()
+            )
+        );
+        // Remembered as the recorded original (its stamp unchanged): not read again.
+        let stamp = crate::status_cache::Stamp::of(&std::fs::metadata(&file).unwrap());
+        let _ = cache.reachable(dir.path(), "index.js", "x", || {
+            (
+                Ok(file.clone()),
+                vec![(PathBuf::from("index.js"), stamp.clone())],
+            )
+        });
+        cache.remember_sha256(&file, stamp, s.original_sha256());
+        let i = classify_remembering(&s, &here, &mut cache).unwrap();
+        assert_eq!(
+            (i.state, i.revision, i.sha256.as_str()),
+            (State::Affected, Some("original"), s.original_sha256())
+        );
+        // A plain classify always reads.
+        assert_eq!(classify(&s, &here).unwrap().state, State::Unsupported);
+    }
+
+    #[test]
+    fn an_install_of_two_builds_is_classified_as_a_whole_and_pairs_each_build_with_its_spec() {
+        let sdk = registry::select(Some("mcp-sdk")).unwrap()[0];
+        let dir = tempfile::tempdir().unwrap();
+        let esm = dir.path().join("dist/esm/client/streamableHttp.js");
+        let cjs = dir.path().join("dist/cjs/client/streamableHttp.js");
+        std::fs::create_dir_all(esm.parent().unwrap()).unwrap();
+        std::fs::write(&esm, "export const x = 1;\n").unwrap();
+        // The CJS build missing: the install is unsupported, saying which build.
+        let i = classify(sdk, &located(sdk, dir.path(), &esm)).unwrap();
+        assert_eq!(i.state, State::Unsupported);
+        assert_eq!(
+            i.note,
+            Some(format!("the cjs build: {} is missing", cjs.display()))
+        );
+        assert_eq!(i.next_step, sdk.texts.unsupported_step);
+        // Both there: the CJS build is the install's companion, with its spec.
+        std::fs::create_dir_all(cjs.parent().unwrap()).unwrap();
+        std::fs::write(&cjs, "exports.x = 1;\n").unwrap();
+        let i = classify(sdk, &located(sdk, dir.path(), &esm)).unwrap();
+        let pairs: Vec<(&Path, Option<&str>)> = i
+            .companions_with(sdk)
+            .map(|(c, s)| (c.file.as_path(), s.role.as_deref()))
+            .collect();
+        assert_eq!(pairs, [(cjs.as_path(), Some("cjs"))]);
+        // Found at the companion's own file: no companion of itself.
+        let i = classify(sdk, &located(sdk, dir.path(), &cjs)).unwrap();
+        assert!(i.companions.is_empty(), "{:?}", i.companions);
+    }
+
+    #[test]
+    fn the_builds_states_fold_into_one_state_of_the_install() {
+        let sdk = registry::select(Some("mcp-sdk")).unwrap()[0];
+        let dir = tempfile::tempdir().unwrap();
+        let esm = dir.path().join("dist/esm/client/streamableHttp.js");
+        std::fs::create_dir_all(esm.parent().unwrap()).unwrap();
+        std::fs::write(&esm, "export const x = 1;\n").unwrap();
+        let mut install = classify(sdk, &located(sdk, dir.path(), &esm)).unwrap();
+        let companion = |state| Companion {
+            role: "cjs".into(),
+            file: dir.path().join("dist/cjs/client/streamableHttp.js"),
+            sha256: String::new(),
+            state,
+            revision: None,
+            note: None,
+        };
+        let fold_of = |first, second, install: &mut Install| {
+            install.state = first;
+            install.next_step = first.next_step(sdk);
+            install.note = None;
+            install.companions = vec![companion(second)];
+            fold(sdk, install);
+            (install.state, install.note.clone(), install.next_step)
+        };
+        assert_eq!(
+            fold_of(State::Patched, State::Patched, &mut install),
+            (State::Patched, None, State::Patched.next_step(sdk))
+        );
+        assert_eq!(
+            fold_of(State::Affected, State::Patched, &mut install),
+            (
+                State::Affected,
+                Some("the esm build is affected, the cjs build is patched; `mcpatch apply` patches the rest".into()),
+                "run `mcpatch apply`"
+            )
+        );
+        assert_eq!(
+            fold_of(State::Patched, State::Outdated, &mut install),
+            (
+                State::Modified,
+                Some("the esm build is patched, the cjs build is outdated".into()),
+                sdk.texts.reinstall_step
+            )
+        );
+    }
 }
