@@ -93,6 +93,21 @@ mod tests {
         };
         let w = [listed, served.clone()];
         assert_eq!(tools_from_new_session(&w, &calls, &tool("b")), None);
+        // The session is the one the last call that worked ran on, whatever
+        // other call ran later.
+        let other = WitnessEntry {
+            seq: 6,
+            session_sent: Some("a".into()),
+            call_id: Some("c9".into()),
+            ..served.clone()
+        };
+        let listed_a = WitnessEntry {
+            seq: 1,
+            session_sent: Some("a".into()),
+            ..w[0].clone()
+        };
+        let w2 = [listed_a, w[0].clone(), served.clone(), other];
+        assert_eq!(tools_from_new_session(&w2, &calls, &tool("b")), None);
         // A session the server never listed tools on is not judged.
         assert_eq!(tools_from_new_session(&[served], &calls, &tool("a")), None);
         assert_eq!(
