@@ -830,10 +830,7 @@ mod tests {
         // Remembered as the recorded original (its stamp unchanged): not read again.
         let stamp = crate::status_cache::Stamp::of(&std::fs::metadata(&file).unwrap());
         let _ = cache.reachable(dir.path(), "index.js", "x", || {
-            (
-                Ok(file.clone()),
-                vec![(PathBuf::from("index.js"), stamp.clone())],
-            )
+            (Ok(file.clone()), vec![(PathBuf::from("index.js"), stamp)])
         });
         cache.remember_sha256(&file, stamp, s.original_sha256());
         let i = classify_remembering(&s, &here, &mut cache).unwrap();
