@@ -925,4 +925,125 @@ mod tests {
             Some("invariant one-initialize-per-loss: 3 sessions were opened for 1 lost session(s): more than one new session per loss".into())
         );
     }
+
+    #[test]
+    fn the_log_may_say_a_session_was_lost_only_as_often_as_one_was() {
+        let mut init = entry(0, 0, "POST", "initialize", None, 200);
+        init.session_issued = Some("a".into());
+        let mut control = entry(3, 30, "CONTROL", "", Some("c"), 0);
+        control.note = Some("dropped".into());
+        let witness = vec![
+            init,
+            // Answered as lost: the one loss.
+            entry(1, 10, "POST", "tools/call", Some("a"), 404),
+            // An ordinary error on a live session, and the server's own note
+            // about another session: neither is a loss.
+            entry(2, 20, "POST", "tools/call", Some("b"), 400),
+            control,
+        ];
+        let dropped = vec!["a".to_string(), "c".to_string()];
+        let words = "session lost, reconnecting";
+        let logs = |n: usize| vec![format!("[mcp] {words}"); n];
+        assert_eq!(
+            logs_tell_the_truth(&witness, &dropped, &logs(1), words),
+            None
+        );
+        assert_eq!(
+            logs_tell_the_truth(&witness, &dropped, &logs(2), words).map(|v| v.note),
+            Some("invariant logs-tell-the-truth: the log said 2 time(s) that a lost session is being replaced, for 1 lost session(s)".into())
+        );
+        // Among every rule, for a client that names such a line: its last
+        // call works on the new session.
+        let mut witness = witness;
+        let mut renewed = entry(4, 40, "POST", "initialize", None, 200);
+        renewed.session_issued = Some("d".into());
+        let mut last = entry(6, 60, "POST", "tools/call", Some("d"), 200);
+        (last.call_id, last.executed) = (Some("c1".into()), Some(true));
+        witness.extend([
+            renewed,
+            entry(5, 50, "POST", "notifications/initialized", Some("d"), 202),
+            last,
+        ]);
+        let counts: HashMap<String, CallCount> =
+            [("c1".to_string(), CallCount { sent: 1, ran: 1 })].into();
+        let calls = [HarnessCall {
+            call_id: "c1".into(),
+            name: "c1".into(),
+            ok: true,
+            error: None,
+            ms: 5,
+        }];
+        let ev = Evidence {
+            witness: &witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls: &calls,
+            policy: crate::verify::scenario::Policy::Short,
+            seamless: true,
+            per_call_recovery: true,
+        };
+        let (deadlines, word_map) = (HashMap::new(), HashMap::new());
+        let lines = logs(2);
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &word_map,
+            lost_words: "Session not found",
+            reconnect: Reconnect::PerCall,
+            last_call: "c1",
+            logs: &lines,
+            loss_log: Some(words),
+        };
+        assert_eq!(
+            check_all(&ev, &x).map(|v| v.invariant),
+            Some("logs-tell-the-truth")
+        );
+        // A client that writes no such line is not judged on its log.
+        let x = Expected {
+            loss_log: None,
+            ..x
+        };
+        assert_eq!(check_all(&ev, &x), None);
+    }
+
+    #[test]
+    fn a_call_still_waiting_at_the_end_is_a_hang_and_an_initialize_with_a_lost_id_is_broken() {
+        let witness = vec![entry(0, 0, "POST", "initialize", None, 200)];
+        let dropped = vec!["a".to_string()];
+        let counts = HashMap::new();
+        let call = |error: &str| HarnessCall {
+            call_id: "c1".into(),
+            name: "1:echo".into(),
+            ok: false,
+            error: Some(error.into()),
+            ms: 9000,
+        };
+        let judge = |calls: &[HarnessCall], witness: &[WitnessEntry]| {
+            check_common(&Evidence {
+                witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            })
+            .map(|v| (v.verdict, v.note))
+        };
+        assert_eq!(
+            judge(&[call(NEVER_SETTLED)], &witness),
+            Some((
+                "HANG",
+                "invariant call-ends: call c1 (1:echo) never settled: its caller was still waiting after 9000 ms".into()
+            ))
+        );
+        assert_eq!(judge(&[call("MCP error -32603: boom")], &witness), None);
+        let with_old_id = vec![entry(4, 40, "POST", "initialize", Some("a"), 200)];
+        assert_eq!(
+            judge(&[], &with_old_id),
+            Some((
+                "BROKEN",
+                "invariant fresh-initialize: an initialize (request 4) carried the lost session id a".into()
+            ))
+        );
+    }
 }
