@@ -1046,4 +1046,25 @@ mod tests {
             ))
         );
     }
+
+    #[test]
+    fn only_a_refused_request_makes_a_session_lost() {
+        let ran = |seq, t| {
+            let mut e = entry(seq, t, "POST", "tools/call", Some("a"), 200);
+            e.executed = Some(true);
+            e
+        };
+        // A healthy session used 3 s apart, and one whose id an initialize
+        // carried (refused: a rule of its own, fresh-initialize) and a call
+        // then served: no session was answered as lost.
+        assert_eq!(sent_after_loss(&[ran(0, 0), ran(1, 3000)]), None);
+        let old_id_init = entry(0, 0, "POST", "initialize", Some("a"), 404);
+        assert_eq!(sent_after_loss(&[old_id_init, ran(1, 3000)]), None);
+        // A call refused on it is a loss: a call 3 s later is late.
+        let refused = entry(0, 0, "POST", "tools/call", Some("a"), 404);
+        assert_eq!(
+            sent_after_loss(&[refused, ran(1, 3000)]).map(|v| v.invariant),
+            Some("nothing-on-lost-session")
+        );
+    }
 }
