@@ -1060,11 +1060,13 @@ mod tests {
         assert_eq!(sent_after_loss(&[ran(0, 0), ran(1, 3000)]), None);
         let old_id_init = entry(0, 0, "POST", "initialize", Some("a"), 404);
         assert_eq!(sent_after_loss(&[old_id_init, ran(1, 3000)]), None);
-        // A call refused on it is a loss: a call 3 s later is late.
+        // A call refused on it is a loss (answered at 1 ms): a call more than
+        // 2 s later is late, one 2 s later is not yet.
         let refused = entry(0, 0, "POST", "tools/call", Some("a"), 404);
         assert_eq!(
-            sent_after_loss(&[refused, ran(1, 3000)]).map(|v| v.invariant),
-            Some("nothing-on-lost-session")
+            sent_after_loss(&[refused.clone(), ran(1, 2002)]).map(|v| v.note),
+            Some("invariant nothing-on-lost-session: POST tools/call was sent on session a 2001 ms after the server answered that session as lost".into())
         );
+        assert_eq!(sent_after_loss(&[refused, ran(1, 2001)]), None);
     }
 }
