@@ -773,6 +773,8 @@ mod tests {
             init,
             entry(3, 300, "POST", "tools/list", Some("b"), 200),
             entry(4, 350, "POST", "tools/call", Some("a"), 404),
+            // 100 ms after the client first used its new session: still in flight.
+            entry(8, 400, "POST", "tools/call", Some("a"), 404),
             entry(5, 600, "DELETE", "", Some("a"), 404),
             entry(6, 700, "POST", "notifications/cancelled", Some("a"), 404),
         ];
@@ -1068,5 +1070,38 @@ mod tests {
             Some("invariant nothing-on-lost-session: POST tools/call was sent on session a 2001 ms after the server answered that session as lost".into())
         );
         assert_eq!(sent_after_loss(&[refused, ran(1, 2001)]), None);
+    }
+
+    #[test]
+    fn a_call_may_end_up_to_the_slack_past_its_deadline_and_no_later() {
+        let deadlines: HashMap<String, u64> = [("1:slow".to_string(), 3000)].into();
+        let words = HashMap::new();
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &words,
+            lost_words: "Session not found",
+            reconnect: Reconnect::PerCall,
+            last_call: "1:slow",
+            logs: &[],
+            loss_log: None,
+        };
+        let ended = |ms| {
+            let c = [HarnessCall {
+                call_id: "c1".into(),
+                name: "1:slow".into(),
+                ok: false,
+                error: Some("timed out".into()),
+                ms,
+            }];
+            calls_in_time(&c, &x).map(|v| (v.verdict, v.note))
+        };
+        assert_eq!(ended(3700), None);
+        assert_eq!(
+            ended(3701),
+            Some((
+                "LATE",
+                "invariant call-ends: call c1 (1:slow) ended after 3701 ms, past its 3000 ms deadline".into()
+            ))
+        );
     }
 }
