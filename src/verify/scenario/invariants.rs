@@ -1104,4 +1104,87 @@ mod tests {
             ))
         );
     }
+
+    #[test]
+    fn a_failed_call_carries_the_servers_words_unless_its_own_deadline_ended_it() {
+        let mut ran = entry(1, 10, "POST", "tools/call", Some("a"), 200);
+        (ran.call_id, ran.executed) = (Some("c1".into()), Some(true));
+        let mut lost = entry(2, 20, "POST", "tools/call", Some("a"), 404);
+        lost.call_id = Some("c2".into());
+        let witness = vec![entry(0, 0, "POST", "initialize", None, 200), ran, lost];
+        let dropped = vec!["a".to_string()];
+        let counts = HashMap::new();
+        let deadlines: HashMap<String, u64> =
+            [("1:fail".to_string(), 3000), ("2:lost".to_string(), 3000)].into();
+        let words: HashMap<String, &'static str> = [("1:fail".to_string(), "boom")].into();
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &words,
+            lost_words: "Session not found",
+            reconnect: Reconnect::PerCall,
+            last_call: "3:last",
+            logs: &[],
+            loss_log: None,
+        };
+        let judge = |id: &str, name: &str, ok: bool, error: &str, ms: u64| {
+            let calls = [HarnessCall {
+                call_id: id.into(),
+                name: name.into(),
+                ok,
+                error: (!error.is_empty()).then(|| error.into()),
+                ms,
+            }];
+            let ev = Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls: &calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: true,
+            };
+            words_carried(&ev, &x).map(|v| v.note)
+        };
+        // The tool ran and failed: its words reach the caller, however late.
+        assert_eq!(
+            judge("c1", "1:fail", false, "MCP error -32603: boom", 10),
+            None
+        );
+        let without = Some("invariant server-words: call c1 (1:fail) failed with \"MCP error -32603: Internal error\", without the server's words \"boom\"".to_string());
+        assert_eq!(
+            judge(
+                "c1",
+                "1:fail",
+                false,
+                "MCP error -32603: Internal error",
+                10
+            ),
+            without
+        );
+        assert_eq!(
+            judge(
+                "c1",
+                "1:fail",
+                false,
+                "MCP error -32603: Internal error",
+                5000
+            ),
+            without
+        );
+        // A call that worked is not judged.
+        assert_eq!(judge("c1", "1:fail", true, "", 10), None);
+        // It met a lost session: the loss answer's words, unless its own
+        // deadline ended it first (700 ms of slack).
+        assert_eq!(judge("c2", "2:lost", false, "Session not found", 10), None);
+        assert_eq!(
+            judge("c2", "2:lost", false, "fetch failed", 10),
+            Some("invariant server-words: call c2 (2:lost) met a lost session and failed with \"fetch failed\", without the server's words \"Session not found\"".into())
+        );
+        assert_eq!(judge("c2", "2:lost", false, "fetch failed", 2300), None);
+        // It never reached the server: nothing to carry.
+        assert_eq!(
+            judge("c3", "3:last", false, "connect ECONNREFUSED", 10),
+            None
+        );
+    }
 }
