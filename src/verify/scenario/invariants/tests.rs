@@ -1,0 +1,472 @@
+//! The unit tests of the rules every run must keep (invariants.rs), each
+//! rule held on small witness logs made by hand.
+
+use super::*;
+
+fn entry(
+    seq: u64,
+    t: u64,
+    method: &str,
+    rpc: &str,
+    sent: Option<&str>,
+    status: u16,
+) -> WitnessEntry {
+    WitnessEntry {
+        seq,
+        t_ms: t,
+        answered_ms: t + 1,
+        http_method: method.into(),
+        rpc_method: (!rpc.is_empty()).then(|| rpc.to_string()),
+        session_sent: sent.map(str::to_string),
+        status,
+        ..Default::default()
+    }
+}
+
+#[test]
+fn a_session_used_before_its_initialized_notification_breaks_the_handshake_rule() {
+    let mut init = entry(0, 0, "POST", "initialize", None, 200);
+    init.session_issued = Some("a".into());
+    let call = entry(2, 20, "POST", "tools/call", Some("a"), 200);
+    let mut w = vec![init.clone(), call.clone()];
+    assert_eq!(
+        used_before_initialized(&w).as_deref(),
+        Some("tools/call (request 2) used session a before the client sent its notifications/initialized: the handshake of that session was never finished")
+    );
+    w.insert(
+        1,
+        entry(1, 10, "POST", "notifications/initialized", Some("a"), 202),
+    );
+    assert_eq!(used_before_initialized(&w), None);
+    // A refused call, or a session whose initialize the witness no longer holds, is not judged.
+    let refused = entry(2, 20, "POST", "tools/call", Some("a"), 404);
+    assert_eq!(used_before_initialized(&[init, refused]), None);
+    assert_eq!(used_before_initialized(&[call]), None);
+}
+
+#[test]
+fn a_request_on_a_lost_session_after_its_answer_breaks_the_rule_but_one_delete_does_not() {
+    let mut init = entry(2, 200, "POST", "initialize", None, 200);
+    init.session_issued = Some("b".into());
+    let mut w = vec![
+        entry(0, 0, "POST", "tools/call", Some("a"), 404),
+        entry(1, 100, "POST", "tools/call", Some("a"), 404),
+        init,
+        entry(3, 300, "POST", "tools/list", Some("b"), 200),
+        entry(4, 350, "POST", "tools/call", Some("a"), 404),
+        // 100 ms after the client first used its new session: still in flight.
+        entry(8, 400, "POST", "tools/call", Some("a"), 404),
+        entry(5, 600, "DELETE", "", Some("a"), 404),
+        entry(6, 700, "POST", "notifications/cancelled", Some("a"), 404),
+    ];
+    // In flight (sent before the client used its new session), the DELETE, a notification.
+    assert_eq!(sent_after_loss(&w), None);
+    w.push(entry(7, 700, "POST", "tools/list", Some("a"), 404));
+    let v = sent_after_loss(&w).expect("a violation");
+    assert_eq!(
+        v.note,
+        "invariant nothing-on-lost-session: POST tools/list was sent on session a 699 ms after the server answered that session as lost, after the client had used a new session"
+    );
+}
+
+#[test]
+fn an_outage_refused_past_the_policy_excuses_giving_up_and_a_healthy_session_resets_it() {
+    let init = |t, status| entry(0, t, "POST", "initialize", None, status);
+    // Two refusals in one outage with 2 attempts: giving up was right.
+    let w = vec![init(0, 200), init(100, 503), init(300, 503)];
+    assert!(gave_up_rightly(&w, &[], 2, 1000));
+    // One refusal per outage, each after 2 s healthy: never past the policy.
+    let w = vec![
+        init(0, 200),
+        init(2000, 503),
+        init(2200, 200),
+        init(5000, 503),
+        init(5200, 200),
+    ];
+    assert!(!gave_up_rightly(&w, &[], 2, 1000));
+}
+
+#[test]
+fn a_per_call_client_may_fail_a_call_only_on_a_refused_new_session_with_its_words() {
+    let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+    lost.call_id = Some("c1".into());
+    let witness = vec![
+        entry(0, 0, "POST", "initialize", None, 200),
+        lost,
+        entry(2, 20, "POST", "initialize", None, 503),
+    ];
+    let dropped = vec!["a".to_string()];
+    let counts: HashMap<String, CallCount> =
+        [("c1".to_string(), CallCount { sent: 1, ran: 0 })].into();
+    let deadlines: HashMap<String, u64> = [("c1".to_string(), 3000)].into();
+    let words = HashMap::new();
+    let judge = |error: &str, reconnect: Reconnect| {
+        let calls = [HarnessCall {
+            call_id: "c1".into(),
+            name: "c1".into(),
+            ok: false,
+            error: Some(error.into()),
+            ms: 30,
+        }];
+        let ev = Evidence {
+            witness: &witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls: &calls,
+            policy: crate::verify::scenario::Policy::Short,
+            seamless: true,
+            per_call_recovery: true,
+        };
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &words,
+            lost_words: "Session not found",
+            reconnect,
+            last_call: "c1",
+            logs: &[],
+            loss_log: None,
+        };
+        repeat_after_loss(&ev, &x)
+            .or_else(|| words_carried(&ev, &x))
+            .map(|v| v.invariant)
+    };
+    let refused = format!("Error POSTing to endpoint: Service Unavailable: {REFUSED_WORDS}");
+    assert_eq!(judge(&refused, Reconnect::PerCall), None);
+    // Without the refusal's words it was never sent again: stuck.
+    assert_eq!(
+        judge("Session not found", Reconnect::PerCall),
+        Some("repeat-after-loss")
+    );
+    // A client with a policy tries again after a refusal: no excuse there.
+    let policy = Reconnect::Policy {
+        max_attempts: 5,
+        max_delay_ms: 1000,
+    };
+    assert_eq!(judge(&refused, policy), Some("repeat-after-loss"));
+}
+
+#[test]
+fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_lost() {
+    let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+    lost.call_id = Some("c2".into());
+    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
+    let dropped = vec!["a".to_string()];
+    let counts: HashMap<String, crate::verify::fake_server::CallCount> = [
+        (
+            "c1".to_string(),
+            crate::verify::fake_server::CallCount { sent: 1, ran: 1 },
+        ),
+        (
+            "c2".to_string(),
+            crate::verify::fake_server::CallCount { sent: 1, ran: 0 },
+        ),
+    ]
+    .into();
+    let call = |id: &str, ok: bool| HarnessCall {
+        call_id: id.into(),
+        name: id.into(),
+        ok,
+        error: (!ok).then(|| "lost and reconnect is disabled".into()),
+        ms: 1,
+    };
+    let judge = |calls: &[HarnessCall]| {
+        no_invented_loss(&Evidence {
+            witness: &witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls,
+            policy: crate::verify::scenario::Policy::Short,
+            seamless: true,
+            per_call_recovery: false,
+        })
+    };
+    // c3 failed on its own after c2 met a lost session: the client knew.
+    assert_eq!(
+        judge(&[call("c1", false), call("c2", false), call("c3", false)]),
+        None
+    );
+    // c0 failed on its own before any call met a loss: invented.
+    let v = judge(&[call("c0", false), call("c1", true)]).expect("a violation");
+    assert_eq!(
+        v.note,
+        "invariant no-invented-loss: call c0 (c0) failed without reaching the server, though no earlier call met a lost session: lost and reconnect is disabled"
+    );
+}
+
+#[test]
+fn more_sessions_than_losses_break_the_rule() {
+    let mut w = vec![
+        entry(0, 0, "POST", "initialize", None, 200),
+        entry(1, 10, "POST", "tools/call", Some("a"), 404),
+        entry(2, 20, "POST", "initialize", None, 200),
+    ];
+    let dropped = vec!["a".to_string()];
+    assert_eq!(one_initialize_per_loss(&w, &dropped), None);
+    w.push(entry(3, 30, "POST", "initialize", None, 200));
+    assert_eq!(
+        one_initialize_per_loss(&w, &dropped).map(|v| v.note),
+        Some("invariant one-initialize-per-loss: 3 sessions were opened for 1 lost session(s): more than one new session per loss".into())
+    );
+}
+
+#[test]
+fn the_log_may_say_a_session_was_lost_only_as_often_as_one_was() {
+    let mut init = entry(0, 0, "POST", "initialize", None, 200);
+    init.session_issued = Some("a".into());
+    let mut control = entry(3, 30, "CONTROL", "", Some("c"), 0);
+    control.note = Some("dropped".into());
+    let witness = vec![
+        init,
+        // Answered as lost: the one loss.
+        entry(1, 10, "POST", "tools/call", Some("a"), 404),
+        // An ordinary error on a live session, and the server's own note
+        // about another session: neither is a loss.
+        entry(2, 20, "POST", "tools/call", Some("b"), 400),
+        control,
+    ];
+    let dropped = vec!["a".to_string(), "c".to_string()];
+    let words = "session lost, reconnecting";
+    let logs = |n: usize| vec![format!("[mcp] {words}"); n];
+    assert_eq!(
+        logs_tell_the_truth(&witness, &dropped, &logs(1), words),
+        None
+    );
+    assert_eq!(
+        logs_tell_the_truth(&witness, &dropped, &logs(2), words).map(|v| v.note),
+        Some("invariant logs-tell-the-truth: the log said 2 time(s) that a lost session is being replaced, for 1 lost session(s)".into())
+    );
+    // Among every rule, for a client that names such a line: its last
+    // call works on the new session.
+    let mut witness = witness;
+    let mut renewed = entry(4, 40, "POST", "initialize", None, 200);
+    renewed.session_issued = Some("d".into());
+    let mut last = entry(6, 60, "POST", "tools/call", Some("d"), 200);
+    (last.call_id, last.executed) = (Some("c1".into()), Some(true));
+    witness.extend([
+        renewed,
+        entry(5, 50, "POST", "notifications/initialized", Some("d"), 202),
+        last,
+    ]);
+    let counts: HashMap<String, CallCount> =
+        [("c1".to_string(), CallCount { sent: 1, ran: 1 })].into();
+    let calls = [HarnessCall {
+        call_id: "c1".into(),
+        name: "c1".into(),
+        ok: true,
+        error: None,
+        ms: 5,
+    }];
+    let ev = Evidence {
+        witness: &witness,
+        dropped: &dropped,
+        counts: &counts,
+        calls: &calls,
+        policy: crate::verify::scenario::Policy::Short,
+        seamless: true,
+        per_call_recovery: true,
+    };
+    let (deadlines, word_map) = (HashMap::new(), HashMap::new());
+    let lines = logs(2);
+    let x = Expected {
+        deadlines: &deadlines,
+        words: &word_map,
+        lost_words: "Session not found",
+        reconnect: Reconnect::PerCall,
+        last_call: "c1",
+        logs: &lines,
+        loss_log: Some(words),
+    };
+    assert_eq!(
+        check_all(&ev, &x).map(|v| v.invariant),
+        Some("logs-tell-the-truth")
+    );
+    // A client that writes no such line is not judged on its log.
+    let x = Expected {
+        loss_log: None,
+        ..x
+    };
+    assert_eq!(check_all(&ev, &x), None);
+}
+
+#[test]
+fn a_call_still_waiting_at_the_end_is_a_hang_and_an_initialize_with_a_lost_id_is_broken() {
+    let witness = vec![entry(0, 0, "POST", "initialize", None, 200)];
+    let dropped = vec!["a".to_string()];
+    let counts = HashMap::new();
+    let call = |error: &str| HarnessCall {
+        call_id: "c1".into(),
+        name: "1:echo".into(),
+        ok: false,
+        error: Some(error.into()),
+        ms: 9000,
+    };
+    let judge = |calls: &[HarnessCall], witness: &[WitnessEntry]| {
+        check_common(&Evidence {
+            witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls,
+            policy: crate::verify::scenario::Policy::Short,
+            seamless: true,
+            per_call_recovery: false,
+        })
+        .map(|v| (v.verdict, v.note))
+    };
+    assert_eq!(
+        judge(&[call(NEVER_SETTLED)], &witness),
+        Some((
+            "HANG",
+            "invariant call-ends: call c1 (1:echo) never settled: its caller was still waiting after 9000 ms".into()
+        ))
+    );
+    assert_eq!(judge(&[call("MCP error -32603: boom")], &witness), None);
+    let with_old_id = vec![entry(4, 40, "POST", "initialize", Some("a"), 200)];
+    assert_eq!(
+        judge(&[], &with_old_id),
+        Some((
+            "BROKEN",
+            "invariant fresh-initialize: an initialize (request 4) carried the lost session id a"
+                .into()
+        ))
+    );
+}
+
+#[test]
+fn only_a_refused_request_makes_a_session_lost() {
+    let ran = |seq, t| {
+        let mut e = entry(seq, t, "POST", "tools/call", Some("a"), 200);
+        e.executed = Some(true);
+        e
+    };
+    // A healthy session used 3 s apart, and one whose id an initialize
+    // carried (refused: a rule of its own, fresh-initialize) and a call
+    // then served: no session was answered as lost.
+    assert_eq!(sent_after_loss(&[ran(0, 0), ran(1, 3000)]), None);
+    let old_id_init = entry(0, 0, "POST", "initialize", Some("a"), 404);
+    assert_eq!(sent_after_loss(&[old_id_init, ran(1, 3000)]), None);
+    // A call refused on it is a loss (answered at 1 ms): a call more than
+    // 2 s later is late, one 2 s later is not yet.
+    let refused = entry(0, 0, "POST", "tools/call", Some("a"), 404);
+    assert_eq!(
+        sent_after_loss(&[refused.clone(), ran(1, 2002)]).map(|v| v.note),
+        Some("invariant nothing-on-lost-session: POST tools/call was sent on session a 2001 ms after the server answered that session as lost".into())
+    );
+    assert_eq!(sent_after_loss(&[refused, ran(1, 2001)]), None);
+}
+
+#[test]
+fn a_call_may_end_up_to_the_slack_past_its_deadline_and_no_later() {
+    let deadlines: HashMap<String, u64> = [("1:slow".to_string(), 3000)].into();
+    let words = HashMap::new();
+    let x = Expected {
+        deadlines: &deadlines,
+        words: &words,
+        lost_words: "Session not found",
+        reconnect: Reconnect::PerCall,
+        last_call: "1:slow",
+        logs: &[],
+        loss_log: None,
+    };
+    let ended = |ms| {
+        let c = [HarnessCall {
+            call_id: "c1".into(),
+            name: "1:slow".into(),
+            ok: false,
+            error: Some("timed out".into()),
+            ms,
+        }];
+        calls_in_time(&c, &x).map(|v| (v.verdict, v.note))
+    };
+    assert_eq!(ended(3700), None);
+    assert_eq!(
+        ended(3701),
+        Some((
+            "LATE",
+            "invariant call-ends: call c1 (1:slow) ended after 3701 ms, past its 3000 ms deadline"
+                .into()
+        ))
+    );
+}
+
+#[test]
+fn a_failed_call_carries_the_servers_words_unless_its_own_deadline_ended_it() {
+    let mut ran = entry(1, 10, "POST", "tools/call", Some("a"), 200);
+    (ran.call_id, ran.executed) = (Some("c1".into()), Some(true));
+    let mut lost = entry(2, 20, "POST", "tools/call", Some("a"), 404);
+    lost.call_id = Some("c2".into());
+    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), ran, lost];
+    let dropped = vec!["a".to_string()];
+    let counts = HashMap::new();
+    let deadlines: HashMap<String, u64> =
+        [("1:fail".to_string(), 3000), ("2:lost".to_string(), 3000)].into();
+    let words: HashMap<String, &'static str> = [("1:fail".to_string(), "boom")].into();
+    let x = Expected {
+        deadlines: &deadlines,
+        words: &words,
+        lost_words: "Session not found",
+        reconnect: Reconnect::PerCall,
+        last_call: "3:last",
+        logs: &[],
+        loss_log: None,
+    };
+    let judge = |id: &str, name: &str, ok: bool, error: &str, ms: u64| {
+        let calls = [HarnessCall {
+            call_id: id.into(),
+            name: name.into(),
+            ok,
+            error: (!error.is_empty()).then(|| error.into()),
+            ms,
+        }];
+        let ev = Evidence {
+            witness: &witness,
+            dropped: &dropped,
+            counts: &counts,
+            calls: &calls,
+            policy: crate::verify::scenario::Policy::Short,
+            seamless: true,
+            per_call_recovery: true,
+        };
+        words_carried(&ev, &x).map(|v| v.note)
+    };
+    // The tool ran and failed: its words reach the caller, however late.
+    assert_eq!(
+        judge("c1", "1:fail", false, "MCP error -32603: boom", 10),
+        None
+    );
+    let without = Some("invariant server-words: call c1 (1:fail) failed with \"MCP error -32603: Internal error\", without the server's words \"boom\"".to_string());
+    assert_eq!(
+        judge(
+            "c1",
+            "1:fail",
+            false,
+            "MCP error -32603: Internal error",
+            10
+        ),
+        without
+    );
+    assert_eq!(
+        judge(
+            "c1",
+            "1:fail",
+            false,
+            "MCP error -32603: Internal error",
+            5000
+        ),
+        without
+    );
+    // A call that worked is not judged.
+    assert_eq!(judge("c1", "1:fail", true, "", 10), None);
+    // It met a lost session: the loss answer's words, unless its own
+    // deadline ended it first (700 ms of slack).
+    assert_eq!(judge("c2", "2:lost", false, "Session not found", 10), None);
+    assert_eq!(
+        judge("c2", "2:lost", false, "fetch failed", 10),
+        Some("invariant server-words: call c2 (2:lost) met a lost session and failed with \"fetch failed\", without the server's words \"Session not found\"".into())
+    );
+    assert_eq!(judge("c2", "2:lost", false, "fetch failed", 2300), None);
+    // It never reached the server: nothing to carry.
+    assert_eq!(
+        judge("c3", "3:last", false, "connect ECONNREFUSED", 10),
+        None
+    );
+}
