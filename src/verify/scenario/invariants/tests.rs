@@ -160,6 +160,11 @@ fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_l
             "c2".to_string(),
             crate::verify::fake_server::CallCount { sent: 1, ran: 0 },
         ),
+        // Counted but never sent: it did not reach the server either.
+        (
+            "c0".to_string(),
+            crate::verify::fake_server::CallCount { sent: 0, ran: 0 },
+        ),
     ]
     .into();
     let call = |id: &str, ok: bool| HarnessCall {
