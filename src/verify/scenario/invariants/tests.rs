@@ -204,10 +204,13 @@ fn more_sessions_than_losses_break_the_rule() {
         entry(0, 0, "POST", "initialize", None, 200),
         entry(1, 10, "POST", "tools/call", Some("a"), 404),
         entry(2, 20, "POST", "initialize", None, 200),
+        // A refused new session and other answered requests open nothing.
+        entry(3, 21, "POST", "initialize", None, 503),
+        entry(4, 22, "POST", "tools/list", Some("b"), 200),
     ];
     let dropped = vec!["a".to_string()];
     assert_eq!(one_initialize_per_loss(&w, &dropped), None);
-    w.push(entry(3, 30, "POST", "initialize", None, 200));
+    w.push(entry(5, 30, "POST", "initialize", None, 200));
     assert_eq!(
         one_initialize_per_loss(&w, &dropped).map(|v| v.note),
         Some("invariant one-initialize-per-loss: 3 sessions were opened for 1 lost session(s): more than one new session per loss".into())
