@@ -478,3 +478,124 @@ fn a_failed_call_carries_the_servers_words_unless_its_own_deadline_ended_it() {
         None
     );
 }
+
+#[test]
+fn with_reconnect_disabled_a_call_that_met_a_loss_fails_within_a_second() {
+    let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+    lost.call_id = Some("c1".into());
+    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
+    let dropped = vec!["a".to_string()];
+    let counts = HashMap::new();
+    let (deadlines, words) = (HashMap::new(), HashMap::new());
+    let x = Expected {
+        deadlines: &deadlines,
+        words: &words,
+        lost_words: "Session not found",
+        reconnect: Reconnect::Disabled,
+        last_call: "2:last",
+        logs: &[],
+        loss_log: None,
+    };
+    let judge = |calls: &[HarnessCall]| {
+        reconnect_kept(
+            &Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            },
+            &x,
+        )
+        .map(|v| v.note)
+    };
+    let call = |id: &str, ok: bool, ms: u64| HarnessCall {
+        call_id: id.into(),
+        name: format!("{id}:echo"),
+        ok,
+        error: (!ok).then(|| "Session not found".into()),
+        ms,
+    };
+    // Another call, which met no loss, may work.
+    assert_eq!(judge(&[call("c1", false, 1000), call("c2", true, 5)]), None);
+    assert_eq!(
+        judge(&[call("c1", false, 1001)]),
+        Some("invariant fail-at-once: with reconnect disabled, call c1 (c1:echo) met a lost session and failed after 1001 ms; it must fail within 1000 ms".into())
+    );
+    assert_eq!(
+        judge(&[call("c1", true, 10)]),
+        Some("invariant fail-at-once: with reconnect disabled, call c1 (c1:echo) met a lost session and succeeded after 10 ms; it must fail within 1000 ms".into())
+    );
+}
+
+#[test]
+fn the_last_call_must_work_unless_the_policy_let_the_client_give_up() {
+    let init = |seq, t, status| entry(seq, t, "POST", "initialize", None, status);
+    // Two refused new sessions in one outage.
+    let witness = vec![init(0, 0, 200), init(1, 100, 503), init(2, 300, 503)];
+    let (dropped, counts) = (Vec::new(), HashMap::new());
+    let (deadlines, words) = (HashMap::new(), HashMap::new());
+    let judge = |reconnect: Reconnect, calls: &[HarnessCall]| {
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &words,
+            lost_words: "Session not found",
+            reconnect,
+            last_call: "9:last",
+            logs: &[],
+            loss_log: None,
+        };
+        reconnect_kept(
+            &Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            },
+            &x,
+        )
+        .map(|v| (v.verdict, v.note))
+    };
+    let call = |id: &str, name: &str, ok: bool| HarnessCall {
+        call_id: id.into(),
+        name: name.into(),
+        ok,
+        error: (!ok).then(|| "Service Unavailable".into()),
+        ms: 10,
+    };
+    let failed_last = [call("c1", "1:echo", true), call("c9", "9:last", false)];
+    let two_attempts = Reconnect::Policy {
+        max_attempts: 2,
+        max_delay_ms: 1000,
+    };
+    assert_eq!(judge(two_attempts, &failed_last), None);
+    let stuck = Some((
+        "STUCK",
+        "invariant recovers: the last call (c9), made once the client had its time to recover, failed: Service Unavailable".to_string(),
+    ));
+    let five_attempts = Reconnect::Policy {
+        max_attempts: 5,
+        max_delay_ms: 1000,
+    };
+    assert_eq!(judge(five_attempts, &failed_last), stuck);
+    assert_eq!(judge(Reconnect::PerCall, &failed_last), stuck);
+    assert_eq!(
+        judge(
+            Reconnect::PerCall,
+            &[call("c9", "9:last", true), call("c1", "1:echo", false)]
+        ),
+        None
+    );
+    assert_eq!(
+        judge(Reconnect::PerCall, &[call("c1", "1:echo", true)]),
+        Some((
+            "STUCK",
+            "invariant recovers: the last call was never made".into()
+        ))
+    );
+}
