@@ -599,3 +599,52 @@ fn the_last_call_must_work_unless_the_policy_let_the_client_give_up() {
         ))
     );
 }
+
+#[test]
+fn a_failed_last_call_is_excused_by_its_own_deadline_or_a_per_call_clients_refused_session() {
+    let witness = vec![entry(0, 0, "POST", "initialize", None, 200)];
+    let (dropped, counts) = (Vec::new(), HashMap::new());
+    let deadlines: HashMap<String, u64> = [("9:last".to_string(), 3000)].into();
+    let words = HashMap::new();
+    let judge = |reconnect: Reconnect, error: &str, ms: u64| {
+        let calls = [HarnessCall {
+            call_id: "c9".into(),
+            name: "9:last".into(),
+            ok: false,
+            error: Some(error.into()),
+            ms,
+        }];
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &words,
+            lost_words: "Session not found",
+            reconnect,
+            last_call: "9:last",
+            logs: &[],
+            loss_log: None,
+        };
+        last_call_works(
+            &Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls: &calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            },
+            &x,
+        )
+        .map(|v| v.invariant)
+    };
+    let policy = Reconnect::Policy {
+        max_attempts: 5,
+        max_delay_ms: 1000,
+    };
+    // Ended within 700 ms of its 3000 ms deadline: by the deadline.
+    assert_eq!(judge(policy, "timed out", 2300), None);
+    assert_eq!(judge(policy, "timed out", 2299), Some("recovers"));
+    let refused = format!("Service Unavailable: {REFUSED_WORDS}");
+    assert_eq!(judge(Reconnect::PerCall, &refused, 10), None);
+    assert_eq!(judge(policy, &refused, 10), Some("recovers"));
+}
