@@ -606,10 +606,12 @@ fn gave_up_rightly(
     let mut inits = witness
         .iter()
         .filter(|e| e.rpc_method.as_deref() == Some("initialize"));
-    let Some(first) = inits.next() else {
+    // The first initialize is no attempt. When its session turned healthy
+    // needs no keeping: the count it could reset is still 0 at the next one.
+    if inits.next().is_none() {
         return false;
-    };
-    let mut healthy_since = (first.status == 200).then_some(first.answered_ms);
+    }
+    let mut healthy_since: Option<u64> = None;
     let mut attempts = 0u32;
     for e in inits {
         if healthy_since.is_some_and(|h| e.t_ms >= h + healthy_for) {

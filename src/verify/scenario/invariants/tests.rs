@@ -648,3 +648,83 @@ fn a_failed_last_call_is_excused_by_its_own_deadline_or_a_per_call_clients_refus
     assert_eq!(judge(Reconnect::PerCall, &refused, 10), None);
     assert_eq!(judge(policy, &refused, 10), Some("recovers"));
 }
+
+#[test]
+fn a_call_that_met_a_loss_and_failed_unsent_is_stuck_unless_its_deadline_or_the_policy_ended_it() {
+    let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
+    lost.call_id = Some("c1".into());
+    let mut ordinary = entry(2, 20, "POST", "tools/call", Some("b"), 500);
+    ordinary.call_id = Some("c2".into());
+    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost, ordinary];
+    let dropped = vec!["a".to_string()];
+    let counts: HashMap<String, CallCount> = [
+        ("c1".to_string(), CallCount { sent: 1, ran: 0 }),
+        ("c2".to_string(), CallCount { sent: 1, ran: 0 }),
+    ]
+    .into();
+    let deadlines: HashMap<String, u64> = [("c1:echo".to_string(), 3000)].into();
+    let words = HashMap::new();
+    let judge = |reconnect: Reconnect, id: &str, ms: u64| {
+        let calls = [HarnessCall {
+            call_id: id.into(),
+            name: format!("{id}:echo"),
+            ok: false,
+            error: Some("Session not found".into()),
+            ms,
+        }];
+        let x = Expected {
+            deadlines: &deadlines,
+            words: &words,
+            lost_words: "Session not found",
+            reconnect,
+            last_call: "none",
+            logs: &[],
+            loss_log: None,
+        };
+        repeat_after_loss(
+            &Evidence {
+                witness: &witness,
+                dropped: &dropped,
+                counts: &counts,
+                calls: &calls,
+                policy: crate::verify::scenario::Policy::Short,
+                seamless: true,
+                per_call_recovery: false,
+            },
+            &x,
+        )
+        .map(|v| v.note)
+    };
+    assert_eq!(
+        judge(Reconnect::PerCall, "c1", 2299),
+        Some("invariant repeat-after-loss: call c1 (c1:echo) met a lost session and failed after 2299 ms without being sent again: Session not found".into())
+    );
+    // Within 700 ms of its deadline, its deadline ended it.
+    assert_eq!(judge(Reconnect::PerCall, "c1", 2300), None);
+    // With reconnect disabled it must fail.
+    assert_eq!(judge(Reconnect::Disabled, "c1", 10), None);
+    // An ordinary error met no loss.
+    assert_eq!(judge(Reconnect::PerCall, "c2", 10), None);
+}
+
+#[test]
+fn a_new_session_that_failed_again_before_it_stayed_healthy_long_enough_is_the_same_outage() {
+    let init = |t, status| entry(0, t, "POST", "initialize", None, status);
+    // A refusal, a new session at 200 ms (the 2nd attempt), and another refusal
+    // 1 s later: within 1000 + 300 ms of health, still the same outage.
+    let w = vec![
+        init(0, 200),
+        init(100, 503),
+        init(200, 200),
+        init(1200, 503),
+    ];
+    assert!(gave_up_rightly(&w, &[], 2, 1000));
+    // 1.4 s later: a new outage, its first attempt.
+    let w = vec![
+        init(0, 200),
+        init(100, 503),
+        init(200, 200),
+        init(1600, 503),
+    ];
+    assert!(!gave_up_rightly(&w, &[], 2, 1000));
+}
