@@ -728,3 +728,25 @@ fn a_new_session_that_failed_again_before_it_stayed_healthy_long_enough_is_the_s
     ];
     assert!(!gave_up_rightly(&w, &[], 2, 1000));
 }
+
+#[test]
+fn the_last_allowed_attempt_that_worked_but_was_lost_again_soon_used_up_the_policy() {
+    let init = |t, status| entry(0, t, "POST", "initialize", None, status);
+    let dropped = vec!["a".to_string()];
+    // The 2nd attempt works (answered at 201 ms); its session is lost at `at`.
+    let lost_at = |at| {
+        let w = vec![
+            init(0, 200),
+            init(100, 503),
+            init(200, 200),
+            entry(9, at, "POST", "tools/call", Some("a"), 404),
+        ];
+        gave_up_rightly(&w, &dropped, 2, 1000)
+    };
+    // Within 1000 + 300 ms of its answer: lost again soon.
+    assert!(lost_at(201));
+    assert!(lost_at(1500));
+    // Before it was answered, or once it had stayed healthy: not.
+    assert!(!lost_at(100));
+    assert!(!lost_at(1501));
+}
