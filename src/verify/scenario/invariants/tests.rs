@@ -40,6 +40,8 @@ fn a_session_used_before_its_initialized_notification_breaks_the_handshake_rule(
     assert_eq!(used_before_initialized(&w), None);
     // A refused call, or a session whose initialize the witness no longer holds, is not judged.
     let refused = entry(2, 20, "POST", "tools/call", Some("a"), 404);
+    assert_eq!(used_before_initialized(&[init.clone(), refused]), None);
+    let refused = entry(2, 20, "POST", "tools/call", Some("a"), 400);
     assert_eq!(used_before_initialized(&[init, refused]), None);
     assert_eq!(used_before_initialized(&[call]), None);
 }
