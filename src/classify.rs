@@ -30,6 +30,16 @@ pub enum State {
 }
 
 impl State {
+    /// Every state, in the order `status` counts them.
+    pub const ALL: [State; 6] = [
+        State::Affected,
+        State::Patched,
+        State::Outdated,
+        State::UpstreamFixed,
+        State::Modified,
+        State::Unsupported,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             State::Affected => "affected",
@@ -609,6 +619,19 @@ mod tests {
         registry::session_loss().unwrap()
     }
 
+    /// A text the patch fits: what each of its hunks expects to find, in order.
+    fn what_the_patch_expects(s: &PatchSpec) -> String {
+        s.parsed_diff()
+            .hunks()
+            .iter()
+            .flat_map(|h| h.lines())
+            .filter_map(|l| match l {
+                diffy::Line::Context(t) | diffy::Line::Delete(t) => Some(*t),
+                diffy::Line::Insert(_) => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn unknown_hash_with_supervisor_is_modified_never_affected() {
         let text = "function connectGeneration(startup) {}\nfunction generationDown(generation) {}\ngeneration.onclose = () => {};";
@@ -681,18 +704,8 @@ mod tests {
             assess(&spec(), text.as_bytes(), &hash).next_step,
             "reinstall @deepseek-ai/dsh, then run `mcpatch apply`"
         );
-        // A text the patch fits: what each hunk expects to find, in order.
         let s = spec();
-        let fits: String = s
-            .parsed_diff()
-            .hunks()
-            .iter()
-            .flat_map(|h| h.lines())
-            .filter_map(|l| match l {
-                diffy::Line::Context(t) | diffy::Line::Delete(t) => Some(*t),
-                diffy::Line::Insert(_) => None,
-            })
-            .collect();
+        let fits = what_the_patch_expects(&s);
         assert!(patch_fits(&s, &fits));
         assert_eq!(
             assess(&s, fits.as_bytes(), &hash).next_step,
@@ -717,17 +730,7 @@ mod tests {
 
     #[test]
     fn each_state_has_the_name_status_json_prints() {
-        let names: Vec<&str> = [
-            State::Affected,
-            State::Patched,
-            State::Outdated,
-            State::UpstreamFixed,
-            State::Modified,
-            State::Unsupported,
-        ]
-        .into_iter()
-        .map(State::as_str)
-        .collect();
+        let names: Vec<&str> = State::ALL.into_iter().map(State::as_str).collect();
         assert_eq!(
             names,
             [
@@ -771,16 +774,7 @@ mod tests {
     #[test]
     fn the_current_patch_on_a_base_mcpatch_does_not_know_is_patched() {
         let s = spec();
-        let fits: String = s
-            .parsed_diff()
-            .hunks()
-            .iter()
-            .flat_map(|h| h.lines())
-            .filter_map(|l| match l {
-                diffy::Line::Context(t) | diffy::Line::Delete(t) => Some(*t),
-                diffy::Line::Insert(_) => None,
-            })
-            .collect();
+        let fits = what_the_patch_expects(&s);
         // The supervisor's markers, then what the patch's hunks expect to find.
         let base = format!("function connectGeneration(startup) {{}}\nfunction generationDown(generation) {{}}\ngeneration.onclose = () => {{}};\n{fits}");
         let patched = diffy::apply(&base, &s.parsed_diff()).unwrap();

@@ -109,17 +109,10 @@ pub fn render_table_within(
         ));
     }
     let count = |st: State| report.installs.iter().filter(|i| i.state == st).count();
-    let counts: Vec<String> = [
-        State::Affected,
-        State::Patched,
-        State::Outdated,
-        State::UpstreamFixed,
-        State::Modified,
-        State::Unsupported,
-    ]
-    .into_iter()
-    .map(|st| format!("{} {}", count(st), st.as_str()))
-    .collect();
+    let counts: Vec<String> = State::ALL
+        .into_iter()
+        .map(|st| format!("{} {}", count(st), st.as_str()))
+        .collect();
     s.push_str(&hanging_list(
         &format!("{} install(s): ", report.installs.len()),
         &counts,
