@@ -3,6 +3,7 @@
 
 mod auth;
 mod bounded;
+mod extra;
 mod get_stream;
 mod hold;
 mod recovery;
