@@ -679,6 +679,133 @@ mod tests {
         assert_ne!(fresh.id, first.id);
     }
 
+    /// A backup of `file` holding `bytes`, patched to "patched\n".
+    fn backup_of<'a>(
+        file: &'a Path,
+        pkg: &'a Path,
+        bytes: &'a [u8],
+        before: &'a str,
+    ) -> NewBackup<'a> {
+        NewBackup {
+            file,
+            package_dir: pkg,
+            version: None,
+            bytes,
+            sha256_before: before,
+            sha256_after: "0000000000000000000000000000000000000000000000000000000000000000",
+            replaced_sha256: None,
+            mode: None,
+        }
+    }
+
+    #[test]
+    fn a_backup_is_named_by_its_time_in_milliseconds_and_the_originals_hash_and_clears_half_written_ones(
+    ) {
+        let (spec, home, root) = dsh_backups();
+        prepare_root(&root).unwrap();
+        let left = root.join(".incomplete-abc");
+        std::fs::create_dir(&left).unwrap();
+        let bytes = b"an original\n";
+        let before = sha256_hex(bytes);
+        let file = home.path().join("index.js");
+        let b = create(&root, &spec, backup_of(&file, home.path(), bytes, &before)).unwrap();
+        // 20261203T091500.123Z-<the first 8 of the original's sha256>
+        let (stamp, hash) = b.id.split_once('-').unwrap();
+        assert_eq!(hash, &before[..8]);
+        let shape: String = stamp
+            .chars()
+            .map(|c| if c.is_ascii_digit() { '9' } else { c })
+            .collect();
+        assert_eq!(shape, "99999999T999999.999Z", "{}", b.id);
+        assert_eq!(b.dir, root.join(&b.id));
+        assert!(!left.exists(), "a half-written backup was left behind");
+    }
+
+    #[test]
+    fn only_backup_folders_are_listed_and_a_damaged_one_names_what_is_wrong() {
+        let (spec, home, root) = dsh_backups();
+        prepare_root(&root).unwrap();
+        let bytes = b"an original\n";
+        let before = sha256_hex(bytes);
+        let file = home.path().join("index.js");
+        let (kept, _) = save(&root, &spec, backup_of(&file, home.path(), bytes, &before)).unwrap();
+        std::fs::create_dir(root.join(".incomplete-abc")).unwrap();
+        std::fs::write(root.join("notes.txt"), b"").unwrap();
+        // Older than the backup kept: a damaged backup made before it.
+        let older = root.join("20000101T000000.000Z-deadbeef");
+        std::fs::create_dir(&older).unwrap();
+        let all = list_all(&root).unwrap();
+        let ids: Vec<&str> = all.backups.iter().map(|b| b.id.as_str()).collect();
+        assert_eq!(ids, [kept.id.as_str()]);
+        let damaged: Vec<(&str, &str)> = all
+            .damaged
+            .iter()
+            .map(|d| (d.id.as_str(), d.damaged.as_str()))
+            .collect();
+        let manifest = older.join(MANIFEST);
+        assert_eq!(
+            damaged,
+            [(
+                "20000101T000000.000Z-deadbeef",
+                format!(
+                    "cannot read {}: No such file or directory (os error 2)",
+                    manifest.display()
+                )
+                .as_str()
+            )]
+        );
+        // A damaged backup older than the newest does not stop its reuse.
+        let (again, reused) =
+            save(&root, &spec, backup_of(&file, home.path(), bytes, &before)).unwrap();
+        assert_eq!((again.id.as_str(), reused), (kept.id.as_str(), true));
+    }
+
+    #[test]
+    fn the_original_a_revert_would_restore_is_the_newest_whole_backup_of_a_known_original() {
+        let (mut spec, home, root) = dsh_backups();
+        prepare_root(&root).unwrap();
+        let bytes = b"an original\n";
+        let before = sha256_hex(bytes);
+        let mut known = spec.revisions[0].clone();
+        known.sha256 = Some(before.clone());
+        known.kind = RevisionKind::Original;
+        spec.revisions.insert(0, known);
+        let file = home.path().join("index.js");
+        assert!(original_of(&root, &spec, &file).is_none());
+        let (b, _) = save(&root, &spec, backup_of(&file, home.path(), bytes, &before)).unwrap();
+        assert_eq!(
+            original_of(&root, &spec, &file).map(|o| o.id),
+            Some(b.id.clone())
+        );
+        assert!(original_of(&root, &spec, &home.path().join("other.js")).is_none());
+        // A damaged backup newer than it: revert would stop there.
+        std::fs::create_dir(root.join(format!("{}-9", b.id))).unwrap();
+        assert!(original_of(&root, &spec, &file).is_none());
+    }
+
+    #[test]
+    fn a_backup_refused_as_root_says_why_in_one_line() {
+        let (spec, home, root) = dsh_backups();
+        prepare_root(&root).unwrap();
+        let bytes = b"an original\n";
+        let before = sha256_hex(bytes);
+        let file = home.path().join("index.js");
+        let b = create(&root, &spec, backup_of(&file, home.path(), bytes, &before)).unwrap();
+        mode(&b.dir, 0o777);
+        if !replace::running_as_root() {
+            // Not root: nothing is refused (only root restores what others may have planted).
+            assert_eq!(saved_file_damage(&b, &spec), None);
+            return;
+        }
+        assert_eq!(
+            saved_file_damage(&b, &spec),
+            Some(format!(
+                "refusing {}: its group or others can write it (mode 0777); running as root, mcpatch trusts a backups folder only when root owns it and no one else can write it",
+                b.dir.display()
+            ))
+        );
+    }
+
     fn mode(path: &Path, mode: u32) {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
