@@ -23,6 +23,89 @@ fn entry(
     }
 }
 
+/// One run's evidence and what was expected of it, owned, with what most
+/// tests share: a seamless, per-call client under `Policy::Short` whose lost
+/// session is answered "Session not found", no deadlines, words or logs.
+#[derive(Clone)]
+struct Case {
+    witness: Vec<WitnessEntry>,
+    dropped: Vec<String>,
+    counts: HashMap<String, CallCount>,
+    calls: Vec<HarnessCall>,
+    per_call_recovery: bool,
+    deadlines: HashMap<String, u64>,
+    words: HashMap<String, &'static str>,
+    reconnect: Reconnect,
+    last_call: &'static str,
+    logs: Vec<String>,
+    loss_log: Option<&'static str>,
+}
+
+impl Case {
+    fn new(witness: Vec<WitnessEntry>) -> Case {
+        Case {
+            witness,
+            dropped: Vec::new(),
+            counts: HashMap::new(),
+            calls: Vec::new(),
+            per_call_recovery: false,
+            deadlines: HashMap::new(),
+            words: HashMap::new(),
+            reconnect: Reconnect::PerCall,
+            last_call: "none",
+            logs: Vec::new(),
+            loss_log: None,
+        }
+    }
+
+    fn ev(&self) -> Evidence<'_> {
+        Evidence {
+            witness: &self.witness,
+            dropped: &self.dropped,
+            counts: &self.counts,
+            calls: &self.calls,
+            policy: crate::verify::scenario::Policy::Short,
+            seamless: true,
+            per_call_recovery: self.per_call_recovery,
+        }
+    }
+
+    fn x(&self) -> Expected<'_> {
+        Expected {
+            deadlines: &self.deadlines,
+            words: &self.words,
+            lost_words: "Session not found",
+            reconnect: self.reconnect,
+            last_call: self.last_call,
+            logs: &self.logs,
+            loss_log: self.loss_log,
+        }
+    }
+}
+
+/// What the caller saw of call `id` (tool label `name`): it worked, or failed with `error`.
+fn seen(id: &str, name: &str, error: Option<&str>, ms: u64) -> HarnessCall {
+    HarnessCall {
+        call_id: id.into(),
+        name: name.into(),
+        ok: error.is_none(),
+        error: error.map(str::to_string),
+        ms,
+    }
+}
+
+/// `(id, sent, ran)` as the fake server counts calls.
+fn counts(of: &[(&str, u32, u32)]) -> HashMap<String, CallCount> {
+    of.iter()
+        .map(|&(id, sent, ran)| (id.to_string(), CallCount { sent, ran }))
+        .collect()
+}
+
+/// A map of call labels to `value`s.
+fn by_label<T: Copy>(of: &[(&str, T)]) -> HashMap<String, T> {
+    of.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+}
+
 #[test]
 fn a_session_used_before_its_initialized_notification_breaks_the_handshake_rule() {
     let mut init = entry(0, 0, "POST", "initialize", None, 200);
@@ -92,44 +175,26 @@ fn an_outage_refused_past_the_policy_excuses_giving_up_and_a_healthy_session_res
 fn a_per_call_client_may_fail_a_call_only_on_a_refused_new_session_with_its_words() {
     let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
     lost.call_id = Some("c1".into());
-    let witness = vec![
-        entry(0, 0, "POST", "initialize", None, 200),
-        lost,
-        entry(2, 20, "POST", "initialize", None, 503),
-    ];
-    let dropped = vec!["a".to_string()];
-    let counts: HashMap<String, CallCount> =
-        [("c1".to_string(), CallCount { sent: 1, ran: 0 })].into();
-    let deadlines: HashMap<String, u64> = [("c1".to_string(), 3000)].into();
-    let words = HashMap::new();
+    let case = Case {
+        dropped: vec!["a".into()],
+        counts: counts(&[("c1", 1, 0)]),
+        deadlines: by_label(&[("c1", 3000)]),
+        per_call_recovery: true,
+        last_call: "c1",
+        ..Case::new(vec![
+            entry(0, 0, "POST", "initialize", None, 200),
+            lost,
+            entry(2, 20, "POST", "initialize", None, 503),
+        ])
+    };
     let judge = |error: &str, reconnect: Reconnect| {
-        let calls = [HarnessCall {
-            call_id: "c1".into(),
-            name: "c1".into(),
-            ok: false,
-            error: Some(error.into()),
-            ms: 30,
-        }];
-        let ev = Evidence {
-            witness: &witness,
-            dropped: &dropped,
-            counts: &counts,
-            calls: &calls,
-            policy: crate::verify::scenario::Policy::Short,
-            seamless: true,
-            per_call_recovery: true,
-        };
-        let x = Expected {
-            deadlines: &deadlines,
-            words: &words,
-            lost_words: "Session not found",
+        let case = Case {
+            calls: vec![seen("c1", "c1", Some(error), 30)],
             reconnect,
-            last_call: "c1",
-            logs: &[],
-            loss_log: None,
+            ..case.clone()
         };
-        repeat_after_loss(&ev, &x)
-            .or_else(|| words_carried(&ev, &x))
+        repeat_after_loss(&case.ev(), &case.x())
+            .or_else(|| words_carried(&case.ev(), &case.x()))
             .map(|v| v.invariant)
     };
     let refused = format!("Error POSTing to endpoint: Service Unavailable: {REFUSED_WORDS}");
@@ -151,49 +216,34 @@ fn a_per_call_client_may_fail_a_call_only_on_a_refused_new_session_with_its_word
 fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_lost() {
     let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
     lost.call_id = Some("c2".into());
-    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
-    let dropped = vec!["a".to_string()];
-    let counts: HashMap<String, crate::verify::fake_server::CallCount> = [
-        (
-            "c1".to_string(),
-            crate::verify::fake_server::CallCount { sent: 1, ran: 1 },
-        ),
-        (
-            "c2".to_string(),
-            crate::verify::fake_server::CallCount { sent: 1, ran: 0 },
-        ),
-        // Counted but never sent: it did not reach the server either.
-        (
-            "c0".to_string(),
-            crate::verify::fake_server::CallCount { sent: 0, ran: 0 },
-        ),
-    ]
-    .into();
-    let call = |id: &str, ok: bool| HarnessCall {
-        call_id: id.into(),
-        name: id.into(),
-        ok,
-        error: (!ok).then(|| "lost and reconnect is disabled".into()),
-        ms: 1,
+    let case = Case {
+        dropped: vec!["a".into()],
+        // c0 counted but never sent: it did not reach the server either.
+        counts: counts(&[("c1", 1, 1), ("c2", 1, 0), ("c0", 0, 0)]),
+        ..Case::new(vec![entry(0, 0, "POST", "initialize", None, 200), lost])
     };
-    let judge = |calls: &[HarnessCall]| {
-        no_invented_loss(&Evidence {
-            witness: &witness,
-            dropped: &dropped,
-            counts: &counts,
-            calls,
-            policy: crate::verify::scenario::Policy::Short,
-            seamless: true,
-            per_call_recovery: false,
-        })
+    let call =
+        |id: &str, ok: bool| seen(id, id, (!ok).then_some("lost and reconnect is disabled"), 1);
+    let judge = |calls: Vec<HarnessCall>| {
+        no_invented_loss(
+            &Case {
+                calls,
+                ..case.clone()
+            }
+            .ev(),
+        )
     };
     // c3 failed on its own after c2 met a lost session: the client knew.
     assert_eq!(
-        judge(&[call("c1", false), call("c2", false), call("c3", false)]),
+        judge(vec![
+            call("c1", false),
+            call("c2", false),
+            call("c3", false)
+        ]),
         None
     );
     // c0 failed on its own before any call met a loss: invented.
-    let v = judge(&[call("c0", false), call("c1", true)]).expect("a violation");
+    let v = judge(vec![call("c0", false), call("c1", true)]).expect("a violation");
     assert_eq!(
         v.note,
         "invariant no-invented-loss: call c0 (c0) failed without reaching the server, though no earlier call met a lost session: lost and reconnect is disabled"
@@ -257,82 +307,50 @@ fn the_log_may_say_a_session_was_lost_only_as_often_as_one_was() {
         entry(5, 50, "POST", "notifications/initialized", Some("d"), 202),
         last,
     ]);
-    let counts: HashMap<String, CallCount> =
-        [("c1".to_string(), CallCount { sent: 1, ran: 1 })].into();
-    let calls = [HarnessCall {
-        call_id: "c1".into(),
-        name: "c1".into(),
-        ok: true,
-        error: None,
-        ms: 5,
-    }];
-    let ev = Evidence {
-        witness: &witness,
-        dropped: &dropped,
-        counts: &counts,
-        calls: &calls,
-        policy: crate::verify::scenario::Policy::Short,
-        seamless: true,
+    let case = Case {
+        dropped,
+        counts: counts(&[("c1", 1, 1)]),
+        calls: vec![seen("c1", "c1", None, 5)],
         per_call_recovery: true,
-    };
-    let (deadlines, word_map) = (HashMap::new(), HashMap::new());
-    let lines = logs(2);
-    let x = Expected {
-        deadlines: &deadlines,
-        words: &word_map,
-        lost_words: "Session not found",
-        reconnect: Reconnect::PerCall,
         last_call: "c1",
-        logs: &lines,
+        logs: logs(2),
         loss_log: Some(words),
+        ..Case::new(witness)
     };
     assert_eq!(
-        check_all(&ev, &x).map(|v| v.invariant),
+        check_all(&case.ev(), &case.x()).map(|v| v.invariant),
         Some("logs-tell-the-truth")
     );
     // A client that writes no such line is not judged on its log.
-    let x = Expected {
+    let case = Case {
         loss_log: None,
-        ..x
+        ..case
     };
-    assert_eq!(check_all(&ev, &x), None);
+    assert_eq!(check_all(&case.ev(), &case.x()), None);
 }
-
 #[test]
 fn a_call_still_waiting_at_the_end_is_a_hang_and_an_initialize_with_a_lost_id_is_broken() {
     let witness = vec![entry(0, 0, "POST", "initialize", None, 200)];
-    let dropped = vec!["a".to_string()];
-    let counts = HashMap::new();
-    let call = |error: &str| HarnessCall {
-        call_id: "c1".into(),
-        name: "1:echo".into(),
-        ok: false,
-        error: Some(error.into()),
-        ms: 9000,
-    };
-    let judge = |calls: &[HarnessCall], witness: &[WitnessEntry]| {
-        check_common(&Evidence {
-            witness,
-            dropped: &dropped,
-            counts: &counts,
+    let call = |error: &str| seen("c1", "1:echo", Some(error), 9000);
+    let judge = |calls: Vec<HarnessCall>, witness: &[WitnessEntry]| {
+        let case = Case {
+            dropped: vec!["a".into()],
             calls,
-            policy: crate::verify::scenario::Policy::Short,
-            seamless: true,
-            per_call_recovery: false,
-        })
-        .map(|v| (v.verdict, v.note))
+            ..Case::new(witness.to_vec())
+        };
+        check_common(&case.ev()).map(|v| (v.verdict, v.note))
     };
     assert_eq!(
-        judge(&[call(NEVER_SETTLED)], &witness),
+        judge(vec![call(NEVER_SETTLED)], &witness),
         Some((
             "HANG",
             "invariant call-ends: call c1 (1:echo) never settled: its caller was still waiting after 9000 ms".into()
         ))
     );
-    assert_eq!(judge(&[call("MCP error -32603: boom")], &witness), None);
+    assert_eq!(judge(vec![call("MCP error -32603: boom")], &witness), None);
     let with_old_id = vec![entry(4, 40, "POST", "initialize", Some("a"), 200)];
     assert_eq!(
-        judge(&[], &with_old_id),
+        judge(vec![], &with_old_id),
         Some((
             "BROKEN",
             "invariant fresh-initialize: an initialize (request 4) carried the lost session id a"
@@ -366,26 +384,14 @@ fn only_a_refused_request_makes_a_session_lost() {
 
 #[test]
 fn a_call_may_end_up_to_the_slack_past_its_deadline_and_no_later() {
-    let deadlines: HashMap<String, u64> = [("1:slow".to_string(), 3000)].into();
-    let words = HashMap::new();
-    let x = Expected {
-        deadlines: &deadlines,
-        words: &words,
-        lost_words: "Session not found",
-        reconnect: Reconnect::PerCall,
+    let case = Case {
+        deadlines: by_label(&[("1:slow", 3000)]),
         last_call: "1:slow",
-        logs: &[],
-        loss_log: None,
+        ..Case::new(Vec::new())
     };
     let ended = |ms| {
-        let c = [HarnessCall {
-            call_id: "c1".into(),
-            name: "1:slow".into(),
-            ok: false,
-            error: Some("timed out".into()),
-            ms,
-        }];
-        calls_in_time(&c, &x).map(|v| (v.verdict, v.note))
+        let c = [seen("c1", "1:slow", Some("timed out"), ms)];
+        calls_in_time(&c, &case.x()).map(|v| (v.verdict, v.note))
     };
     assert_eq!(ended(3700), None);
     assert_eq!(
@@ -404,39 +410,26 @@ fn a_failed_call_carries_the_servers_words_unless_its_own_deadline_ended_it() {
     (ran.call_id, ran.executed) = (Some("c1".into()), Some(true));
     let mut lost = entry(2, 20, "POST", "tools/call", Some("a"), 404);
     lost.call_id = Some("c2".into());
-    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), ran, lost];
-    let dropped = vec!["a".to_string()];
-    let counts = HashMap::new();
-    let deadlines: HashMap<String, u64> =
-        [("1:fail".to_string(), 3000), ("2:lost".to_string(), 3000)].into();
-    let words: HashMap<String, &'static str> = [("1:fail".to_string(), "boom")].into();
-    let x = Expected {
-        deadlines: &deadlines,
-        words: &words,
-        lost_words: "Session not found",
-        reconnect: Reconnect::PerCall,
+    let case = Case {
+        dropped: vec!["a".into()],
+        deadlines: by_label(&[("1:fail", 3000), ("2:lost", 3000)]),
+        words: by_label(&[("1:fail", "boom")]),
+        per_call_recovery: true,
         last_call: "3:last",
-        logs: &[],
-        loss_log: None,
+        ..Case::new(vec![
+            entry(0, 0, "POST", "initialize", None, 200),
+            ran,
+            lost,
+        ])
     };
     let judge = |id: &str, name: &str, ok: bool, error: &str, ms: u64| {
-        let calls = [HarnessCall {
-            call_id: id.into(),
-            name: name.into(),
-            ok,
-            error: (!error.is_empty()).then(|| error.into()),
-            ms,
-        }];
-        let ev = Evidence {
-            witness: &witness,
-            dropped: &dropped,
-            counts: &counts,
-            calls: &calls,
-            policy: crate::verify::scenario::Policy::Short,
-            seamless: true,
-            per_call_recovery: true,
+        let mut call = seen(id, name, (!error.is_empty()).then_some(error), ms);
+        call.ok = ok;
+        let case = Case {
+            calls: vec![call],
+            ..case.clone()
         };
-        words_carried(&ev, &x).map(|v| v.note)
+        words_carried(&case.ev(), &case.x()).map(|v| v.note)
     };
     // The tool ran and failed: its words reach the caller, however late.
     assert_eq!(
@@ -485,49 +478,38 @@ fn a_failed_call_carries_the_servers_words_unless_its_own_deadline_ended_it() {
 fn with_reconnect_disabled_a_call_that_met_a_loss_fails_within_a_second() {
     let mut lost = entry(1, 10, "POST", "tools/call", Some("a"), 404);
     lost.call_id = Some("c1".into());
-    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost];
-    let dropped = vec!["a".to_string()];
-    let counts = HashMap::new();
-    let (deadlines, words) = (HashMap::new(), HashMap::new());
-    let x = Expected {
-        deadlines: &deadlines,
-        words: &words,
-        lost_words: "Session not found",
+    let case = Case {
+        dropped: vec!["a".into()],
         reconnect: Reconnect::Disabled,
         last_call: "2:last",
-        logs: &[],
-        loss_log: None,
+        ..Case::new(vec![entry(0, 0, "POST", "initialize", None, 200), lost])
     };
-    let judge = |calls: &[HarnessCall]| {
-        reconnect_kept(
-            &Evidence {
-                witness: &witness,
-                dropped: &dropped,
-                counts: &counts,
-                calls,
-                policy: crate::verify::scenario::Policy::Short,
-                seamless: true,
-                per_call_recovery: false,
-            },
-            &x,
+    let judge = |calls: Vec<HarnessCall>| {
+        let case = Case {
+            calls,
+            ..case.clone()
+        };
+        reconnect_kept(&case.ev(), &case.x()).map(|v| v.note)
+    };
+    let call = |id: &str, ok: bool, ms: u64| {
+        seen(
+            id,
+            &format!("{id}:echo"),
+            (!ok).then_some("Session not found"),
+            ms,
         )
-        .map(|v| v.note)
-    };
-    let call = |id: &str, ok: bool, ms: u64| HarnessCall {
-        call_id: id.into(),
-        name: format!("{id}:echo"),
-        ok,
-        error: (!ok).then(|| "Session not found".into()),
-        ms,
     };
     // Another call, which met no loss, may work.
-    assert_eq!(judge(&[call("c1", false, 1000), call("c2", true, 5)]), None);
     assert_eq!(
-        judge(&[call("c1", false, 1001)]),
+        judge(vec![call("c1", false, 1000), call("c2", true, 5)]),
+        None
+    );
+    assert_eq!(
+        judge(vec![call("c1", false, 1001)]),
         Some("invariant fail-at-once: with reconnect disabled, call c1 (c1:echo) met a lost session and failed after 1001 ms; it must fail within 1000 ms".into())
     );
     assert_eq!(
-        judge(&[call("c1", true, 10)]),
+        judge(vec![call("c1", true, 10)]),
         Some("invariant fail-at-once: with reconnect disabled, call c1 (c1:echo) met a lost session and succeeded after 10 ms; it must fail within 1000 ms".into())
     );
 }
@@ -536,40 +518,20 @@ fn with_reconnect_disabled_a_call_that_met_a_loss_fails_within_a_second() {
 fn the_last_call_must_work_unless_the_policy_let_the_client_give_up() {
     let init = |seq, t, status| entry(seq, t, "POST", "initialize", None, status);
     // Two refused new sessions in one outage.
-    let witness = vec![init(0, 0, 200), init(1, 100, 503), init(2, 300, 503)];
-    let (dropped, counts) = (Vec::new(), HashMap::new());
-    let (deadlines, words) = (HashMap::new(), HashMap::new());
+    let case = Case {
+        last_call: "9:last",
+        ..Case::new(vec![init(0, 0, 200), init(1, 100, 503), init(2, 300, 503)])
+    };
     let judge = |reconnect: Reconnect, calls: &[HarnessCall]| {
-        let x = Expected {
-            deadlines: &deadlines,
-            words: &words,
-            lost_words: "Session not found",
+        let case = Case {
             reconnect,
-            last_call: "9:last",
-            logs: &[],
-            loss_log: None,
+            calls: calls.to_vec(),
+            ..case.clone()
         };
-        reconnect_kept(
-            &Evidence {
-                witness: &witness,
-                dropped: &dropped,
-                counts: &counts,
-                calls,
-                policy: crate::verify::scenario::Policy::Short,
-                seamless: true,
-                per_call_recovery: false,
-            },
-            &x,
-        )
-        .map(|v| (v.verdict, v.note))
+        reconnect_kept(&case.ev(), &case.x()).map(|v| (v.verdict, v.note))
     };
-    let call = |id: &str, name: &str, ok: bool| HarnessCall {
-        call_id: id.into(),
-        name: name.into(),
-        ok,
-        error: (!ok).then(|| "Service Unavailable".into()),
-        ms: 10,
-    };
+    let call =
+        |id: &str, name: &str, ok: bool| seen(id, name, (!ok).then_some("Service Unavailable"), 10);
     let failed_last = [call("c1", "1:echo", true), call("c9", "9:last", false)];
     let two_attempts = Reconnect::Policy {
         max_attempts: 2,
@@ -604,40 +566,18 @@ fn the_last_call_must_work_unless_the_policy_let_the_client_give_up() {
 
 #[test]
 fn a_failed_last_call_is_excused_by_its_own_deadline_or_a_per_call_clients_refused_session() {
-    let witness = vec![entry(0, 0, "POST", "initialize", None, 200)];
-    let (dropped, counts) = (Vec::new(), HashMap::new());
-    let deadlines: HashMap<String, u64> = [("9:last".to_string(), 3000)].into();
-    let words = HashMap::new();
+    let case = Case {
+        deadlines: by_label(&[("9:last", 3000)]),
+        last_call: "9:last",
+        ..Case::new(vec![entry(0, 0, "POST", "initialize", None, 200)])
+    };
     let judge = |reconnect: Reconnect, error: &str, ms: u64| {
-        let calls = [HarnessCall {
-            call_id: "c9".into(),
-            name: "9:last".into(),
-            ok: false,
-            error: Some(error.into()),
-            ms,
-        }];
-        let x = Expected {
-            deadlines: &deadlines,
-            words: &words,
-            lost_words: "Session not found",
+        let case = Case {
+            calls: vec![seen("c9", "9:last", Some(error), ms)],
             reconnect,
-            last_call: "9:last",
-            logs: &[],
-            loss_log: None,
+            ..case.clone()
         };
-        last_call_works(
-            &Evidence {
-                witness: &witness,
-                dropped: &dropped,
-                counts: &counts,
-                calls: &calls,
-                policy: crate::verify::scenario::Policy::Short,
-                seamless: true,
-                per_call_recovery: false,
-            },
-            &x,
-        )
-        .map(|v| v.invariant)
+        last_call_works(&case.ev(), &case.x()).map(|v| v.invariant)
     };
     let policy = Reconnect::Policy {
         max_attempts: 5,
@@ -657,45 +597,28 @@ fn a_call_that_met_a_loss_and_failed_unsent_is_stuck_unless_its_deadline_or_the_
     lost.call_id = Some("c1".into());
     let mut ordinary = entry(2, 20, "POST", "tools/call", Some("b"), 500);
     ordinary.call_id = Some("c2".into());
-    let witness = vec![entry(0, 0, "POST", "initialize", None, 200), lost, ordinary];
-    let dropped = vec!["a".to_string()];
-    let counts: HashMap<String, CallCount> = [
-        ("c1".to_string(), CallCount { sent: 1, ran: 0 }),
-        ("c2".to_string(), CallCount { sent: 1, ran: 0 }),
-    ]
-    .into();
-    let deadlines: HashMap<String, u64> = [("c1:echo".to_string(), 3000)].into();
-    let words = HashMap::new();
+    let case = Case {
+        dropped: vec!["a".into()],
+        counts: counts(&[("c1", 1, 0), ("c2", 1, 0)]),
+        deadlines: by_label(&[("c1:echo", 3000)]),
+        ..Case::new(vec![
+            entry(0, 0, "POST", "initialize", None, 200),
+            lost,
+            ordinary,
+        ])
+    };
     let judge = |reconnect: Reconnect, id: &str, ms: u64| {
-        let calls = [HarnessCall {
-            call_id: id.into(),
-            name: format!("{id}:echo"),
-            ok: false,
-            error: Some("Session not found".into()),
-            ms,
-        }];
-        let x = Expected {
-            deadlines: &deadlines,
-            words: &words,
-            lost_words: "Session not found",
+        let case = Case {
+            calls: vec![seen(
+                id,
+                &format!("{id}:echo"),
+                Some("Session not found"),
+                ms,
+            )],
             reconnect,
-            last_call: "none",
-            logs: &[],
-            loss_log: None,
+            ..case.clone()
         };
-        repeat_after_loss(
-            &Evidence {
-                witness: &witness,
-                dropped: &dropped,
-                counts: &counts,
-                calls: &calls,
-                policy: crate::verify::scenario::Policy::Short,
-                seamless: true,
-                per_call_recovery: false,
-            },
-            &x,
-        )
-        .map(|v| v.note)
+        repeat_after_loss(&case.ev(), &case.x()).map(|v| v.note)
     };
     assert_eq!(
         judge(Reconnect::PerCall, "c1", 2299),
