@@ -427,3 +427,51 @@ fn links(text: &str) -> Vec<String> {
     }
     out
 }
+
+/// The README's catalogue table against `test-fixtures/patch-mutants/`: each
+/// row counts its target's broken patches and those marked equivalent, and
+/// caught, missed and equivalent add up to the whole catalogue.
+#[test]
+fn the_readmes_catalogue_table_counts_each_catalogue() {
+    let readme = readme();
+    let at = readme
+        .find("## How well verify catches a broken patch")
+        .expect("README has the catalogue section");
+    let section = &readme[at..];
+    let section = &section[..section[3..].find("\n## ").map_or(section.len(), |i| i + 3)];
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("test-fixtures/patch-mutants");
+    let mut rows = 0;
+    for line in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let target = cells[1].trim_matches('`');
+        let number = |i: usize| -> usize {
+            cells[i]
+                .parse()
+                .unwrap_or_else(|_| panic!("{target}: column {i} is {:?}", cells[i]))
+        };
+        let dir = if target == "dsh-mcp-client" {
+            root.clone()
+        } else {
+            root.join(target)
+        };
+        let mutants: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "json"))
+            .map(|p| std::fs::read_to_string(p).unwrap())
+            .collect();
+        let equivalent = mutants
+            .iter()
+            .filter(|m| m.contains("\"equivalent\""))
+            .count();
+        assert_eq!(
+            (number(2), number(5)),
+            (mutants.len(), equivalent),
+            "{target}: the README's broken patches and equivalent ones against {}",
+            dir.display()
+        );
+        assert_eq!(number(3) + number(4) + number(5), number(2), "{target}");
+        rows += 1;
+    }
+    assert_eq!(rows, 5, "one row per target");
+}
