@@ -271,9 +271,15 @@ fn waited(ms: u64, sent: u32) -> Run {
 #[test]
 fn a_waiting_call_is_timely_only_when_it_ends_by_its_signal_and_is_not_sent_again() {
     let j = waited(1100, 1).judge(ScenarioName::AbortWaiting, Expectation::Timely);
+    // The probe is what met the loss: its time and error are the trigger's.
     assert_eq!(
-        (j.verdict, j.ok, j.trigger_ms),
-        ("TIMELY", true, Some(1100)),
+        (j.verdict, j.ok, j.trigger_ms, j.trigger_error.as_deref()),
+        (
+            "TIMELY",
+            true,
+            Some(1100),
+            Some("This operation was aborted")
+        ),
         "{}",
         j.note
     );
