@@ -761,6 +761,31 @@ mod tests {
     }
 
     #[test]
+    fn a_save_makes_a_new_backup_for_another_patch_or_when_a_damaged_backup_is_newer() {
+        let (spec, home, root) = dsh_backups();
+        let bytes = b"an original\n";
+        let before = sha256_hex(bytes);
+        let other_patch = sha256_hex(b"patched another way\n");
+        let file = home.path().join("index.js");
+        let (first, _) = save(&root, &spec, backup_of(&file, home.path(), bytes, &before)).unwrap();
+        // The same original patched another way: a backup of its own.
+        let another = || NewBackup {
+            sha256_after: &other_patch,
+            ..backup_of(&file, home.path(), bytes, &before)
+        };
+        let (second, reused) = save(&root, &spec, another()).unwrap();
+        assert!(!reused);
+        assert_ne!(second.id, first.id);
+        let (again, reused) = save(&root, &spec, another()).unwrap();
+        assert_eq!((again.id.as_str(), reused), (second.id.as_str(), true));
+        // A damaged backup newer than the whole one: revert would stop there.
+        std::fs::create_dir(root.join(format!("{}-9", second.id))).unwrap();
+        let (third, reused) = save(&root, &spec, another()).unwrap();
+        assert!(!reused);
+        assert_ne!(third.id, second.id);
+    }
+
+    #[test]
     fn the_original_a_revert_would_restore_is_the_newest_whole_backup_of_a_known_original() {
         let (mut spec, home, root) = dsh_backups();
         prepare_root(&root).unwrap();
