@@ -786,6 +786,45 @@ mod tests {
     }
 
     #[test]
+    fn a_backup_holding_a_patched_revision_is_damaged_saying_which() {
+        let (mut spec, home, root) = dsh_backups();
+        let bytes = b"a patched file\n";
+        let sha = sha256_hex(bytes);
+        let file = home.path().join("index.js");
+        let b = create(&root, &spec, backup_of(&file, home.path(), bytes, &sha)).unwrap();
+        let saved = b.dir.join(SAVED_FILE);
+        let mut known = spec.revisions[0].clone();
+        known.sha256 = Some(sha.clone());
+        spec.revisions.insert(0, known);
+        for (kind, what) in [
+            (RevisionKind::Patched, "the patched revision"),
+            (RevisionKind::Outdated, "an earlier patched revision"),
+        ] {
+            spec.revisions[0].kind = kind;
+            assert_eq!(
+                saved_file_damage(&b, &spec),
+                Some(format!("{} is {what}, not an original", saved.display()))
+            );
+        }
+    }
+
+    #[test]
+    fn backups_that_cannot_be_listed_are_an_error_naming_the_folder_but_none_yet_is_none() {
+        let home = tempfile::tempdir().unwrap();
+        let missing = home.path().join("backups");
+        assert_eq!(list_all(&missing).unwrap().backups.len(), 0);
+        std::fs::write(&missing, b"").unwrap();
+        let err = list_all(&missing).unwrap_err().to_string();
+        assert!(
+            err.starts_with(&format!(
+                "cannot read {}: Not a directory",
+                missing.display()
+            )),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn the_original_a_revert_would_restore_is_the_newest_whole_backup_of_a_known_original() {
         let (mut spec, home, root) = dsh_backups();
         prepare_root(&root).unwrap();
