@@ -11,7 +11,9 @@
 #   scripts/mutants.sh --check-selection    prove the test selection (below) on this
 #                                           tree: every core function logs the tests
 #                                           that reach it during one full test run
-# Options: --file PATH (repeatable): only these core files; --list: list the
+# Options: --file PATH (repeatable): only these core files; --re REGEX (repeatable):
+# only the mutants whose name (as --list shows it) matches, e.g. the missed ones of
+# an earlier run, to confirm new tests catch them; --list: list the
 # mutants and the cli tests each file's mutants leave out, test nothing; --timeout SECS:
 # per mutant test run (default: 3x the measured run of its tests, at least 120);
 # --unit-only: run the unit tests alone (seconds a mutant, not the cli tests' minutes):
@@ -61,13 +63,14 @@ usage() {
   sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'
 }
 
-mode=diff base=main shard="" list=0 timeout="" unit_only=0 files=()
+mode=diff base=main shard="" list=0 timeout="" unit_only=0 files=() res=()
 while (($#)); do
   case "$1" in
   --base) base=${2:?--base needs a git ref}; shift ;;
   --all) mode=all ;;
   --shard) shard=${2:?--shard needs K/N}; shift ;;
   --file) files+=("${2:?--file needs a path}"); shift ;;
+  --re) res+=("${2:?--re needs a regular expression}"); shift ;;
   --list) list=1 ;;
   --unit-only) unit_only=1 ;;
   --timeout) timeout=${2:?--timeout needs seconds}; shift ;;
@@ -666,6 +669,10 @@ fi
 if [[ -n $shard ]]; then
   select_args+=(--shard "$shard" --sharding round-robin)
   run_name+=-shard-${shard/\//-of-}
+fi
+if ((${#res[@]})); then
+  for re in "${res[@]}"; do select_args+=(--re "$re"); done
+  run_name+=-re
 fi
 ((list)) && run_name=list # a listing never replaces a run's results
 OUT=$WORK/out/$run_name
