@@ -973,6 +973,46 @@ mod tests {
         );
     }
 
+    /// A read-only tmpfs at a new folder under `parent`, unmounted on drop.
+    struct ReadOnlyMount(PathBuf);
+
+    impl ReadOnlyMount {
+        fn new(parent: &Path) -> ReadOnlyMount {
+            let at = parent.join("read-only");
+            std::fs::create_dir(&at).unwrap();
+            let mounted = std::process::Command::new("mount")
+                .args(["-t", "tmpfs", "-o", "ro,size=64k", "tmpfs"])
+                .arg(&at)
+                .status()
+                .is_ok_and(|s| s.success());
+            assert!(
+                mounted,
+                "cannot mount a read-only tmpfs at {}: this test needs root and mount(8) (CI runs as root)",
+                at.display()
+            );
+            ReadOnlyMount(at)
+        }
+    }
+
+    impl Drop for ReadOnlyMount {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(&self.0).status();
+        }
+    }
+
+    #[test]
+    fn a_dry_run_refuses_a_backups_folder_on_a_read_only_file_system_even_as_root() {
+        let home = tempfile::tempdir().unwrap();
+        let mount = ReadOnlyMount::new(home.path());
+        let root = mount.0.join("backups").join("p");
+        let err = check_root_for_dry_run(&root).unwrap_err();
+        assert!(
+            matches!(&err, Error::BackupUnwritable { dir, source }
+                if *dir == root && source.raw_os_error() == Some(libc::EROFS)),
+            "{err}"
+        );
+    }
+
     #[test]
     fn a_backup_id_taken_in_the_same_millisecond_gets_the_next_free_number() {
         let root = tempfile::tempdir().unwrap();
