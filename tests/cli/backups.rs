@@ -407,3 +407,39 @@ fn apply_never_reuses_a_damaged_backup_nor_one_a_damaged_backup_is_newer_than() 
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(sha256_file(&file), ORIGINAL);
 }
+
+#[test]
+fn reverting_two_installs_of_one_client_says_once_to_restart_it() {
+    let sb = Sandbox::new();
+    let a = sb.client_install("0.1.0-rc.8", "a");
+    let b = sb.client_install("0.1.0-rc.8", "b");
+    let all = sb.root().to_str().unwrap();
+    assert_eq!(code(&sb.run(&["apply", "--path", all])), 0);
+    let o = sb.run(&["revert", "--path", all]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let ids = backup_ids(&sb);
+    let id_of = |prefix: &str| {
+        ids.iter()
+            .find(|id| {
+                std::fs::read_to_string(
+                    sb.dsh_home()
+                        .join("backups/dsh-mcp-client-session-loss")
+                        .join(id)
+                        .join("manifest.json"),
+                )
+                .unwrap()
+                .contains(&format!("{}/", sb.root().join(prefix).display()))
+            })
+            .unwrap_or_else(|| panic!("no backup of {prefix} among {ids:?}"))
+            .clone()
+    };
+    let (id_a, id_b) = (id_of("a"), id_of("b"));
+    let dir = "lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js";
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!("restored [SANDBOX]/a/{dir} from backup {id_a}\n  sha256 now b126dcec…7d56\nrestored [SANDBOX]/b/{dir} from backup {id_b}\n  sha256 now b126dcec…7d56\nbackups are kept (`mcpatch backups`); restart DSH so it loads the restored client\n")
+    );
+    for install in [a, b] {
+        assert_eq!(sha256_file(&install.join("lib/index.js")), ORIGINAL);
+    }
+}
