@@ -106,6 +106,13 @@ fn backups_without_a_backups_folder_says_so_and_a_file_in_its_place_is_an_error(
         sb.normalize(&o.stdout),
         "no backups under [SANDBOX]/home/.dsh/backups\n"
     );
+    // One target: its own folder.
+    let o = sb.run(&["backups", "--target", "mcp-remote"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        "no backups under [SANDBOX]/home/.dsh/backups/mcp-remote-session-loss\n"
+    );
     let o = sb.run(&["backups", "--json"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
