@@ -450,3 +450,28 @@ fn reverting_two_installs_of_one_client_says_once_to_restart_it() {
         assert_eq!(sha256_file(&install.join("lib/index.js")), ORIGINAL);
     }
 }
+
+#[test]
+fn one_apply_over_two_clients_keeps_each_backup_in_its_own_targets_folder() {
+    let sb = Sandbox::new();
+    sb.client_install("0.1.0-rc.8", "d");
+    sb.gemini_install("0.61.0", "g");
+    let o = sb.run(&["apply", "--path", sb.root().to_str().unwrap()]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let count = |target: &str| {
+        std::fs::read_dir(sb.dsh_home().join("backups").join(target))
+            .map(|d| {
+                d.flatten()
+                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        (
+            count("dsh-mcp-client-session-loss"),
+            count("gemini-cli-session-loss")
+        ),
+        (1, 1)
+    );
+}
