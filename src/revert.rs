@@ -702,6 +702,22 @@ mod tests {
     }
 
     #[test]
+    fn no_backups_under_a_long_folder_fits_the_terminal_width() {
+        let root = PathBuf::from(format!("/{}backups", "state/".repeat(20)));
+        for columns in [40, 60] {
+            let text = render_listing(&root, Vec::new(), Some(columns));
+            let line = text.trim_end();
+            assert!(line.starts_with("no backups under /state"), "{text}");
+            assert!(line.contains('…'), "{text}");
+            assert!(line.chars().count() <= columns, "{columns}: {text}");
+        }
+        assert_eq!(
+            render_listing(&root, Vec::new(), None),
+            format!("no backups under {}\n", root.display())
+        );
+    }
+
+    #[test]
     fn a_damaged_backup_is_named_only_when_newer_than_the_chosen_one() {
         let list = [damaged("20261201T000000Z-1"), damaged("20261203T000000Z-1")];
         let id = |d: Option<&DamagedBackup>| d.map(|d| d.id.clone());
