@@ -2,6 +2,8 @@
 //! rule held on small witness logs made by hand.
 
 use super::*;
+// The caller's view and the server's counts, as the judges' tests write them.
+use crate::verify::scenario::tests::{counts, seen};
 
 fn entry(
     seq: u64,
@@ -81,24 +83,6 @@ impl Case {
             loss_log: self.loss_log,
         }
     }
-}
-
-/// What the caller saw of call `id` (tool label `name`): it worked, or failed with `error`.
-fn seen(id: &str, name: &str, error: Option<&str>, ms: u64) -> HarnessCall {
-    HarnessCall {
-        call_id: id.into(),
-        name: name.into(),
-        ok: error.is_none(),
-        error: error.map(str::to_string),
-        ms,
-    }
-}
-
-/// `(id, sent, ran)` as the fake server counts calls.
-fn counts(of: &[(&str, u32, u32)]) -> HashMap<String, CallCount> {
-    of.iter()
-        .map(|&(id, sent, ran)| (id.to_string(), CallCount { sent, ran }))
-        .collect()
 }
 
 /// A map of call labels to `value`s.

@@ -80,7 +80,7 @@ fn control(t_ms: u64, note: &str) -> WitnessEntry {
     }
 }
 
-fn seen(id: &str, name: &str, error: Option<&str>, ms: u64) -> HarnessCall {
+pub(super) fn seen(id: &str, name: &str, error: Option<&str>, ms: u64) -> HarnessCall {
     HarnessCall {
         call_id: id.into(),
         name: name.into(),
@@ -90,7 +90,7 @@ fn seen(id: &str, name: &str, error: Option<&str>, ms: u64) -> HarnessCall {
     }
 }
 
-fn counts(of: &[(&str, u32, u32)]) -> HashMap<String, CallCount> {
+pub(super) fn counts(of: &[(&str, u32, u32)]) -> HashMap<String, CallCount> {
     of.iter()
         .map(|&(id, sent, ran)| (id.to_string(), CallCount { sent, ran }))
         .collect()
