@@ -4,7 +4,7 @@
 
 use serde_json::{json, Value};
 
-use super::harden::{backup_ids, BACKUPS};
+use super::harden::{backup_ids, backup_ids_under, BACKUPS};
 use super::*;
 
 const FILE: &str = "[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/index.js";
@@ -428,14 +428,9 @@ fn reverting_two_installs_of_one_client_says_once_to_restart_it() {
     let id_of = |prefix: &str| {
         ids.iter()
             .find(|id| {
-                std::fs::read_to_string(
-                    sb.dsh_home()
-                        .join("backups/dsh-mcp-client-session-loss")
-                        .join(id)
-                        .join("manifest.json"),
-                )
-                .unwrap()
-                .contains(&format!("{}/", sb.root().join(prefix).display()))
+                std::fs::read_to_string(sb.dsh_home().join(BACKUPS).join(id).join("manifest.json"))
+                    .unwrap()
+                    .contains(&format!("{}/", sb.root().join(prefix).display()))
             })
             .unwrap_or_else(|| panic!("no backup of {prefix} among {ids:?}"))
             .clone()
@@ -458,20 +453,9 @@ fn one_apply_over_two_clients_keeps_each_backup_in_its_own_targets_folder() {
     sb.gemini_install("0.61.0", "g");
     let o = sb.run(&["apply", "--path", sb.root().to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let count = |target: &str| {
-        std::fs::read_dir(sb.dsh_home().join("backups").join(target))
-            .map(|d| {
-                d.flatten()
-                    .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                    .count()
-            })
-            .unwrap_or(0)
-    };
+    let count = |folder: &str| backup_ids_under(&sb, folder).len();
     assert_eq!(
-        (
-            count("dsh-mcp-client-session-loss"),
-            count("gemini-cli-session-loss")
-        ),
+        (count(BACKUPS), count("backups/gemini-cli-session-loss")),
         (1, 1)
     );
 }

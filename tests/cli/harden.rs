@@ -24,9 +24,15 @@ pub(crate) fn require_root(why: &str) {
     );
 }
 
-/// The ids of the backups in the sandbox's DSH_HOME, oldest first.
+/// The ids of the DSH plugin's backups in the sandbox's DSH_HOME, oldest first.
 pub(crate) fn backup_ids(sb: &Sandbox) -> Vec<String> {
-    let mut ids: Vec<String> = std::fs::read_dir(sb.dsh_home().join(BACKUPS))
+    backup_ids_under(sb, BACKUPS)
+}
+
+/// The ids of the backups in `folder` (`backups/<patch-id>`) of the
+/// sandbox's DSH_HOME, oldest first; none when it does not exist.
+pub(crate) fn backup_ids_under(sb: &Sandbox, folder: &str) -> Vec<String> {
+    let mut ids: Vec<String> = std::fs::read_dir(sb.dsh_home().join(folder))
         .map(|d| {
             d.flatten()
                 .map(|e| e.file_name().to_string_lossy().to_string())

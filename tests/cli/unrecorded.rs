@@ -72,14 +72,11 @@ fn a_file_changed_after_apply_still_needs_yes_to_be_reverted() {
 
 /// The one backup of gemini-cli in the sandbox: its folder and id.
 fn the_backup(sb: &Sandbox) -> (PathBuf, String) {
-    let backups = sb.dsh_home().join("backups/gemini-cli-session-loss");
-    let id = std::fs::read_dir(&backups)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .find(|n| !n.starts_with('.'))
+    let folder = "backups/gemini-cli-session-loss";
+    let id = super::harden::backup_ids_under(sb, folder)
+        .pop()
         .expect("apply kept a backup");
-    (backups.join(&id), id)
+    (sb.dsh_home().join(folder).join(&id), id)
 }
 
 #[test]
