@@ -717,6 +717,38 @@ mod tests {
         );
     }
 
+    /// A table that fits the terminal stays a row per backup, the file last;
+    /// one column narrower, each file goes on its own line above its row.
+    #[test]
+    fn a_backups_table_that_fits_stays_in_rows_and_one_that_does_not_puts_each_file_above() {
+        let b = backup("20261202T000000Z-1");
+        let listed = || {
+            vec![Listed {
+                target: "t",
+                id: &b.id,
+                dir: &b.dir,
+                manifest: Some(&b.manifest),
+                damaged: None,
+            }]
+        };
+        let rows = "backups under /b:
+ID                  VERSION  SAVED SHA256   FILE
+20261202T000000Z-1  1.0.0    aaaaaaaa…aaaa  /pkg/dist/index.js
+";
+        let width = rows.lines().map(|l| l.chars().count()).max().unwrap();
+        assert_eq!(render_listing(Path::new("/b"), listed(), None), rows);
+        assert_eq!(render_listing(Path::new("/b"), listed(), Some(width)), rows);
+        assert_eq!(
+            render_listing(Path::new("/b"), listed(), Some(width - 1)),
+            "backups under /b:
+FILE
+    ID                  VERSION  SAVED SHA256
+/pkg/dist/index.js
+    20261202T000000Z-1  1.0.0    aaaaaaaa…aaaa
+"
+        );
+    }
+
     #[test]
     fn a_damaged_backup_is_named_only_when_newer_than_the_chosen_one() {
         let list = [damaged("20261201T000000Z-1"), damaged("20261203T000000Z-1")];
