@@ -416,12 +416,14 @@ fn apply_never_reuses_a_damaged_backup_nor_one_a_damaged_backup_is_newer_than() 
 }
 
 #[test]
-fn reverting_two_installs_of_one_client_says_once_to_restart_it() {
+fn applying_or_reverting_two_installs_of_one_client_says_once_to_restart_it() {
     let sb = Sandbox::new();
     let a = sb.client_install("0.1.0-rc.8", "a");
     let b = sb.client_install("0.1.0-rc.8", "b");
     let all = sb.root().to_str().unwrap();
-    assert_eq!(code(&sb.run(&["apply", "--path", all])), 0);
+    let o = sb.run(&["apply", "--path", all]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let applied = sb.normalize(&o.stdout);
     let o = sb.run(&["revert", "--path", all]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let ids = backup_ids(&sb);
@@ -444,10 +446,18 @@ fn reverting_two_installs_of_one_client_says_once_to_restart_it() {
     for install in [a, b] {
         assert_eq!(sha256_file(&install.join("lib/index.js")), ORIGINAL);
     }
+    // Applying them said it once too.
+    let now = short(&patched_hash());
+    let pkg = "lib/node_modules/@deepseek-ai/dsh-mcp-client";
+    assert_eq!(
+        applied,
+        format!("patched [SANDBOX]/a/{pkg} (0.1.0-rc.8)\n  sha256 now {now}, original saved as backup {id_a}\npatched [SANDBOX]/b/{pkg} (0.1.0-rc.8)\n  sha256 now {now}, original saved as backup {id_b}\nrestart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]`\n")
+    );
 }
 
 #[test]
-fn one_apply_over_two_clients_keeps_each_backup_in_its_own_targets_folder() {
+fn one_apply_over_two_clients_keeps_each_backup_in_its_own_targets_folder_and_names_each_to_restart(
+) {
     let sb = Sandbox::new();
     sb.client_install("0.1.0-rc.8", "d");
     sb.gemini_install("0.61.0", "g");
@@ -457,5 +467,31 @@ fn one_apply_over_two_clients_keeps_each_backup_in_its_own_targets_folder() {
     assert_eq!(
         (count(BACKUPS), count("backups/gemini-cli-session-loss")),
         (1, 1)
+    );
+    // Each client is named once in what to restart.
+    let (dsh, gemini) = (
+        backup_ids_under(&sb, BACKUPS).remove(0),
+        backup_ids_under(&sb, "backups/gemini-cli-session-loss").remove(0),
+    );
+    let manifest = sb
+        .dsh_home()
+        .join("backups/gemini-cli-session-loss")
+        .join(&gemini)
+        .join("manifest.json");
+    let manifest: Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
+    let gemini_after = manifest["sha256_after"].as_str().unwrap().to_string();
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "patched [SANDBOX]/d/lib/node_modules/{CLIENT} (0.1.0-rc.8)
+  sha256 now {}, original saved as backup {dsh}
+patched [SANDBOX]/g/lib/node_modules/@google/gemini-cli (0.61.0)
+  sha256 now {}, original saved as backup {gemini}
+restart DSH so it loads the patched client; check it with `mcpatch verify --path [SANDBOX]`
+restart gemini-cli so it loads the patched MCP client; check it with `mcpatch verify --path [SANDBOX]`
+",
+            short(&patched_hash()),
+            short(&gemini_after)
+        )
     );
 }
