@@ -580,6 +580,12 @@ mod unknown_revisions {
 
         let o = sb.run(&["apply", "--yes", "--path", p]);
         assert_eq!(code(&o), 1, "{}", stderr(&o));
+        // The refusal is said on stdout; stderr has only the gate's progress.
+        assert!(
+            !stderr(&o).lines().any(|l| l.starts_with("refused:")),
+            "{}",
+            stderr(&o)
+        );
         let out = sb.normalize(&o.stdout);
         let head = format!("refused: {DIR} (0.1.0-rc.8)\n  {why}\n");
         assert!(out.starts_with(&head), "{out}");
@@ -607,6 +613,15 @@ mod unknown_revisions {
         );
         assert_eq!(sha256_file(&file), broken, "untouched");
         assert_eq!(backup_count(&sb), 0);
+        // With --json too, the refusal is only in the one JSON document.
+        let o = sb.run(&["apply", "--yes", "--quiet", "--json", "--path", p]);
+        assert_eq!(code(&o), 1, "{}", stderr(&o));
+        assert_eq!(stderr(&o), "");
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        assert_eq!(
+            v["installs"][0]["error"].as_str().unwrap().lines().next(),
+            Some(format!("refused: {why}").as_str())
+        );
 
         // --no-verify opts out, and says so.
         let o = sb.run(&["apply", "--yes", "--no-verify", "--path", p]);
