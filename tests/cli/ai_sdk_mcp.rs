@@ -8,6 +8,7 @@
 
 use serde_json::Value;
 
+use super::harden::backup_ids_under;
 use super::mcp_sdk::{builds_runs, cp, verify_target_runs};
 use super::*;
 
@@ -159,6 +160,49 @@ fn a_1x_project_has_its_esm_and_cjs_builds_patched_together_and_reverted_byte_fo
     let o = sb.run(&["revert", "--yes", "--path", p]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(hashes(&pkg, &rels), before);
+}
+
+#[test]
+fn a_package_json_whose_require_names_the_import_build_has_that_one_file_patched_once() {
+    let sb = Sandbox::new();
+    let rels = ["dist/index.mjs", "dist/index.js"];
+    let project = project_copy(&sb, "1.0.102", &rels);
+    let p = project.to_str().unwrap();
+    let pkg = project.join(PKG);
+    edit_file(&pkg.join("package.json"), |t| {
+        t.replace(
+            r#""require": "./dist/index.js""#,
+            r#""require": "./dist/index.mjs""#,
+        )
+    });
+    let before = hashes(&pkg, &rels);
+
+    let v = status_json(&sb, &["--path", p]);
+    let i = installs(&v)[0];
+    assert_eq!(
+        (&i["state"], &i["companions"]),
+        (&"affected".into(), &Value::Null),
+        "{i:#}"
+    );
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let after = hashes(&pkg, &rels);
+    assert_ne!(after[0], before[0], "the one build was not patched");
+    assert_eq!(
+        after[1], before[1],
+        "a build package.json no longer names was patched"
+    );
+    let id = backup_ids_under(&sb, "backups/ai-sdk-mcp-session-loss");
+    assert_eq!(id.len(), 1, "one backup of the one file: {id:?}");
+    assert_eq!(
+        sb.normalize(&o.stdout),
+        format!(
+            "patched [SANDBOX]/ai-1.0.102/{PKG} (1.0.102)\n  sha256 now {}, original saved as backup {}\nrestart the processes of this project that use @ai-sdk/mcp so they load the patched client; check it with `mcpatch verify --path [SANDBOX]/ai-1.0.102`\n",
+            short(&after[0]),
+            id[0]
+        )
+    );
 }
 
 #[test]
