@@ -180,6 +180,58 @@ fn a_failure_after_the_first_build_is_replaced_puts_it_back_and_keeps_no_backup(
     }
 }
 
+/// Killed between the two builds' replacements (power lost, `kill -9`): the
+/// ESM build is patched and the CJS one is not; the next apply finishes the
+/// install, and revert restores both.
+#[test]
+fn an_apply_killed_between_the_two_builds_leaves_one_patched_and_the_next_apply_finishes_the_other()
+{
+    let sb = Sandbox::new();
+    let project = project_copy(&sb, "sdk-1.32.2");
+    let p = project.to_str().unwrap();
+    let sdk = project.join("node_modules").join(SDK);
+    let before = hashes(&sdk);
+    let o = sb
+        .cmd(&["apply", "--yes", "--path", p])
+        .env("MCPATCH_TEST_KILL_AT", "first-of-several-replaced")
+        .output()
+        .unwrap();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(9),
+        "{}",
+        stderr(&o)
+    );
+    let killed = hashes(&sdk);
+    assert_ne!(killed[0], before[0], "the ESM build was not replaced first");
+    assert_eq!(
+        killed[1], before[1],
+        "the CJS build was replaced before the kill"
+    );
+
+    let o = sb.run(&["apply", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let after = hashes(&sdk);
+    assert_eq!(after[0], killed[0]);
+    assert_ne!(after[1], before[1], "the next apply left the CJS build");
+    let o = sb.run(&["revert", "--yes", "--path", p]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(hashes(&sdk), before);
+}
+
+/// The step between two builds' replacements is only in an install of several.
+#[test]
+fn a_one_file_install_never_reaches_the_step_between_builds() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let o = sb
+        .cmd(&["apply", "--path", client.to_str().unwrap()])
+        .env("MCPATCH_TEST_FAIL_AT", "first-of-several-replaced")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+}
+
 #[test]
 fn every_copy_in_a_project_tree_is_found_once_with_the_package_that_pulled_it_in() {
     let sb = Sandbox::new();
