@@ -167,7 +167,7 @@ fn a_copy_patched_by_revision_1_is_outdated_and_apply_upgrades_it_to_the_current
     // its content, upgraded to what the current anchors make of its original.
     let unrecorded = edit_file(&file, |t| format!("{t}// a release mcpatch has not seen\n"));
     let base = std::fs::read_to_string(&file).unwrap();
-    edit_file(&file, |t| patched_by_earlier_revision(&t, 1));
+    let r1_unrecorded = edit_file(&file, |t| patched_by_earlier_revision(&t, 1));
     let o = sb.run(&["status", "--json", "--path", path]);
     let v = json(&o);
     let i = &v["installs"][0];
@@ -176,6 +176,18 @@ fn a_copy_patched_by_revision_1_is_outdated_and_apply_upgrades_it_to_the_current
         i["note"],
         "patched by an earlier mcpatch revision (1) on a revision mcpatch has no record of: a late refusal of a session already replaced starts a second new session when the calls were of one tool, and after a new session that got no answer the next call is sent on the lost session"
     );
+    // Not pristine code the anchors fit: upgraded only when the user says so.
+    let o = sb.run(&["apply", "--no-verify", "--path", path]);
+    assert_eq!(
+        (code(&o), stdout(&o)),
+        (
+            1,
+            format!("refused: {path} (0.61.0)\n    outdated: sha256 {r1_unrecorded} carries patch revision 1 on a file mcpatch does not know; review with `mcpatch diff --path {path}`, then rerun with --yes to upgrade it anyway\n")
+        ),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(sha256_file(&file), r1_unrecorded);
     let o = sb.run(&["apply", "--yes", "--no-verify", "--json", "--path", path]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let current = target_spec("gemini-cli").anchors.as_ref().unwrap();
