@@ -738,6 +738,15 @@ ID                  VERSION  SAVED SHA256   FILE
         let width = rows.lines().map(|l| l.chars().count()).max().unwrap();
         assert_eq!(render_listing(Path::new("/b"), listed(), None), rows);
         assert_eq!(render_listing(Path::new("/b"), listed(), Some(width)), rows);
+        // A folder too long for the header is shortened to the width, colon included.
+        let long = PathBuf::from(format!("/{}backups", "state/".repeat(20)));
+        let text = render_listing(&long, listed(), Some(60));
+        let header = text.lines().next().unwrap();
+        assert!(
+            header.starts_with("backups under /state") && header.ends_with("backups:"),
+            "{text}"
+        );
+        assert!(header.chars().count() <= 60, "{text}");
         assert_eq!(
             render_listing(Path::new("/b"), listed(), Some(width - 1)),
             "backups under /b:
