@@ -701,9 +701,14 @@ mod tests {
         }
     }
 
+    /// A backups folder too long for any terminal.
+    fn long_folder() -> PathBuf {
+        PathBuf::from(format!("/{}backups", "state/".repeat(20)))
+    }
+
     #[test]
     fn no_backups_under_a_long_folder_fits_the_terminal_width() {
-        let root = PathBuf::from(format!("/{}backups", "state/".repeat(20)));
+        let root = long_folder();
         for columns in [40, 60] {
             let text = render_listing(&root, Vec::new(), Some(columns));
             let line = text.trim_end();
@@ -739,8 +744,7 @@ ID                  VERSION  SAVED SHA256   FILE
         assert_eq!(render_listing(Path::new("/b"), listed(), None), rows);
         assert_eq!(render_listing(Path::new("/b"), listed(), Some(width)), rows);
         // A folder too long for the header is shortened to the width, colon included.
-        let long = PathBuf::from(format!("/{}backups", "state/".repeat(20)));
-        let text = render_listing(&long, listed(), Some(60));
+        let text = render_listing(&long_folder(), listed(), Some(60));
         let header = text.lines().next().unwrap();
         assert!(
             header.starts_with("backups under /state") && header.ends_with("backups:"),

@@ -48,6 +48,16 @@ pub(super) fn patched_2_0_99(sb: &Sandbox) -> PathBuf {
     project
 }
 
+/// The ESM and CJS builds of `@ai-sdk/mcp` 1.x.
+const BUILDS_1X: [&str; 2] = ["dist/index.mjs", "dist/index.js"];
+
+/// [`project_copy`] of 1.0.102 with both its builds: the project and its package folder.
+fn project_1x(sb: &Sandbox) -> (PathBuf, PathBuf) {
+    let project = project_copy(sb, "1.0.102", &BUILDS_1X);
+    let pkg = project.join(PKG);
+    (project, pkg)
+}
+
 fn installs(v: &Value) -> Vec<&Value> {
     v["installs"]
         .as_array()
@@ -117,10 +127,9 @@ fn a_2x_project_is_affected_then_its_one_esm_build_is_patched_once_and_reverted_
 #[test]
 fn a_1x_project_has_its_esm_and_cjs_builds_patched_together_and_reverted_byte_for_byte() {
     let sb = Sandbox::new();
-    let rels = ["dist/index.mjs", "dist/index.js"];
-    let project = project_copy(&sb, "1.0.102", &rels);
+    let rels = BUILDS_1X;
+    let (project, pkg) = project_1x(&sb);
     let p = project.to_str().unwrap();
-    let pkg = project.join(PKG);
     let before = hashes(&pkg, &rels);
 
     let o = sb.run(&["status", "--json", "--path", p]);
@@ -165,10 +174,9 @@ fn a_1x_project_has_its_esm_and_cjs_builds_patched_together_and_reverted_byte_fo
 #[test]
 fn a_package_json_whose_require_names_the_import_build_has_that_one_file_patched_once() {
     let sb = Sandbox::new();
-    let rels = ["dist/index.mjs", "dist/index.js"];
-    let project = project_copy(&sb, "1.0.102", &rels);
+    let rels = BUILDS_1X;
+    let (project, pkg) = project_1x(&sb);
     let p = project.to_str().unwrap();
-    let pkg = project.join(PKG);
     edit_file(&pkg.join("package.json"), |t| {
         t.replace(
             r#""require": "./dist/index.js""#,
@@ -208,10 +216,9 @@ fn a_package_json_whose_require_names_the_import_build_has_that_one_file_patched
 #[test]
 fn a_package_json_naming_a_build_outside_the_package_is_refused_and_nothing_is_written() {
     let sb = Sandbox::new();
-    let rels = ["dist/index.mjs", "dist/index.js"];
-    let project = project_copy(&sb, "1.0.102", &rels);
+    let rels = BUILDS_1X;
+    let (project, pkg) = project_1x(&sb);
     let p = project.to_str().unwrap();
-    let pkg = project.join(PKG);
     std::fs::write(project.join("evil.js"), "module.exports = {};\n").unwrap();
     edit_file(&pkg.join("package.json"), |t| {
         t.replace(

@@ -463,20 +463,18 @@ fn one_apply_over_two_clients_keeps_each_backup_in_its_own_targets_folder_and_na
     sb.gemini_install("0.61.0", "g");
     let o = sb.run(&["apply", "--path", sb.root().to_str().unwrap()]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    let count = |folder: &str| backup_ids_under(&sb, folder).len();
-    assert_eq!(
-        (count(BACKUPS), count("backups/gemini-cli-session-loss")),
-        (1, 1)
-    );
-    // Each client is named once in what to restart.
+    let gemini_backups = "backups/gemini-cli-session-loss";
     let (dsh, gemini) = (
-        backup_ids_under(&sb, BACKUPS).remove(0),
-        backup_ids_under(&sb, "backups/gemini-cli-session-loss").remove(0),
+        backup_ids_under(&sb, BACKUPS),
+        backup_ids_under(&sb, gemini_backups),
     );
+    assert_eq!((dsh.len(), gemini.len()), (1, 1), "{dsh:?} {gemini:?}");
+    let (dsh, gemini) = (&dsh[0], &gemini[0]);
+    // Each client is named once in what to restart.
     let manifest = sb
         .dsh_home()
-        .join("backups/gemini-cli-session-loss")
-        .join(&gemini)
+        .join(gemini_backups)
+        .join(gemini)
         .join("manifest.json");
     let manifest: Value = serde_json::from_slice(&std::fs::read(manifest).unwrap()).unwrap();
     let gemini_after = manifest["sha256_after"].as_str().unwrap().to_string();

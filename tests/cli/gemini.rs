@@ -269,14 +269,7 @@ fn a_release_whose_anchor_does_not_match_is_refused_naming_it_and_left_untouched
         format!("error: the patch of gemini-cli does not fit [SANDBOX]/g/lib/node_modules/@google/gemini-cli/{chunk}: anchor `callable-call-tool` matched 0 times (expected exactly once)\nhelp: nothing was changed; the patch goes where each of its content anchors matches exactly once, and this file has changed there: reinstall gemini-cli (`npm install -g @google/gemini-cli`, or however it was installed), then run `mcpatch status --path [SANDBOX]/g/lib/node_modules/@google/gemini-cli` (a release mcpatch does not fit yet needs a newer mcpatch)\n")
     );
     assert_eq!(sha256_file(&file), edited, "the install was changed");
-    let backups: Vec<_> = std::fs::read_dir(sb.dsh_home().join("backups/gemini-cli-session-loss"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .map(|e| e.file_name())
-                .collect()
-        })
-        .unwrap_or_default();
+    let backups = super::harden::backup_ids_under(&sb, "backups/gemini-cli-session-loss");
     assert!(backups.is_empty(), "{backups:?}");
 }
 

@@ -423,13 +423,7 @@ fn backup_count(sb: &Sandbox) -> usize {
 
 /// How many backups the patch `id` keeps (its folder's entries, dot-files aside).
 fn backups_of(sb: &Sandbox, id: &str) -> usize {
-    std::fs::read_dir(sb.dsh_home().join("backups").join(id))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .count()
-        })
-        .unwrap_or(0)
+    harden::backup_ids_under(sb, &format!("backups/{id}")).len()
 }
 
 mod ai_sdk_mcp;

@@ -59,17 +59,6 @@ fn signal_when_running(
         .unwrap()
 }
 
-fn backups_of(sb: &Sandbox, target: &str) -> Vec<String> {
-    std::fs::read_dir(sb.dsh_home().join("backups").join(target))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .filter(|n| !n.starts_with('.'))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[test]
 fn a_signal_during_the_verify_of_a_release_never_seen_stops_apply_leaving_nothing() {
     let _one = heavy();
@@ -107,7 +96,7 @@ fn a_signal_during_the_verify_of_a_release_never_seen_stops_apply_leaving_nothin
         assert!(scratch.is_empty(), "{name}: {scratch:?}");
         assert_eq!(sha256_file(&file), edited, "{name}: untouched");
         assert_eq!(
-            backups_of(&sb, "gemini-cli-session-loss"),
+            super::harden::backup_ids_under(&sb, "backups/gemini-cli-session-loss"),
             Vec::<String>::new(),
             "{name}"
         );
