@@ -447,6 +447,52 @@ mod tests {
         assert!(msg.starts_with("the patch does not apply to /x/lib/index.js: hunk #1 (@@ -103,6 +103,39 @@) does not match"), "{msg}");
     }
 
+    /// A text `diff`'s hunks fit that is not the file it was cut against:
+    /// each hunk's old side at its line, filler lines around them.
+    fn text_the_hunks_fit(diff: &diffy::Patch<'_, str>) -> String {
+        let mut text = String::new();
+        let mut line = 1;
+        for hunk in diff.hunks() {
+            while line < hunk.old_range().start() {
+                text.push_str("// filler, not the original\n");
+                line += 1;
+            }
+            for l in hunk.lines() {
+                if let diffy::Line::Context(t) | diffy::Line::Delete(t) = l {
+                    text.push_str(t);
+                    line += 1;
+                }
+            }
+        }
+        text
+    }
+
+    #[test]
+    fn a_recorded_earlier_diff_revision_that_does_not_come_out_to_the_original_is_refused() {
+        let spec = crate::registry::session_loss().unwrap();
+        let earlier = spec
+            .earlier
+            .iter()
+            .find(|e| e.sha256.is_some())
+            .expect("DSH's target records an earlier revision's sha256");
+        let diff = earlier.parsed_diff();
+        let base = text_the_hunks_fit(&diff);
+        let current = diffy::apply(&base, &diff).unwrap();
+        let recorded = earlier.sha256.as_deref().unwrap();
+        let path = Path::new("/x/lib/index.js");
+        let found = crate::identity::sha256_hex(base.as_bytes());
+        assert_eq!(
+            remove_earlier(&spec, &current, recorded, path)
+                .unwrap_err()
+                .to_string(),
+            format!(
+                "the patch does not apply to /x/lib/index.js: taking patch revision {} out gives sha256 {found}, not the original {}\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall @deepseek-ai/dsh, then run `mcpatch apply`",
+                earlier.revision,
+                spec.original_sha256(),
+            )
+        );
+    }
+
     /// A small text gemini-cli's anchors fit: its McpClient fields and its
     /// tool adapter's `callTool`, with code around them.
     fn fitting_text() -> String {
