@@ -493,6 +493,80 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_file_of_no_code_family_is_refused_naming_the_first_line_it_lacks() {
+        let spec = crate::registry::all()
+            .unwrap()
+            .iter()
+            .find(|t| t.target == "mcp-remote")
+            .unwrap();
+        // The first family's first line is there; its second is not.
+        let text = "function reinitializeSession() {}\n";
+        let err = apply_diff(spec, text, Path::new("/x/dist/chunk.js")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the patch does not apply to /x/dist/chunk.js: the file is of no code family a patch of mcp-remote is for (it lacks `let reinitInFlight = null;`)\nhelp: nothing was changed; the patch fits the revision it was cut against, also with local edits away from its hunks, and this file is neither: reinstall mcp-remote (a copy in the npx cache: delete its folder there, npx fetches it again), then run `mcpatch apply`"
+        );
+    }
+
+    #[test]
+    fn a_scratch_file_is_written_private_and_its_path_returned() {
+        use std::os::unix::fs::PermissionsExt;
+        let parent = tempfile::tempdir().unwrap();
+        let scratch = scratch_dir_in(parent.path(), "mcpatch-test-", SCRATCH_HELP).unwrap();
+        let file = scratch.write("a/b/c.js", b"code").unwrap();
+        assert_eq!(file, scratch.path().join("a/b/c.js"));
+        assert_eq!(std::fs::read(&file).unwrap(), b"code");
+        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&file), 0o600);
+        assert_eq!(mode(&scratch.path().join("a/b")), 0o700);
+        assert_eq!(mode(scratch.path()), 0o700);
+    }
+
+    #[test]
+    fn only_old_unlocked_scratch_folders_of_this_user_and_prefix_are_removed() {
+        use std::time::{Duration, SystemTime};
+        let tmp = tempfile::tempdir().unwrap();
+        let aged = |p: &Path, age: Duration| {
+            std::fs::File::open(p)
+                .unwrap()
+                .set_modified(SystemTime::now() - age)
+                .unwrap();
+        };
+        let folder = |name: &str, age: Duration| {
+            let p = tmp.path().join(name);
+            std::fs::create_dir(&p).unwrap();
+            aged(&p, age);
+            p
+        };
+        let minute = Duration::from_secs(60);
+        let dead = folder("p-dead", minute);
+        let fresh = folder("p-fresh", Duration::ZERO);
+        let held = folder("p-held", minute);
+        let other_prefix = folder("q-dead", minute);
+        let not_ours = folder("p-not-ours", minute);
+        std::os::unix::fs::lchown(&not_ours, Some(54321), None).unwrap();
+        let file = tmp.path().join("p-file");
+        std::fs::write(&file, "").unwrap();
+        aged(&file, minute);
+        let target = folder("q-target", minute);
+        let link = tmp.path().join("p-link");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let lock = std::fs::File::open(&held).unwrap();
+        lock.try_lock().unwrap();
+
+        remove_dead_scratch(tmp.path(), "p-");
+
+        assert!(
+            !dead.exists(),
+            "an old, unlocked folder of this user is removed"
+        );
+        for kept in [&fresh, &held, &other_prefix, &not_ours, &file, &target] {
+            assert!(kept.exists(), "{} is kept", kept.display());
+        }
+        assert!(std::fs::symlink_metadata(&link).is_ok(), "the link is kept");
+    }
+
     /// A small text gemini-cli's anchors fit: its McpClient fields and its
     /// tool adapter's `callTool`, with code around them.
     fn fitting_text() -> String {
