@@ -545,7 +545,12 @@ mod tests {
         let held = folder("p-held", minute);
         let other_prefix = folder("q-dead", minute);
         let not_ours = folder("p-not-ours", minute);
-        std::os::unix::fs::lchown(&not_ours, Some(54321), None).unwrap();
+        std::os::unix::fs::lchown(&not_ours, Some(54321), None).unwrap_or_else(|e| {
+            panic!(
+                "cannot give {} to another user: {e}; this test needs root (CI runs as root)",
+                not_ours.display()
+            )
+        });
         let file = tmp.path().join("p-file");
         std::fs::write(&file, "").unwrap();
         aged(&file, minute);
