@@ -7,6 +7,9 @@
 //!   drop runs;
 //! - `MCPATCH_TEST_PAUSE_AT=<step>` with `MCPATCH_TEST_PAUSE_DIR=<dir>`: wait
 //!   there while the test changes files (a host upgrade landing mid-apply);
+//! - `MCPATCH_TEST_SIGNAL_AT=<moment>`: raise SIGTERM there, as a user's
+//!   Ctrl-C or `kill` could at that moment, so a test can place a signal
+//!   where no timing could;
 //! - `MCPATCH_TEST_TRACE=1`: print every step, folder creation, rename and
 //!   folder sync to stderr as `trace: ...`, so a test can check their order.
 //!
@@ -27,6 +30,7 @@ const FAIL_AT: &str = "MCPATCH_TEST_FAIL_AT";
 const PAUSE_AT: &str = "MCPATCH_TEST_PAUSE_AT";
 const PAUSE_DIR: &str = "MCPATCH_TEST_PAUSE_DIR";
 const TRACE: &str = "MCPATCH_TEST_TRACE";
+const SIGNAL_AT: &str = "MCPATCH_TEST_SIGNAL_AT";
 
 fn asks(var: &str, step: &str) -> bool {
     std::env::var_os(var).is_some_and(|v| v == step)
@@ -50,6 +54,19 @@ pub fn reached(step: &'static str) -> Result<()> {
         return Err(Error::InjectedFault { step });
     }
     Ok(())
+}
+
+/// A signal may arrive at this moment: raise SIGTERM here if a test asked.
+/// Not traced, so the steps a trace lists stay the same.
+pub fn signal_may_arrive(moment: &'static str) {
+    if asks(SIGNAL_AT, moment) {
+        #[cfg(unix)]
+        // SAFETY: raise(3) of a constant signal; its handler only stores
+        // atomics and writes to a pipe (see on_signal).
+        unsafe {
+            libc::raise(libc::SIGTERM);
+        }
+    }
 }
 
 /// Trace an event (a folder created, renamed or synced) when the tests asked for a trace.

@@ -267,7 +267,9 @@ pub fn scratch_dir_in(parent: &Path, prefix: &str, help: &'static str) -> Result
 
 /// Remove the `<prefix>*` folders in `tmp` that dead runs left: only real
 /// folders (never a link) this user owns, older than [`SCRATCH_GRACE`], whose
-/// lock no live run holds.
+/// lock no live run holds. Each is opened first (never through a link, only a
+/// folder) and judged by what was opened, so nothing can be put in its place
+/// between the checks and the lock.
 pub(crate) fn remove_dead_scratch(tmp: &Path, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(tmp) else {
         return;
@@ -281,9 +283,15 @@ pub(crate) fn remove_dead_scratch(tmp: &Path, prefix: &str) {
             continue;
         }
         let path = entry.path();
-        let Ok(meta) = std::fs::symlink_metadata(&path) else {
-            continue;
-        };
+        let mut open = std::fs::OpenOptions::new();
+        open.read(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(
+            &mut open,
+            libc::O_NOFOLLOW | libc::O_DIRECTORY,
+        );
+        let Ok(dir) = open.open(&path) else { continue };
+        let Ok(meta) = dir.metadata() else { continue };
         #[cfg(unix)]
         let ours = {
             use std::os::unix::fs::MetadataExt;
@@ -297,18 +305,8 @@ pub(crate) fn remove_dead_scratch(tmp: &Path, prefix: &str) {
             .ok()
             .and_then(|m| m.elapsed().ok())
             .is_some_and(|age| age > SCRATCH_GRACE);
-        if !(meta.is_dir() && ours && old) {
-            continue;
-        }
-        let mut open = std::fs::OpenOptions::new();
-        open.read(true);
-        #[cfg(unix)]
-        std::os::unix::fs::OpenOptionsExt::custom_flags(
-            &mut open,
-            libc::O_NOFOLLOW | libc::O_DIRECTORY,
-        );
-        let Ok(dir) = open.open(&path) else { continue };
-        if dir.try_lock().is_ok() {
+        if meta.is_dir() && ours && old && dir.try_lock().is_ok() {
+            // remove_dir_all removes a link put here since, not what it points to.
             let _ = std::fs::remove_dir_all(&path);
         }
     }
@@ -406,6 +404,7 @@ where
 {
     let catching = crate::on_signal::catch();
     let out = node.run(step, args);
+    crate::kill_point::signal_may_arrive("node-ended");
     drop(catching);
     // Caught after node ended but before the guard went: still ours to report.
     interrupted(step)?;

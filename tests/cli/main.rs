@@ -207,6 +207,7 @@ impl Sandbox {
             .env_remove("MCPATCH_TEST_FAIL_AT")
             .env_remove("MCPATCH_TEST_PANIC_AT")
             .env_remove("MCPATCH_TEST_PAUSE_AT")
+            .env_remove("MCPATCH_TEST_SIGNAL_AT")
             .env_remove("MCPATCH_TEST_TRACE")
             .env_remove("MCPATCH_NODE_TIMEOUT");
         // npm's configuration from the environment would move npm's global root.

@@ -252,3 +252,31 @@ fn a_signal_during_the_verify_of_an_mcp_remote_never_seen_stops_apply_leaving_no
         assert_eq!(remote_backups(&sb), Vec::<String>::new(), "{name}");
     }
 }
+
+#[test]
+fn a_signal_that_comes_just_as_node_ends_still_stops_apply() {
+    // Node's check has ended, the signal is caught (not yet acted on): apply
+    // must report it, not go on to change the install.
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let path = client.to_str().unwrap();
+    let o = sb
+        .cmd(&["apply", "--path", path])
+        .env("MCPATCH_TEST_SIGNAL_AT", "node-ended")
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        sb.normalize(&o.stderr),
+        format!("error: interrupted by SIGTERM: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n"),
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+    assert_eq!(backup_count(&sb), 0, "a backup of a file never patched");
+    let staged: Vec<String> = std::fs::read_dir(client.join("lib"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with(".mcpatch"))
+        .collect();
+    assert_eq!(staged, Vec::<String>::new());
+}
