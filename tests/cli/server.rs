@@ -813,7 +813,9 @@ async fn a_call_cut_while_its_tool_runs_must_never_be_sent_again() {
     );
 }
 
-#[tokio::test]
+// Several workers, as verify runs the server: the calls' answers can then
+// race the server's own steps.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_held_batch_runs_the_first_calls_and_loses_the_session_under_the_rest() {
     let server = start(scenario::find(ScenarioName::ConcurrentLoss).behaviour).await;
     let mut c = connected(&server).await;
@@ -851,6 +853,13 @@ async fn a_held_batch_runs_the_first_calls_and_loses_the_session_under_the_rest(
             ("h3".into(), 404)
         ]
     );
+    // The loss is in the witness before any answer that met it.
+    let w = server.witness();
+    let loss = w
+        .iter()
+        .position(|e| e.note.as_deref() == Some("concurrent loss: dropped 1 session(s)"));
+    let first_lost = w.iter().position(|e| e.status == 404);
+    assert!(loss.is_some() && loss < first_lost, "{w:#?}");
     let counts = server.call_counts();
     assert_eq!((counts["h0"].sent, counts["h0"].ran), (1, 1));
     assert_eq!((counts["h1"].sent, counts["h1"].ran), (1, 0));

@@ -485,8 +485,9 @@ pub(super) fn handle_post(
                 sessions.remove(k);
             }
             if !stale.is_empty() {
-                drop(sessions);
+                // Written before the sessions are unlocked, as in `invalidate_all`.
                 shared.note(format!("idle timeout: pruned {} session(s)", stale.len()));
+                drop(sessions);
                 shared.remember_dropped(stale);
                 sessions = lock(&shared.sessions);
             }
@@ -750,6 +751,12 @@ pub(super) async fn hold(shared: &Shared, session: &str) -> Option<HeldFate> {
         if batch.waiting.len() >= batch.size {
             let batch = held.take().expect("checked above");
             drop(held);
+            // The calls that run were running already; the session goes under
+            // the rest. Dropped, and the loss written to the witness, before
+            // any call learns its fate: a lost answer (and the client's new
+            // session after it) logged before the loss would read as a loss
+            // the client never recovered from.
+            shared.drop_session(session, "concurrent loss");
             let ran = batch.run_first;
             for (i, tx) in batch.waiting.into_iter().enumerate() {
                 let fate = if i < ran {
@@ -759,8 +766,6 @@ pub(super) async fn hold(shared: &Shared, session: &str) -> Option<HeldFate> {
                 };
                 let _ = tx.send(fate);
             }
-            // The calls that run were running already; the session goes under the rest.
-            shared.drop_session(session, "concurrent loss");
         }
         rx
     };

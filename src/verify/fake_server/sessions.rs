@@ -191,16 +191,31 @@ impl Shared {
         }
     }
 
-    /// Drop every live session, remembering their ids.
+    /// Drop every live session, remembering their ids. The note goes in the
+    /// witness while the sessions are still locked, so no request can be
+    /// answered as lost before the loss is written (nothing locks the
+    /// sessions while holding the witness).
     pub(super) fn invalidate_all(&self, why: &str) {
-        let ids: Vec<String> = lock(&self.sessions).drain().map(|(id, _)| id).collect();
-        self.note(format!("{why}: dropped {} session(s)", ids.len()));
+        let ids: Vec<String> = {
+            let mut sessions = lock(&self.sessions);
+            let ids: Vec<String> = sessions.drain().map(|(id, _)| id).collect();
+            self.note(format!("{why}: dropped {} session(s)", ids.len()));
+            ids
+        };
         self.remember_dropped(ids);
     }
 
+    /// Drop one session, remembering its id, its note written as in [`Self::invalidate_all`].
     pub(super) fn drop_session(&self, id: &str, why: &str) {
-        if lock(&self.sessions).remove(id).is_some() {
-            self.note(format!("{why}: dropped 1 session(s)"));
+        let dropped = {
+            let mut sessions = lock(&self.sessions);
+            let dropped = sessions.remove(id).is_some();
+            if dropped {
+                self.note(format!("{why}: dropped 1 session(s)"));
+            }
+            dropped
+        };
+        if dropped {
             self.remember_dropped([id.to_string()]);
         }
     }
