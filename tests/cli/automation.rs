@@ -16,7 +16,7 @@ fn not_writable() -> String {
 }
 
 /// `text` with the random part of staged file names replaced by `*`.
-fn without_staged_names(text: &str) -> String {
+pub(crate) fn without_staged_names(text: &str) -> String {
     let marker = ".mcpatch-staged-";
     let mut out = String::new();
     let mut rest = text;

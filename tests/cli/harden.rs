@@ -1023,3 +1023,25 @@ help: nothing was changed; pick another backup with `mcpatch backups` and `--bac
     );
     assert_eq!(sha256_file(&file), patched_hash());
 }
+
+#[test]
+fn a_user_without_root_who_cannot_write_the_install_is_told_to_use_sudo() {
+    let sb = Sandbox::new();
+    let client = sb.client_install("0.1.0-rc.8", "g");
+    let p = client.to_str().unwrap();
+    give_sandbox_to_stranger(&sb);
+    // The folder of the file to patch is root's again, as after `sudo npm install -g`.
+    let lib = client.join("lib");
+    std::os::unix::fs::lchown(&lib, Some(0), Some(0)).unwrap();
+    std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let o = as_stranger(&sb, sb.command(&["apply", "--path", p]))
+        .output()
+        .unwrap();
+    assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(
+        super::automation::without_staged_names(&sb.normalize(&o.stderr)),
+        "error: [SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib is not writable: Permission denied (os error 13) at path \"[SANDBOX]/g/lib/node_modules/@deepseek-ai/dsh-mcp-client/lib/.mcpatch-staged-*.js\"\nhelp: run with sudo, or use --path on a writable copy of the install\n"
+    );
+    assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
+}
