@@ -1,5 +1,6 @@
 //! `mcpatch apply`, `revert`, `diff`, `backups` on the real package.
 
+use super::harden::litter;
 use super::*;
 
 fn node22() -> PathBuf {
@@ -33,16 +34,6 @@ fn node_loads(file: &Path) {
         file.display(),
         String::from_utf8_lossy(&o.stderr)
     );
-}
-
-/// Files in a folder other than the package's own (temp litter).
-fn litter(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with(".mcpatch"))
-        .collect()
 }
 
 #[test]

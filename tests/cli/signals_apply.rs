@@ -6,6 +6,7 @@
 
 use super::gemini::original_of;
 use super::gemini_verify::{heavy, leftovers, processes_naming};
+use super::harden::litter;
 use super::*;
 
 fn name_of(signal: i32) -> &'static str {
@@ -147,12 +148,7 @@ fn a_signal_during_the_load_check_stops_apply_with_no_backup_no_staged_file_and_
             0,
             "{name}: a backup of a file never patched"
         );
-        let staged: Vec<String> = std::fs::read_dir(client.join("lib"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with(".mcpatch"))
-            .collect();
+        let staged = litter(&client.join("lib"));
         assert_eq!(staged, Vec::<String>::new(), "{name}");
         assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
         let v = status_json(&sb, &["--path", path]);
@@ -272,11 +268,6 @@ fn a_signal_that_comes_just_as_node_ends_still_stops_apply() {
     );
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
     assert_eq!(backup_count(&sb), 0, "a backup of a file never patched");
-    let staged: Vec<String> = std::fs::read_dir(client.join("lib"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().to_string())
-        .filter(|n| n.starts_with(".mcpatch"))
-        .collect();
+    let staged = litter(&client.join("lib"));
     assert_eq!(staged, Vec::<String>::new());
 }

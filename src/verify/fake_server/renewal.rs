@@ -125,6 +125,19 @@ mod tests {
         assert_eq!(post(url, Some(id), note).await.0, 202);
     }
 
+    /// A server that refuses a request without a session id only once the new session is up.
+    async fn refusing_late() -> FakeServer {
+        FakeServer::start(
+            ServerBehaviour {
+                late_sessionless_refusal: true,
+                ..ServerBehaviour::default()
+            },
+            0,
+        )
+        .await
+        .unwrap()
+    }
+
     fn call(text: &str) -> Value {
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
             "params": {"name": "echo", "arguments": {"text": text, "call_id": text}}})
@@ -200,15 +213,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_request_on_the_new_session_shows_it_is_up_before_its_initialized_notification() {
-        let server = FakeServer::start(
-            ServerBehaviour {
-                late_sessionless_refusal: true,
-                ..ServerBehaviour::default()
-            },
-            0,
-        )
-        .await
-        .unwrap();
+        let server = refusing_late().await;
         let url = server.url();
         open(&url).await;
         server.invalidate();
@@ -223,15 +228,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusal_waits_no_longer_than_its_limit_for_a_new_session_that_never_comes() {
-        let server = FakeServer::start(
-            ServerBehaviour {
-                late_sessionless_refusal: true,
-                ..ServerBehaviour::default()
-            },
-            0,
-        )
-        .await
-        .unwrap();
+        let server = refusing_late().await;
         open(&server.url()).await;
         server.invalidate();
         let start = Instant::now();
