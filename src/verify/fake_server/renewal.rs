@@ -63,10 +63,10 @@ pub(super) fn renewed(shared: &Shared) -> bool {
         return false;
     };
     let settled = now >= init.answered_ms + SETTLE.as_millis() as u64;
+    // `since` goes on after the initialize: its id was issued there.
     settled
-        || w.entries.range(loss..).any(|e| {
-            e.session_sent.is_some()
-                && e.session_sent == init.session_issued
+        || since.any(|e| {
+            e.session_sent == init.session_issued
                 && match e.rpc_method.as_deref() {
                     Some("notifications/initialized") => {
                         e.status == 202 && now >= e.t_ms + AFTER_INITIALIZED.as_millis() as u64

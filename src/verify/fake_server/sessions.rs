@@ -196,26 +196,19 @@ impl Shared {
     /// answered as lost before the loss is written (nothing locks the
     /// sessions while holding the witness).
     pub(super) fn invalidate_all(&self, why: &str) {
-        let ids: Vec<String> = {
-            let mut sessions = lock(&self.sessions);
-            let ids: Vec<String> = sessions.drain().map(|(id, _)| id).collect();
-            self.note(format!("{why}: dropped {} session(s)", ids.len()));
-            ids
-        };
+        let mut sessions = lock(&self.sessions);
+        let ids: Vec<String> = sessions.drain().map(|(id, _)| id).collect();
+        self.note(format!("{why}: dropped {} session(s)", ids.len()));
+        drop(sessions);
         self.remember_dropped(ids);
     }
 
     /// Drop one session, remembering its id, its note written as in [`Self::invalidate_all`].
     pub(super) fn drop_session(&self, id: &str, why: &str) {
-        let dropped = {
-            let mut sessions = lock(&self.sessions);
-            let dropped = sessions.remove(id).is_some();
-            if dropped {
-                self.note(format!("{why}: dropped 1 session(s)"));
-            }
-            dropped
-        };
-        if dropped {
+        let mut sessions = lock(&self.sessions);
+        if sessions.remove(id).is_some() {
+            self.note(format!("{why}: dropped 1 session(s)"));
+            drop(sessions);
             self.remember_dropped([id.to_string()]);
         }
     }
