@@ -414,12 +414,7 @@ mod unknown_revisions {
 
     /// What is left in the install's lib folder besides its own files.
     fn leftovers(client: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(client.join("lib"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with(".mcpatch"))
-            .collect();
+        let mut names = crate::harden::litter(&client.join("lib"));
         names.sort();
         names
     }

@@ -17,6 +17,12 @@ fn name_of(signal: i32) -> &'static str {
     }
 }
 
+/// apply's whole message when `signal` stopped it on DSH's plugin installed
+/// globally under `g` (normalised).
+fn dsh_interrupted(signal: &str) -> String {
+    format!("error: interrupted by {signal}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n")
+}
+
 /// Start `args`, wait until some process's command line names every one of
 /// `needles` (at least `count` of them), send `signal`, and return the output.
 fn signal_when_running(
@@ -132,11 +138,7 @@ fn a_signal_during_the_load_check_stops_apply_with_no_backup_no_staged_file_and_
             signal,
         );
         assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
-        assert_eq!(
-            sb.normalize(&o.stderr),
-            format!("error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n"),
-            "{name}"
-        );
+        assert_eq!(sb.normalize(&o.stderr), dsh_interrupted(name), "{name}");
         std::thread::sleep(std::time::Duration::from_millis(300));
         let left: Vec<String> = processes_naming(path)
             .into_iter()
@@ -178,21 +180,10 @@ fn a_signal_during_the_verify_of_a_dsh_plugin_never_seen_stops_apply_leaving_not
         );
         assert_eq!(code(&o), 2, "{name}: {}", stderr(&o));
         let err = sb.normalize(&o.stderr);
-        assert!(
-            err.ends_with(&format!(
-                "error: interrupted by {name}: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n"
-            )),
-            "{name}: {err}"
-        );
+        assert!(err.ends_with(&dsh_interrupted(name)), "{name}: {err}");
         std::thread::sleep(std::time::Duration::from_millis(300));
         assert_eq!(processes_naming(path), Vec::<String>::new(), "{name}");
-        let left: Vec<String> = std::fs::read_dir(client.join("lib"))
-            .unwrap()
-            .flatten()
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with(".mcpatch"))
-            .collect();
-        assert_eq!(left, Vec::<String>::new(), "{name}");
+        assert_eq!(litter(&client.join("lib")), Vec::<String>::new(), "{name}");
         let scratch: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
         assert!(scratch.is_empty(), "{name}: {scratch:?}");
         assert_eq!(sha256_file(&file), edited, "{name}: untouched");
@@ -262,10 +253,7 @@ fn a_signal_that_comes_just_as_node_ends_still_stops_apply() {
         .output()
         .unwrap();
     assert_eq!(code(&o), 2, "{}{}", stdout(&o), stderr(&o));
-    assert_eq!(
-        sb.normalize(&o.stderr),
-        format!("error: interrupted by SIGTERM: apply stopped before changing [SANDBOX]/g/lib/node_modules/{CLIENT}/lib/index.js; node and any fake servers were stopped, and the copies and the backup made for it were removed (installs reported before it keep their changes)\nhelp: run `mcpatch status --path [SANDBOX]/g/lib/node_modules/{CLIENT}` to see each install, then `mcpatch apply --path [SANDBOX]/g/lib/node_modules/{CLIENT}` again to finish\n"),
-    );
+    assert_eq!(sb.normalize(&o.stderr), dsh_interrupted("SIGTERM"));
     assert_eq!(sha256_file(&client.join("lib/index.js")), ORIGINAL);
     assert_eq!(backup_count(&sb), 0, "a backup of a file never patched");
     let staged = litter(&client.join("lib"));
