@@ -23,6 +23,10 @@ const IN_FLIGHT_SLACK_MS: u64 = 100;
 const LOST_LONG_AGO_MS: u64 = 2000;
 /// How far past its deadline a call may end on a loaded machine.
 const DEADLINE_SLACK_MS: u64 = 700;
+/// How much sooner than its deadline a call may read as ended by it: a
+/// timer rounds to the millisecond, and the caller starts its clock before
+/// the signal's.
+const OWN_SIGNAL_SLACK_MS: u64 = 10;
 /// How soon a call must fail when reconnecting is disabled and it meets a loss.
 const FAIL_FAST_MS: u64 = 1000;
 /// How much longer than the policy's `maxDelayMs` a session must have stayed
@@ -127,7 +131,7 @@ pub fn check_all(ev: &Evidence<'_>, x: &Expected<'_>) -> Option<Violation> {
     check_common(ev)
         .or_else(|| calls_in_time(ev.calls, x))
         .or_else(|| words_carried(ev, x))
-        .or_else(|| no_invented_loss(ev))
+        .or_else(|| no_invented_loss(ev, x.deadlines))
         .or_else(|| one_initialize_per_loss(ev.witness, ev.dropped))
         .or_else(|| reconnect_kept(ev, x))
         .or_else(|| logs_true(ev, x))
@@ -399,8 +403,11 @@ fn call_number(id: &str) -> Option<u64> {
 
 /// A call fails without reaching the server only once the server answered an
 /// earlier call as a lost session: a client that fails calls on its own after
-/// an ordinary error invented a loss.
-fn no_invented_loss(ev: &Evidence<'_>) -> Option<Violation> {
+/// an ordinary error invented a loss. A call its own deadline ended (its
+/// caller's abort signal or timeout, by `deadlines`) failed by its caller's
+/// hand: on a loaded machine a short signal can fire before its request
+/// leaves the client.
+fn no_invented_loss(ev: &Evidence<'_>, deadlines: &HashMap<String, u64>) -> Option<Violation> {
     let dropped: HashSet<&str> = ev.dropped.iter().map(String::as_str).collect();
     // Counted on arrival: a slow call still running has no witness entry yet.
     let reached: HashSet<&str> = ev
@@ -418,6 +425,11 @@ fn no_invented_loss(ev: &Evidence<'_>) -> Option<Violation> {
     ev.calls
         .iter()
         .filter(|c| !c.ok && !reached.contains(c.call_id.as_str()))
+        .filter(|c| {
+            deadlines
+                .get(&c.name)
+                .is_none_or(|&d| c.ms + OWN_SIGNAL_SLACK_MS < d)
+        })
         .find(|c| {
             let n = call_number(&c.call_id).unwrap_or(0);
             first_loss.is_none_or(|l| n <= l)
@@ -427,9 +439,10 @@ fn no_invented_loss(ev: &Evidence<'_>) -> Option<Violation> {
                 "no-invented-loss",
                 "BROKEN",
                 format!(
-                    "call {} ({}) failed without reaching the server, though no earlier call met a lost session: {}",
+                    "call {} ({}) failed after {} ms without reaching the server, though no earlier call met a lost session: {}",
                     c.call_id,
                     c.name,
+                    c.ms,
                     c.error.as_deref().unwrap_or("no error")
                 ),
             )

@@ -215,6 +215,7 @@ fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_l
                 ..case.clone()
             }
             .ev(),
+            &case.deadlines,
         )
     };
     // c3 failed on its own after c2 met a lost session: the client knew.
@@ -230,7 +231,36 @@ fn a_call_failed_without_reaching_the_server_needs_an_earlier_call_answered_as_l
     let v = judge(vec![call("c0", false), call("c1", true)]).expect("a violation");
     assert_eq!(
         v.note,
-        "invariant no-invented-loss: call c0 (c0) failed without reaching the server, though no earlier call met a lost session: lost and reconnect is disabled"
+        "invariant no-invented-loss: call c0 (c0) failed after 1 ms without reaching the server, though no earlier call met a lost session: lost and reconnect is disabled"
+    );
+}
+
+#[test]
+fn a_call_its_own_signal_ended_before_it_reached_the_server_invented_no_loss() {
+    // A loaded machine: the caller's 100 ms abort fired before the request
+    // left the client, and no call had met a lost session yet.
+    let case = Case {
+        counts: counts(&[("c1", 0, 0)]),
+        deadlines: HashMap::from([("2:echo".to_string(), 100)]),
+        ..Case::new(vec![entry(0, 0, "POST", "initialize", None, 200)])
+    };
+    let judge = |ms: u64| {
+        no_invented_loss(
+            &Case {
+                calls: vec![seen("c1", "2:echo", Some("Request was aborted"), ms)],
+                ..case.clone()
+            }
+            .ev(),
+            &case.deadlines,
+        )
+        .map(|v| v.note)
+    };
+    assert_eq!(judge(100), None);
+    assert_eq!(judge(90), None);
+    // Failed well before its own signal: the client gave up on its own.
+    assert_eq!(
+        judge(60),
+        Some("invariant no-invented-loss: call c1 (2:echo) failed after 60 ms without reaching the server, though no earlier call met a lost session: Request was aborted".into())
     );
 }
 
